@@ -1,0 +1,358 @@
+package io.partfs.engine;
+
+import io.partfs.engine.data.BlockCache;
+import io.partfs.engine.data.ChunkStore;
+import io.partfs.engine.data.Reclaimer;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.object.ObjectStore;
+import java.io.Closeable;
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The PartFS filesystem API, which the FUSE adapter calls: POSIX operations on inodes and open
+ * file handles over a {@link MetaEngine} and a {@link ChunkStore}.
+ *
+ * <p>Every failure is an {@link FsException} that names one errno, or an {@link IOException}
+ * from the backing services (EIO). Permission checks are the kernel's
+ * ({@code default_permissions}); this layer keeps ownership and modes right.
+ *
+ * <p>Concurrency: thread-safe. Metadata changes are atomic transactions; a file's buffered
+ * writes are flushed before anyone reads it, truncates it, or closes a handle, so every reader
+ * sees every write that returned before its read began.
+ */
+public final class PartFs implements Closeable {
+    public static final int O_ACCMODE = 03;
+    public static final int O_RDONLY = 0;
+    public static final int O_WRONLY = 01;
+    public static final int O_RDWR = 02;
+    public static final int O_CREAT = 0100;
+    public static final int O_EXCL = 0200;
+    public static final int O_TRUNC = 01000;
+    public static final int O_APPEND = 02000;
+
+    private final MetaEngine meta;
+    private final ObjectStore objects;
+    private final ChunkStore chunks;
+    private final Reclaimer reclaimer;
+    private final PartFsConfig config;
+    private final VolumeFormat format;
+    private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
+    private final AtomicLong nextHandle = new AtomicLong(1);
+
+    private PartFs(MetaEngine meta, ObjectStore objects, PartFsConfig config) throws IOException {
+        this.meta = meta;
+        this.objects = objects;
+        this.config = config;
+        this.format = meta.load();
+        BlockCache cache = new BlockCache(config.blockCacheDir() == null
+                ? java.nio.file.Path.of("/nonexistent") : config.blockCacheDir(), config.blockCacheSize());
+        this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile());
+        this.reclaimer = new Reclaimer(meta, chunks);
+        meta.setOrphanListener(reclaimer::fileOrphaned);
+        reclaimer.resumePending();
+    }
+
+    /**
+     * Opens a formatted volume. The returned filesystem owns {@code meta} and {@code objects}
+     * and closes them.
+     */
+    public static PartFs open(MetaEngine meta, ObjectStore objects, PartFsConfig config) throws IOException {
+        return new PartFs(meta, objects, config);
+    }
+
+    public VolumeFormat format() {
+        return format;
+    }
+
+    public MetaEngine meta() {
+        return meta;
+    }
+
+    public ChunkStore chunks() {
+        return chunks;
+    }
+
+    /** An open file: its inode, the flags it was opened with, and readahead state. */
+    private static final class Handle {
+        final long ino;
+        final int flags;
+        volatile long lastReadEnd = -1;
+
+        Handle(long ino, int flags) {
+            this.ino = ino;
+            this.flags = flags;
+        }
+
+        boolean canWrite() {
+            return (flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR;
+        }
+
+        boolean canRead() {
+            return (flags & O_ACCMODE) == O_RDONLY || (flags & O_ACCMODE) == O_RDWR;
+        }
+    }
+
+    private Handle handle(long fh) throws FsException {
+        Handle h = handles.get(fh);
+        if (h == null) {
+            throw new FsException.BadHandle(String.valueOf(fh));
+        }
+        return h;
+    }
+
+    /** Attributes with the size of writes still buffered in this process. */
+    private Attr withPending(Attr a) {
+        long pending = chunks.pendingEnd(a.ino());
+        return pending > a.size() ? a.withSize(pending) : a;
+    }
+
+    // ---- names and attributes ----
+
+    public Attr getattr(long ino) throws IOException {
+        return withPending(meta.getattr(ino));
+    }
+
+    public Attr lookup(long parent, String name) throws IOException {
+        return withPending(meta.lookup(parent, name));
+    }
+
+    /**
+     * The inode at an absolute path, without following symlinks (like {@code lstat}); for the
+     * path-based FUSE API.
+     */
+    public Attr resolve(String path) throws IOException {
+        Attr cur = meta.getattr(MetaEngine.ROOT);
+        for (String part : path.split("/")) {
+            if (part.isEmpty() || part.equals(".")) {
+                continue;
+            }
+            if (!cur.isDirectory()) {
+                throw new FsException.NotDirectory(path);
+            }
+            cur = part.equals("..") ? meta.getattr(cur.parent()) : meta.lookup(cur.ino(), part);
+        }
+        return withPending(cur);
+    }
+
+    public Attr setattr(long ino, MetaEngine.SetAttr change) throws IOException {
+        return withPending(meta.setattr(ino, change));
+    }
+
+    /** Sets a file's length, after flushing its buffered writes. */
+    public Attr truncate(long ino, long length) throws IOException {
+        chunks.flush(ino);
+        return meta.truncate(ino, length);
+    }
+
+    public List<DirEntry> readdir(long ino) throws IOException {
+        return meta.readdir(ino);
+    }
+
+    public Attr mkdir(long parent, String name, int mode, int uid, int gid) throws IOException {
+        return meta.mknod(parent, name, FileType.DIRECTORY, mode, uid, gid, 0, null);
+    }
+
+    /** Creates a special file or an empty regular file. */
+    public Attr mknod(long parent, String name, FileType type, int mode, int uid, int gid, int rdev) throws IOException {
+        if (type == FileType.DIRECTORY || type == FileType.SYMLINK) {
+            throw new FsException.InvalidArgument("mknod of a " + type);
+        }
+        return meta.mknod(parent, name, type, mode, uid, gid, rdev, null);
+    }
+
+    public Attr symlink(long parent, String name, String target, int uid, int gid) throws IOException {
+        if (target.isEmpty()) {
+            throw new FsException.NoSuchEntry("empty symlink target");
+        }
+        if (target.length() > 4095) {
+            throw new FsException.NameTooLong("symlink target");
+        }
+        return meta.mknod(parent, name, FileType.SYMLINK, 0777, uid, gid, 0, target);
+    }
+
+    public String readlink(long ino) throws IOException {
+        return meta.readlink(ino);
+    }
+
+    public void unlink(long parent, String name) throws IOException {
+        meta.unlink(parent, name);
+    }
+
+    public void rmdir(long parent, String name) throws IOException {
+        meta.rmdir(parent, name);
+    }
+
+    /** renameat2(2); see {@link MetaEngine#rename}. */
+    public void rename(long srcParent, String srcName, long dstParent, String dstName, int flags) throws IOException {
+        meta.rename(srcParent, srcName, dstParent, dstName, flags);
+    }
+
+    public Attr link(long ino, long newParent, String newName) throws IOException {
+        return withPending(meta.link(ino, newParent, newName));
+    }
+
+    // ---- files ----
+
+    /** A created (or, without O_EXCL, opened) file and its handle. */
+    public record Created(Attr attr, long fh) {
+    }
+
+    public Created create(long parent, String name, int mode, int flags, int uid, int gid) throws IOException {
+        Attr a;
+        try {
+            a = meta.mknod(parent, name, FileType.FILE, mode, uid, gid, 0, null);
+        } catch (FsException.Exists e) {
+            if ((flags & O_EXCL) != 0) {
+                throw e;
+            }
+            a = meta.lookup(parent, name);
+            if (a.isDirectory()) {
+                throw new FsException.IsDirectory(name);
+            }
+        }
+        long fh = open(a.ino(), flags);
+        return new Created(getattr(a.ino()), fh);
+    }
+
+    public long open(long ino, int flags) throws IOException {
+        Attr a = meta.getattr(ino);
+        Handle h = new Handle(ino, flags);
+        if (a.isDirectory() && h.canWrite()) {
+            throw new FsException.IsDirectory("inode " + ino);
+        }
+        if ((flags & O_TRUNC) != 0 && h.canWrite() && a.type() == FileType.FILE) {
+            truncate(ino, 0);
+        }
+        long fh = nextHandle.getAndIncrement();
+        meta.opened(ino);
+        handles.put(fh, h);
+        return fh;
+    }
+
+    public int read(long fh, long off, byte[] dst, int dstOff, int len) throws IOException {
+        Handle h = handle(fh);
+        if (!h.canRead()) {
+            throw new FsException.BadHandle(fh + " is not open for reading");
+        }
+        if (off < 0) {
+            throw new FsException.InvalidArgument("negative offset");
+        }
+        chunks.flush(h.ino);
+        Attr a = meta.getattr(h.ino);
+        if (a.isDirectory()) {
+            throw new FsException.IsDirectory("inode " + h.ino);
+        }
+        int n = chunks.read(h.ino, a.size(), off, dst, dstOff, len);
+        if (off == h.lastReadEnd && config.readaheadBlocks() > 0) {
+            int ahead = config.readaheadBlocks() * format.blockSize();
+            chunks.prefetch(h.ino, a.size(), off + n, ahead);
+        }
+        h.lastReadEnd = off + n;
+        return n;
+    }
+
+    public int write(long fh, long off, byte[] src, int srcOff, int len) throws IOException {
+        Handle h = handle(fh);
+        if (!h.canWrite()) {
+            throw new FsException.BadHandle(fh + " is not open for writing");
+        }
+        if (off < 0) {
+            throw new FsException.InvalidArgument("negative offset");
+        }
+        long at = (h.flags & O_APPEND) != 0 ? getattr(h.ino).size() : off;
+        if (at + len > (long) VolumeFormat.CHUNK_SIZE * Integer.MAX_VALUE) {
+            throw new FsException.TooLarge("write past the largest file size");
+        }
+        chunks.write(h.ino, at, src, srcOff, len);
+        return len;
+    }
+
+    /** close(2) of one descriptor: makes the handle's writes visible to everyone. */
+    public void flush(long fh) throws IOException {
+        chunks.flush(handle(fh).ino);
+    }
+
+    /** Makes the file's data and metadata durable. */
+    public void fsync(long fh) throws IOException {
+        chunks.flush(handle(fh).ino);
+        meta.sync();
+    }
+
+    public void release(long fh) throws IOException {
+        Handle h = handles.remove(fh);
+        if (h == null) {
+            throw new FsException.BadHandle(String.valueOf(fh));
+        }
+        try {
+            chunks.flush(h.ino);
+        } finally {
+            meta.released(h.ino);
+        }
+    }
+
+    // ---- extended attributes ----
+
+    public byte[] getxattr(long ino, String name) throws IOException {
+        return meta.getxattr(ino, name);
+    }
+
+    public List<String> listxattr(long ino) throws IOException {
+        return meta.listxattr(ino);
+    }
+
+    public void setxattr(long ino, String name, byte[] value, int flags) throws IOException {
+        meta.setxattr(ino, name, value, flags);
+    }
+
+    public void removexattr(long ino, String name) throws IOException {
+        meta.removexattr(ino, name);
+    }
+
+    // ---- volume ----
+
+    /** statvfs(3) numbers in 4 KiB blocks. */
+    public record StatFs(long blockSize, long totalBlocks, long freeBlocks, long files, long freeFiles, int nameMax) {
+    }
+
+    public StatFs statfs() throws IOException {
+        MetaEngine.Usage u = meta.usage();
+        long total = config.capacity() / 4096;
+        long used = Math.min(total, u.usedBytes() / 4096);
+        long files = Math.max(u.inodes(), 0);
+        return new StatFs(4096, total, total - used, files + (1L << 30), 1L << 30, MetaEngine.MAX_NAME_BYTES);
+    }
+
+    /** Waits for background deletion of freed data; for tests and {@code umount}. */
+    public void awaitReclaim() throws IOException {
+        reclaimer.awaitIdle();
+    }
+
+    /** Flushes every file and makes metadata durable, as at unmount. */
+    public void syncAll() throws IOException {
+        chunks.flushAll();
+        meta.sync();
+    }
+
+    @Override
+    public void close() throws IOException {
+        IOException failure = null;
+        for (Closeable c : new Closeable[] {chunks, reclaimer, meta, objects}) {
+            try {
+                c.close();
+            } catch (IOException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+}

@@ -1,0 +1,91 @@
+package io.partfs.engine;
+
+import java.nio.file.Path;
+
+/**
+ * How one mount of a volume behaves locally: caches, buffers and threads. Immutable; build with
+ * {@link #builder()}, which checks every value and says what to change.
+ */
+public final class PartFsConfig {
+    private final Path blockCacheDir;
+    private final long blockCacheSize;
+    private final int ioThreads;
+    private final long writeBufferPerFile;
+    private final int readaheadBlocks;
+    private final long capacity;
+
+    private PartFsConfig(Builder b) {
+        this.blockCacheDir = b.blockCacheDir;
+        this.blockCacheSize = b.blockCacheSize;
+        this.ioThreads = b.ioThreads;
+        this.writeBufferPerFile = b.writeBufferPerFile;
+        this.readaheadBlocks = b.readaheadBlocks;
+        this.capacity = b.capacity;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Directory of the local block cache, or null for none. */
+    public Path blockCacheDir() { return blockCacheDir; }
+
+    public long blockCacheSize() { return blockCacheSize; }
+
+    public int ioThreads() { return ioThreads; }
+
+    public long writeBufferPerFile() { return writeBufferPerFile; }
+
+    public int readaheadBlocks() { return readaheadBlocks; }
+
+    /** Size reported by statfs. */
+    public long capacity() { return capacity; }
+
+    public Builder toBuilder() {
+        return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
+                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity);
+    }
+
+    public static final class Builder {
+        private Path blockCacheDir;
+        private long blockCacheSize;
+        private int ioThreads = 16;
+        private long writeBufferPerFile = 64L << 20;
+        private int readaheadBlocks = 2;
+        private long capacity = 1L << 50;
+
+        /** A block cache of {@code size} bytes in {@code dir}; null or 0 for none. */
+        public Builder blockCache(Path dir, long size) {
+            this.blockCacheDir = dir;
+            this.blockCacheSize = dir == null ? 0 : size;
+            return this;
+        }
+
+        public Builder ioThreads(int n) { this.ioThreads = n; return this; }
+
+        public Builder writeBufferPerFile(long bytes) { this.writeBufferPerFile = bytes; return this; }
+
+        public Builder readaheadBlocks(int n) { this.readaheadBlocks = n; return this; }
+
+        public Builder capacity(long bytes) { this.capacity = bytes; return this; }
+
+        public PartFsConfig build() {
+            if (blockCacheSize < 0) {
+                throw new IllegalArgumentException("block cache size must not be negative (0 disables the cache)");
+            }
+            if (ioThreads < 1 || ioThreads > 1024) {
+                throw new IllegalArgumentException("io threads must be between 1 and 1024, not " + ioThreads);
+            }
+            if (writeBufferPerFile < 1 << 20) {
+                throw new IllegalArgumentException("write buffer per file must be at least 1 MiB");
+            }
+            if (readaheadBlocks < 0) {
+                throw new IllegalArgumentException("readahead blocks must not be negative");
+            }
+            if (capacity <= 0) {
+                throw new IllegalArgumentException("capacity must be positive");
+            }
+            return new PartFsConfig(this);
+        }
+    }
+}

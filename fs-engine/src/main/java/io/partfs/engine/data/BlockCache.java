@@ -1,0 +1,214 @@
+package io.partfs.engine.data;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A bounded cache of whole data blocks in files on local disk, least recently used evicted
+ * first. It survives restarts: at start it indexes what is on disk, oldest first by
+ * modification time, and trims to the capacity. Blocks are immutable, so a cached block is
+ * never stale; a corrupt or missing file is simply a miss.
+ *
+ * <p>Concurrency: {@link #lock} guards the index only; file reads and writes happen outside it.
+ * A block is written to a temporary file and renamed in, so readers see all of it or nothing.
+ */
+public final class BlockCache {
+    private static final Logger log = LoggerFactory.getLogger(BlockCache.class);
+    private static final String TMP = ".tmp";
+
+    private final Path dir;
+    private final long capacity;
+    private final Object lock = new Object();
+    /** Access-ordered index of cached blocks: key to size. Guarded by {@link #lock}. */
+    private final LinkedHashMap<String, Long> index = new LinkedHashMap<>(1024, 0.75f, true);
+    private long used;
+    private long hits;
+    private long misses;
+
+    /** A cache under {@code dir} holding at most {@code capacity} bytes; 0 disables it. */
+    public BlockCache(Path dir, long capacity) throws IOException {
+        this.dir = dir.toAbsolutePath().normalize();
+        this.capacity = capacity;
+        if (capacity > 0) {
+            Files.createDirectories(this.dir);
+            load();
+        }
+    }
+
+    private void load() throws IOException {
+        record Found(String key, long size, FileTime mtime, Path path) {
+        }
+        List<Found> found = new ArrayList<>();
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
+                String name = p.getFileName().toString();
+                if (name.endsWith(TMP)) {
+                    Files.deleteIfExists(p);
+                    continue;
+                }
+                found.add(new Found(unflatten(name), Files.size(p), Files.getLastModifiedTime(p), p));
+            }
+        }
+        found.sort((a, b) -> a.mtime().compareTo(b.mtime()));
+        synchronized (lock) {
+            for (Found f : found) {
+                index.put(f.key(), f.size());
+                used += f.size();
+            }
+        }
+        evict();
+        log.debug("block cache {}: {} blocks, {} bytes", dir, found.size(), used);
+    }
+
+    public boolean enabled() {
+        return capacity > 0;
+    }
+
+    private static String flatten(String key) {
+        return key.replace("/", "%");
+    }
+
+    private static String unflatten(String name) {
+        return name.replace("%", "/");
+    }
+
+    private Path file(String key) {
+        String flat = flatten(key);
+        String bucket = String.format("%02x", (flat.hashCode() >>> 8) & 0xff);
+        return dir.resolve(bucket).resolve(flat);
+    }
+
+    /** Bytes {@code [off, off+len)} of a cached block, or null when it is not cached. */
+    public byte[] read(String key, int off, int len) {
+        if (capacity <= 0) {
+            return null;
+        }
+        synchronized (lock) {
+            if (index.get(key) == null) {
+                misses++;
+                return null;
+            }
+            hits++;
+        }
+        try (FileChannel ch = FileChannel.open(file(key), StandardOpenOption.READ)) {
+            if (ch.size() < off + (long) len) {
+                throw new IOException("short cached block");
+            }
+            ByteBuffer buf = ByteBuffer.allocate(len);
+            while (buf.hasRemaining()) {
+                if (ch.read(buf, off + buf.position()) < 0) {
+                    throw new IOException("short cached block");
+                }
+            }
+            return buf.array();
+        } catch (IOException e) {
+            if (!(e instanceof NoSuchFileException)) {
+                log.warn("dropping unreadable cached block {}: {}", key, e.toString());
+            }
+            remove(key);
+            return null;
+        }
+    }
+
+    public boolean contains(String key) {
+        synchronized (lock) {
+            return index.containsKey(key);
+        }
+    }
+
+    /** Caches a whole block; failures only cost a future miss. */
+    public void put(String key, byte[] data) {
+        if (capacity <= 0 || data.length > capacity) {
+            return;
+        }
+        synchronized (lock) {
+            if (index.containsKey(key)) {
+                return;
+            }
+        }
+        Path f = file(key);
+        Path tmp = f.resolveSibling(f.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP);
+        try {
+            Files.createDirectories(f.getParent());
+            Files.write(tmp, data);
+            Files.move(tmp, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            log.warn("cannot cache block {}: {}", key, e.toString());
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // nothing more to do: the block is simply not cached
+            }
+            return;
+        }
+        synchronized (lock) {
+            if (index.put(key, (long) data.length) == null) {
+                used += data.length;
+            }
+        }
+        evict();
+    }
+
+    public void remove(String key) {
+        Long size;
+        synchronized (lock) {
+            size = index.remove(key);
+            if (size != null) {
+                used -= size;
+            }
+        }
+        if (size != null) {
+            deleteQuietly(file(key));
+        }
+    }
+
+    private void evict() {
+        List<String> victims = new ArrayList<>();
+        synchronized (lock) {
+            Iterator<Map.Entry<String, Long>> it = index.entrySet().iterator();
+            while (used > capacity && it.hasNext()) {
+                Map.Entry<String, Long> e = it.next();
+                used -= e.getValue();
+                victims.add(e.getKey());
+                it.remove();
+            }
+        }
+        for (String k : victims) {
+            deleteQuietly(file(k));
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException e) {
+            log.warn("cannot delete cached block {}: {}", p, e.toString());
+        }
+    }
+
+    /** Cached bytes, blocks, hits and misses, for stats. */
+    public record Stats(long bytes, long blocks, long hits, long misses) {
+    }
+
+    public Stats stats() {
+        synchronized (lock) {
+            return new Stats(used, index.size(), hits, misses);
+        }
+    }
+}

@@ -1,0 +1,320 @@
+package io.partfs.engine.data;
+
+import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.meta.Slice;
+import io.partfs.engine.object.ObjectNotFoundException;
+import io.partfs.engine.object.ObjectStore;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The data path of a volume: file bytes as chunks of slices of immutable blocks.
+ *
+ * <p>Writes go to a per-inode {@link FileWriter} that buffers slices and uploads full blocks in
+ * the background; {@link #flush} uploads the rest and then commits the slices in one metadata
+ * transaction, so metadata never points at an object that is not there. Reads assemble the
+ * slices of each chunk ({@link SliceView}), fetching whole blocks through the local
+ * {@link BlockCache} with concurrent fetches of one block merged.
+ *
+ * <p>Concurrency: writers are per inode and synchronized on themselves; the block fetch map and
+ * the cache are thread-safe; uploads and prefetches run on {@link #io}.
+ */
+public final class ChunkStore implements Closeable {
+    private static final Logger log = LoggerFactory.getLogger(ChunkStore.class);
+    static final int CHUNK = VolumeFormat.CHUNK_SIZE;
+
+    private final MetaEngine meta;
+    private final ObjectStore objects;
+    private final BlockCache cache;
+    private final String volume;
+    private final int blockSize;
+    private final long writeBufferPerFile;
+    private final ExecutorService io;
+    private final Map<Long, FileWriter> writers = new ConcurrentHashMap<>();
+    private final Map<String, CompletableFuture<byte[]>> fetching = new ConcurrentHashMap<>();
+    private final AtomicLong objectGets = new AtomicLong();
+    private final AtomicLong objectPuts = new AtomicLong();
+
+    public ChunkStore(MetaEngine meta, ObjectStore objects, BlockCache cache, VolumeFormat format,
+                      int ioThreads, long writeBufferPerFile) {
+        this.meta = meta;
+        this.objects = objects;
+        this.cache = cache;
+        this.volume = format.name();
+        this.blockSize = format.blockSize();
+        this.writeBufferPerFile = writeBufferPerFile;
+        this.io = Executors.newFixedThreadPool(ioThreads, daemon("partfs-io"));
+    }
+
+    static ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
+    int blockSize() {
+        return blockSize;
+    }
+
+    /** The object key of block {@code index} (of {@code size} bytes) of slice {@code id}. */
+    public static String blockKey(String volume, long id, int index, int size) {
+        return volume + "/chunks/" + (id / 1_000_000) + "/" + (id / 1_000) + "/" + id + "_" + index + "_" + size;
+    }
+
+    String blockKey(long id, int index, int size) {
+        return blockKey(volume, id, index, size);
+    }
+
+    /** Size of block {@code index} of a slice of {@code sliceSize} bytes. */
+    int blockLength(int sliceSize, int index) {
+        return Math.min(blockSize, sliceSize - index * blockSize);
+    }
+
+    // ---- writing ----
+
+    /** Buffers {@code len} bytes at {@code off} of file {@code ino}. */
+    public void write(long ino, long off, byte[] src, int srcOff, int len) throws IOException {
+        FileWriter w = writers.computeIfAbsent(ino, i -> new FileWriter(this, meta, i));
+        w.write(off, src, srcOff, len);
+        if (w.pendingBytes() >= writeBufferPerFile) {
+            w.flush();
+        }
+    }
+
+    /** Uploads and commits what was written to {@code ino}; a no-op when nothing is pending. */
+    public void flush(long ino) throws IOException {
+        FileWriter w = writers.get(ino);
+        if (w != null) {
+            w.flush();
+            writers.remove(ino, w);
+        }
+    }
+
+    /** Flushes every file. */
+    public void flushAll() throws IOException {
+        for (Long ino : List.copyOf(writers.keySet())) {
+            flush(ino);
+        }
+    }
+
+    /** The end of buffered, not yet committed, data of {@code ino}, or -1. */
+    public long pendingEnd(long ino) {
+        FileWriter w = writers.get(ino);
+        return w == null ? -1 : w.end();
+    }
+
+    /** Uploads one block in the background. */
+    CompletableFuture<Void> upload(String key, byte[] data) {
+        return CompletableFuture.runAsync(() -> {
+            try {
+                putBlock(key, data);
+            } catch (IOException e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        }, io);
+    }
+
+    void putBlock(String key, byte[] data) throws IOException {
+        objectPuts.incrementAndGet();
+        objects.put(key, data);
+        // A block just written is likely read soon (ClickHouse reads back what it merged).
+        cache.put(key, data);
+    }
+
+    // ---- reading ----
+
+    /**
+     * Reads up to {@code len} bytes at {@code off} of file {@code ino} whose size is
+     * {@code fileSize}; returns the number of bytes read (short only at end of file).
+     */
+    public int read(long ino, long fileSize, long off, byte[] dst, int dstOff, int len) throws IOException {
+        if (off >= fileSize || len <= 0) {
+            return 0;
+        }
+        int n = (int) Math.min(len, fileSize - off);
+        int done = 0;
+        while (done < n) {
+            long pos = off + done;
+            long idx = pos / CHUNK;
+            int from = (int) (pos % CHUNK);
+            int to = (int) Math.min(CHUNK, from + (long) (n - done));
+            List<Slice> slices = meta.readChunk(ino, idx);
+            for (SliceView.Segment seg : SliceView.resolve(slices, from, to)) {
+                int at = dstOff + done + (seg.pos() - from);
+                if (seg.isZero()) {
+                    java.util.Arrays.fill(dst, at, at + seg.len(), (byte) 0);
+                } else {
+                    readSlice(seg.slice(), seg.sliceOff(), dst, at, seg.len());
+                }
+            }
+            done += to - from;
+        }
+        return n;
+    }
+
+    private void readSlice(Slice s, int sliceOff, byte[] dst, int dstOff, int len) throws IOException {
+        int done = 0;
+        while (done < len) {
+            int o = sliceOff + done;
+            int index = o / blockSize;
+            int inBlock = o % blockSize;
+            int blen = blockLength(s.size(), index);
+            int n = Math.min(len - done, blen - inBlock);
+            byte[] part = readBlock(blockKey(s.id(), index, blen), blen, inBlock, n);
+            System.arraycopy(part, 0, dst, dstOff + done, n);
+            done += n;
+        }
+    }
+
+    private byte[] readBlock(String key, int blockLen, int off, int len) throws IOException {
+        byte[] cached = cache.read(key, off, len);
+        if (cached != null) {
+            return cached;
+        }
+        if (!cache.enabled()) {
+            objectGets.incrementAndGet();
+            return checkLength(key, objects.get(key, off, len), len);
+        }
+        byte[] block = fetchBlock(key, blockLen);
+        return java.util.Arrays.copyOfRange(block, off, off + len);
+    }
+
+    /** Fetches a whole block into the cache; concurrent callers for one key share one GET. */
+    private byte[] fetchBlock(String key, int blockLen) throws IOException {
+        CompletableFuture<byte[]> mine = new CompletableFuture<>();
+        CompletableFuture<byte[]> running = fetching.putIfAbsent(key, mine);
+        if (running == null) {
+            try {
+                objectGets.incrementAndGet();
+                byte[] block = checkLength(key, objects.get(key, 0, -1), blockLen);
+                cache.put(key, block);
+                mine.complete(block);
+                return block;
+            } catch (IOException | RuntimeException e) {
+                mine.completeExceptionally(e);
+                throw e;
+            } finally {
+                fetching.remove(key, mine);
+            }
+        }
+        try {
+            return running.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while reading block " + key);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            throw c instanceof IOException io ? io : new IOException("reading block " + key + " failed", c);
+        }
+    }
+
+    private static byte[] checkLength(String key, byte[] data, int expected) throws IOException {
+        if (data.length != expected) {
+            throw new IOException("block " + key + " has " + data.length + " bytes, expected " + expected
+                    + ": the object store lost or truncated data");
+        }
+        return data;
+    }
+
+    /** Starts fetching the blocks of {@code [off, off+len)} of {@code ino} into the cache. */
+    public void prefetch(long ino, long fileSize, long off, int len) {
+        if (!cache.enabled() || off >= fileSize) {
+            return;
+        }
+        io.execute(() -> {
+            try {
+                long end = Math.min(fileSize, off + len);
+                for (long pos = off; pos < end; ) {
+                    long idx = pos / CHUNK;
+                    int from = (int) (pos % CHUNK);
+                    int to = (int) Math.min(CHUNK, from + (end - pos));
+                    for (SliceView.Segment seg : SliceView.resolve(meta.readChunk(ino, idx), from, to)) {
+                        if (seg.isZero()) {
+                            continue;
+                        }
+                        Slice s = seg.slice();
+                        for (int b = seg.sliceOff() / blockSize; b <= (seg.sliceOff() + seg.len() - 1) / blockSize; b++) {
+                            int blen = blockLength(s.size(), b);
+                            String key = blockKey(s.id(), b, blen);
+                            if (!cache.contains(key)) {
+                                fetchBlock(key, blen);
+                            }
+                        }
+                    }
+                    pos += to - from;
+                }
+            } catch (IOException | RuntimeException e) {
+                log.debug("readahead of inode {} failed: {}", ino, e.toString());
+            }
+        });
+    }
+
+    // ---- deletion ----
+
+    /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */
+    public int reclaimSlices(int limit) throws IOException {
+        List<long[]> pending = meta.pendingSliceDeletions(limit);
+        for (long[] s : pending) {
+            long id = s[0];
+            int size = (int) s[1];
+            int blocks = (size + blockSize - 1) / blockSize;
+            for (int i = 0; i < blocks; i++) {
+                String key = blockKey(id, i, blockLength(size, i));
+                cache.remove(key);
+                try {
+                    objects.delete(key);
+                } catch (ObjectNotFoundException e) {
+                    // already gone
+                }
+            }
+            meta.sliceDeleted(id, size);
+        }
+        return pending.size();
+    }
+
+    public long objectGets() {
+        return objectGets.get();
+    }
+
+    public long objectPuts() {
+        return objectPuts.get();
+    }
+
+    public BlockCache cache() {
+        return cache;
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            flushAll();
+        } finally {
+            io.shutdown();
+            try {
+                if (!io.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                    log.warn("background uploads did not finish within 30 s");
+                    io.shutdownNow();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+package io.partfs.engine.data;
+
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.meta.Slice;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * Buffered writes of one file. Each continuous run of writes within a chunk becomes one slice;
+ * a block of a slice is uploaded as soon as it is full, the last partial block at flush. Flush
+ * waits for every upload of every slice and only then commits all slices in one metadata
+ * transaction, in the order they were started, so later writes cover earlier ones.
+ *
+ * <p>Concurrency: all methods synchronize on the writer. A failed upload keeps its bytes, so
+ * a later flush tries it again; nothing is committed until all uploads succeed.
+ */
+final class FileWriter {
+    private static final int UPLOAD_ATTEMPTS = 3;
+
+    private final ChunkStore store;
+    private final MetaEngine meta;
+    private final long ino;
+    private final List<PendingSlice> slices = new ArrayList<>();
+    private long pendingBytes;
+    private long end = -1;
+
+    FileWriter(ChunkStore store, MetaEngine meta, long ino) {
+        this.store = store;
+        this.meta = meta;
+        this.ino = ino;
+    }
+
+    synchronized long pendingBytes() {
+        return pendingBytes;
+    }
+
+    /** End offset of the furthest buffered byte, or -1 when nothing is buffered. */
+    synchronized long end() {
+        return slices.isEmpty() ? -1 : end;
+    }
+
+    synchronized void write(long off, byte[] src, int srcOff, int len) throws IOException {
+        int done = 0;
+        while (done < len) {
+            long pos = off + done;
+            long idx = pos / ChunkStore.CHUNK;
+            int inChunk = (int) (pos % ChunkStore.CHUNK);
+            int n = (int) Math.min(len - done, ChunkStore.CHUNK - inChunk);
+            PendingSlice s = continuing(idx, inChunk, n);
+            if (s == null) {
+                s = new PendingSlice(idx, inChunk, meta.nextSliceId());
+                slices.add(s);
+            }
+            s.append(src, srcOff + done, n);
+            done += n;
+        }
+        pendingBytes += len;
+        end = Math.max(end, off + len);
+    }
+
+    /** The last slice, if this write continues it exactly within its chunk. */
+    private PendingSlice continuing(long idx, int inChunk, int n) {
+        if (slices.isEmpty()) {
+            return null;
+        }
+        PendingSlice last = slices.get(slices.size() - 1);
+        boolean contiguous = !last.finished && last.chunk == idx && last.pos + last.length == inChunk
+                && (long) last.length + n <= ChunkStore.CHUNK;
+        return contiguous ? last : null;
+    }
+
+    synchronized void flush() throws IOException {
+        if (slices.isEmpty()) {
+            return;
+        }
+        for (PendingSlice s : slices) {
+            s.finish();
+        }
+        for (PendingSlice s : slices) {
+            s.awaitUploads();
+        }
+        List<MetaEngine.ChunkSlice> commit = new ArrayList<>(slices.size());
+        for (PendingSlice s : slices) {
+            commit.add(new MetaEngine.ChunkSlice(s.chunk, new Slice(s.id, s.length, 0, s.length, s.pos)));
+        }
+        meta.commitWrite(ino, commit);
+        slices.clear();
+        pendingBytes = 0;
+        end = -1;
+    }
+
+    /** One block on its way to the object store; keeps its bytes until the upload succeeded. */
+    private final class Upload {
+        final String key;
+        final byte[] data;
+        CompletableFuture<Void> future;
+
+        Upload(String key, byte[] data) {
+            this.key = key;
+            this.data = data;
+            this.future = store.upload(key, data);
+        }
+
+        void await() throws IOException {
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    future.get();
+                    return;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new InterruptedIOException("interrupted while uploading " + key);
+                } catch (ExecutionException e) {
+                    if (attempt >= UPLOAD_ATTEMPTS) {
+                        Throwable c = e.getCause();
+                        throw c instanceof IOException io ? io : new IOException("upload of " + key + " failed", c);
+                    }
+                    future = store.upload(key, data);
+                }
+            }
+        }
+    }
+
+    /** A slice being written: position in its chunk, its id, and blocks uploaded or buffered. */
+    private final class PendingSlice {
+        final long chunk;
+        final int pos;
+        final long id;
+        int length;
+        final List<Upload> uploads = new ArrayList<>();
+        /** The block being filled; grows up to one block, so small files stay small in memory. */
+        byte[] current = new byte[0];
+        int currentLen;
+        boolean finished;
+
+        PendingSlice(long chunk, int pos, long id) {
+            this.chunk = chunk;
+            this.pos = pos;
+            this.id = id;
+        }
+
+        void append(byte[] src, int off, int n) {
+            int bs = store.blockSize();
+            int done = 0;
+            while (done < n) {
+                int room = bs - currentLen;
+                int k = Math.min(room, n - done);
+                if (currentLen + k > current.length) {
+                    current = Arrays.copyOf(current, (int) Math.min(bs, Math.max(currentLen + k, 2L * current.length)));
+                }
+                System.arraycopy(src, off + done, current, currentLen, k);
+                currentLen += k;
+                done += k;
+                length += k;
+                if (currentLen == bs) {
+                    uploads.add(new Upload(store.blockKey(id, uploads.size(), bs), current));
+                    current = new byte[0];
+                    currentLen = 0;
+                }
+            }
+        }
+
+        /** Uploads the last partial block; the slice takes no more writes after this. */
+        void finish() {
+            if (!finished && currentLen > 0) {
+                byte[] last = currentLen == current.length ? current : Arrays.copyOf(current, currentLen);
+                uploads.add(new Upload(store.blockKey(id, uploads.size(), currentLen), last));
+                current = new byte[0];
+                currentLen = 0;
+            }
+            finished = true;
+        }
+
+        void awaitUploads() throws IOException {
+            for (Upload u : uploads) {
+                u.await();
+            }
+        }
+    }
+}

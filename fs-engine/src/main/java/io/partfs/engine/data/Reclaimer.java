@@ -1,0 +1,94 @@
+package io.partfs.engine.data;
+
+import io.partfs.engine.meta.MetaEngine;
+import java.io.Closeable;
+import java.io.IOException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Deletes data nothing references any more, in the background: first the slices of unlinked
+ * files (a metadata step), then the objects of freed slices. Both lists live in the metadata
+ * engine, so work left by a crash is picked up at the next start. One thread; failures are
+ * logged and retried on the next pass.
+ */
+public final class Reclaimer implements Closeable {
+    private static final Logger log = LoggerFactory.getLogger(Reclaimer.class);
+
+    private final MetaEngine meta;
+    private final ChunkStore chunks;
+    private final ExecutorService worker = Executors.newSingleThreadExecutor(ChunkStore.daemon("partfs-reclaim"));
+
+    public Reclaimer(MetaEngine meta, ChunkStore chunks) {
+        this.meta = meta;
+        this.chunks = chunks;
+    }
+
+    /** Queues the data of an unlinked, closed file for deletion. */
+    public void fileOrphaned(long ino) {
+        submit(() -> {
+            meta.deleteFileData(ino);
+            drainSlices();
+        });
+    }
+
+    /** Resumes deletions recorded before this start (files unlinked while open, or a crash). */
+    public void resumePending() {
+        submit(() -> {
+            for (long ino : meta.pendingFileDeletions()) {
+                if (!meta.isOpen(ino)) {
+                    meta.deleteFileData(ino);
+                }
+            }
+            drainSlices();
+        });
+    }
+
+    private void drainSlices() throws IOException {
+        while (chunks.reclaimSlices(1000) > 0) {
+            // keep going until the list is empty
+        }
+    }
+
+    private interface Work {
+        void run() throws IOException;
+    }
+
+    private Future<?> submit(Work w) {
+        return worker.submit(() -> {
+            try {
+                w.run();
+            } catch (IOException | RuntimeException e) {
+                log.warn("background deletion failed, will retry at the next deletion or start: {}", e.toString());
+            }
+        });
+    }
+
+    /** Waits until all deletions queued so far are done; for tests and orderly shutdown. */
+    public void awaitIdle() throws IOException {
+        try {
+            submit(() -> { }).get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while waiting for deletions");
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IOException(e.getCause());
+        }
+    }
+
+    @Override
+    public void close() {
+        worker.shutdown();
+        try {
+            if (!worker.awaitTermination(30, TimeUnit.SECONDS)) {
+                worker.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

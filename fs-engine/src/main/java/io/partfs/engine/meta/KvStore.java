@@ -1,0 +1,80 @@
+package io.partfs.engine.meta;
+
+import java.io.IOException;
+import java.util.Map;
+
+/**
+ * The storage beneath the metadata engine: plain keys, decimal counters and hashes (a key
+ * holding field/value pairs), changed only in serializable transactions.
+ *
+ * <p>{@link #update} runs its body until it commits: an implementation may run it again after a
+ * conflict with another client, so a body must have no effect outside the transaction it is
+ * given. If the body throws, nothing it wrote is applied. {@link #read} gives no isolation
+ * across calls on the reader, only each single read is atomic.
+ *
+ * <p>Implementations are thread-safe and wrap their library's exceptions in {@link IOException}
+ * with a message that names the store but never its password.
+ */
+public interface KvStore extends java.io.Closeable {
+
+    <T> T update(Txn<T> body) throws IOException;
+
+    <T> T read(ReadBody<T> body) throws IOException;
+
+    /** Atomically adds {@code delta} to a counter outside any transaction; returns the new value. */
+    long increment(String key, long delta) throws IOException;
+
+    /** Makes every committed transaction durable (fsync of the log, or a no-op where the store decides). */
+    void sync() throws IOException;
+
+    /** Where the metadata lives, without credentials. */
+    String describe();
+
+    @Override
+    void close() throws IOException;
+
+    /** Reads shared by transactions and read-only views. */
+    interface Reader {
+        /** The value of a plain key, or null. */
+        byte[] get(String key) throws IOException;
+
+        /** A counter's value; 0 when it was never set. */
+        long counter(String key) throws IOException;
+
+        /** One field of a hash, or null. */
+        byte[] hget(String hash, String field) throws IOException;
+
+        /** All fields of a hash (empty when none), in no particular order. */
+        Map<String, byte[]> hgetAll(String hash) throws IOException;
+
+        /** Number of fields in a hash. */
+        long hlen(String hash) throws IOException;
+    }
+
+    /** A transaction: reads see the transaction's own writes; writes apply at commit, all or none. */
+    interface Writer extends Reader {
+        void put(String key, byte[] value);
+
+        void delete(String key);
+
+        void hset(String hash, String field, byte[] value);
+
+        void hdel(String hash, String field);
+
+        /** Deletes a whole hash. */
+        void hdelAll(String hash);
+
+        /** Adds to a counter without reading it; the transaction does not conflict on it. */
+        void add(String counter, long delta);
+    }
+
+    @FunctionalInterface
+    interface Txn<T> {
+        T run(Writer tx) throws IOException;
+    }
+
+    @FunctionalInterface
+    interface ReadBody<T> {
+        T run(Reader r) throws IOException;
+    }
+}

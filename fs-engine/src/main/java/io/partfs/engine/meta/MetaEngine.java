@@ -1,0 +1,880 @@
+package io.partfs.engine.meta;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.FileType;
+import io.partfs.engine.FsException;
+import io.partfs.engine.TimeSource;
+import io.partfs.engine.VolumeFormat;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongConsumer;
+
+/**
+ * The inode-based metadata of one volume, on any {@link KvStore}: attributes, directories, hard
+ * links, symlinks, extended attributes and each file's chunk slice lists. Every public method is
+ * one atomic transaction, so the same code is correct on RocksDB (serialized) and on Redis
+ * (optimistic, retried on conflict).
+ *
+ * <p>Layout in the store: {@code i<ino>} attributes, {@code d<ino>} hash name to entry,
+ * {@code c<ino>_<chunk>} slice list, {@code s<ino>} symlink target, {@code x<ino>} hash of
+ * xattrs, {@code delfiles} hash of unlinked inodes whose data awaits deletion,
+ * {@code delslices} hash of slices whose objects await deletion, counters {@code nextInode},
+ * {@code nextSlice}, {@code usedSpace}, {@code totalInodes}.
+ *
+ * <p>Deletion: when a file loses its last link its inode stays (nlink 0) and is recorded in
+ * {@code delfiles}; once no handle of this process has it open, {@link #deleteFileData}
+ * moves its slices to {@code delslices} and removes the inode; the object store side is the
+ * data layer's job. Thread-safe.
+ */
+public final class MetaEngine implements Closeable {
+    public static final long ROOT = 1;
+    public static final int MAX_NAME_BYTES = 255;
+    public static final int MAX_LINKS = 65000;
+    public static final int MAX_XATTR_VALUE = 64 << 10;
+    private static final long CHUNK = VolumeFormat.CHUNK_SIZE;
+    private static final long MAX_FILE_SIZE = CHUNK * Integer.MAX_VALUE;
+
+    private static final String SETTING = "setting";
+    private static final String DELFILES = "delfiles";
+    private static final String DELSLICES = "delslices";
+    private static final String USED_SPACE = "usedSpace";
+    private static final String TOTAL_INODES = "totalInodes";
+
+    private final KvStore kv;
+    private final TimeSource clock;
+    private final IdBatch inodeIds;
+    private final IdBatch sliceIds;
+    /** Open handles per inode in this process; an unlinked inode's data waits for zero. */
+    private final Map<Long, Integer> openCount = new ConcurrentHashMap<>();
+    private volatile LongConsumer orphanListener = ino -> { };
+    private VolumeFormat format;
+
+    public MetaEngine(KvStore kv, TimeSource clock) {
+        this.kv = kv;
+        this.clock = clock;
+        this.inodeIds = new IdBatch(kv, "nextInode", 100);
+        this.sliceIds = new IdBatch(kv, "nextSlice", 1000);
+    }
+
+    public KvStore store() {
+        return kv;
+    }
+
+    /**
+     * Formats the volume, or checks that it already has this format. Idempotent for the same
+     * name, block size and storage.
+     *
+     * @return the stored format (with the uuid of the first format)
+     * @throws IOException when the volume exists with another name, block size or storage
+     */
+    public VolumeFormat format(VolumeFormat wanted, int rootUid, int rootGid) throws IOException {
+        VolumeFormat result = kv.update(tx -> {
+            byte[] existing = tx.get(SETTING);
+            if (existing != null) {
+                VolumeFormat have = VolumeFormat.decode(existing);
+                if (!have.name().equals(wanted.name()) || have.blockSize() != wanted.blockSize()
+                        || !have.storage().equals(wanted.storage())) {
+                    throw new IOException("metadata at " + kv.describe() + " already holds volume '" + have.name()
+                            + "' (block size " + have.blockSize() + ", storage " + have.storage()
+                            + "): use that volume's settings or another metadata URL");
+                }
+                return have;
+            }
+            tx.put(SETTING, wanted.encode());
+            long now = clock.nowNanos();
+            tx.put(inodeKey(ROOT), new Attr(ROOT, FileType.DIRECTORY, 0755, rootUid, rootGid, 2, 4096,
+                    now, now, now, 0, ROOT).encode());
+            tx.add(TOTAL_INODES, 1);
+            return wanted;
+        });
+        if (kv.read(r -> r.counter("nextInode")) < ROOT) {
+            kv.increment("nextInode", ROOT);
+        }
+        this.format = result;
+        return result;
+    }
+
+    /** Reads the volume's format; fails with a message to run {@code partfs format} when there is none. */
+    public VolumeFormat load() throws IOException {
+        byte[] b = kv.read(r -> r.get(SETTING));
+        if (b == null) {
+            throw new IOException("no volume is formatted at " + kv.describe() + ": run 'partfs format' first");
+        }
+        this.format = VolumeFormat.decode(b);
+        return format;
+    }
+
+    public VolumeFormat volumeFormat() {
+        return format;
+    }
+
+    /** Called with an inode number when its data may be deleted (last link and last handle gone). */
+    public void setOrphanListener(LongConsumer listener) {
+        this.orphanListener = listener;
+    }
+
+    // ---- keys and encodings ----
+
+    static String inodeKey(long ino) {
+        return "i" + ino;
+    }
+
+    static String dirKey(long ino) {
+        return "d" + ino;
+    }
+
+    static String chunkKey(long ino, long index) {
+        return "c" + ino + "_" + index;
+    }
+
+    static String symlinkKey(long ino) {
+        return "s" + ino;
+    }
+
+    static String xattrKey(long ino) {
+        return "x" + ino;
+    }
+
+    private static byte[] encodeEntry(FileType type, long ino) {
+        return ByteBuffer.allocate(9).put((byte) type.ordinal()).putLong(ino).array();
+    }
+
+    private static DirEntry decodeEntry(String name, byte[] b) {
+        ByteBuffer buf = ByteBuffer.wrap(b);
+        FileType t = FileType.values()[buf.get()];
+        return new DirEntry(name, buf.getLong(), t);
+    }
+
+    private static long align4k(long n) {
+        return (n + 4095) & ~4095L;
+    }
+
+    private static Attr attr(KvStore.Reader r, long ino) throws IOException {
+        byte[] b = r.get(inodeKey(ino));
+        if (b == null) {
+            throw new FsException.NoSuchEntry("inode " + ino);
+        }
+        return Attr.decode(ino, b);
+    }
+
+    private static Attr dir(KvStore.Reader r, long ino) throws IOException {
+        Attr a = attr(r, ino);
+        if (!a.isDirectory()) {
+            throw new FsException.NotDirectory("inode " + ino);
+        }
+        return a;
+    }
+
+    private static void checkName(String name) throws FsException {
+        if (name.isEmpty() || name.indexOf('/') >= 0 || name.indexOf('\0') >= 0 || name.equals(".") || name.equals("..")) {
+            throw new FsException.InvalidArgument("name '" + name + "'");
+        }
+        if (name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+            throw new FsException.NameTooLong(name.substring(0, 32) + "...");
+        }
+    }
+
+    private static void put(KvStore.Writer tx, Attr a) {
+        tx.put(inodeKey(a.ino()), a.encode());
+    }
+
+    // ---- reads ----
+
+    public Attr getattr(long ino) throws IOException {
+        return kv.read(r -> attr(r, ino));
+    }
+
+    /** The entry {@code name} in directory {@code parent} and its attributes. */
+    public Attr lookup(long parent, String name) throws IOException {
+        return kv.read(r -> {
+            byte[] e = r.hget(dirKey(parent), name);
+            if (e == null) {
+                dir(r, parent);
+                throw new FsException.NoSuchEntry(name);
+            }
+            return attr(r, decodeEntry(name, e).ino());
+        });
+    }
+
+    /** The entries of a directory, sorted by name, without "." and "..". */
+    public List<DirEntry> readdir(long ino) throws IOException {
+        return kv.read(r -> {
+            dir(r, ino);
+            List<DirEntry> out = new ArrayList<>();
+            for (Map.Entry<String, byte[]> e : r.hgetAll(dirKey(ino)).entrySet()) {
+                out.add(decodeEntry(e.getKey(), e.getValue()));
+            }
+            out.sort(Comparator.comparing(DirEntry::name));
+            return out;
+        });
+    }
+
+    public String readlink(long ino) throws IOException {
+        return kv.read(r -> {
+            byte[] t = r.get(symlinkKey(ino));
+            if (t == null) {
+                if (attr(r, ino).type() != FileType.SYMLINK) {
+                    throw new FsException.InvalidArgument("inode " + ino + " is not a symlink");
+                }
+                throw new IOException("symlink inode " + ino + " has no target: run 'partfs fsck'");
+            }
+            return new String(t, StandardCharsets.UTF_8);
+        });
+    }
+
+    /** The slices of one chunk of a file, oldest first. */
+    public List<Slice> readChunk(long ino, long index) throws IOException {
+        return kv.read(r -> Slice.decodeList(r.get(chunkKey(ino, index))));
+    }
+
+    // ---- creating and removing names ----
+
+    /**
+     * Creates an inode of {@code type} named {@code name} in {@code parent}. The new inode gets
+     * the caller's uid, and its gid (or the parent's when the parent is setgid).
+     */
+    public Attr mknod(long parent, String name, FileType type, int mode, int uid, int gid, int rdev, String symlinkTarget)
+            throws IOException {
+        checkName(name);
+        long ino = inodeIds.next();
+        return kv.update(tx -> {
+            Attr p = dir(tx, parent);
+            if (p.nlink() == 0) {
+                throw new FsException.NoSuchEntry("directory inode " + parent + " was removed");
+            }
+            if (tx.hget(dirKey(parent), name) != null) {
+                throw new FsException.Exists(name);
+            }
+            long now = clock.nowNanos();
+            int m = mode & 07777;
+            int g = gid;
+            if ((p.mode() & 02000) != 0) {
+                g = p.gid();
+                if (type == FileType.DIRECTORY) {
+                    m |= 02000;
+                }
+            }
+            long size = 0;
+            int nlink = 1;
+            long parentField = 0;
+            if (type == FileType.DIRECTORY) {
+                size = 4096;
+                nlink = 2;
+                parentField = parent;
+                if (p.nlink() >= MAX_LINKS) {
+                    throw new FsException.TooManyLinks("directory inode " + parent);
+                }
+            } else if (type == FileType.SYMLINK) {
+                byte[] target = symlinkTarget.getBytes(StandardCharsets.UTF_8);
+                size = target.length;
+                tx.put(symlinkKey(ino), target);
+            }
+            Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField);
+            put(tx, a);
+            tx.hset(dirKey(parent), name, encodeEntry(type, ino));
+            Attr np = p.modified(now);
+            if (type == FileType.DIRECTORY) {
+                np = np.withNlink(p.nlink() + 1);
+            }
+            put(tx, np);
+            tx.add(TOTAL_INODES, 1);
+            return a;
+        });
+    }
+
+    /** Adds the name {@code newName} in {@code newParent} for file {@code ino}. */
+    public Attr link(long ino, long newParent, String newName) throws IOException {
+        checkName(newName);
+        return kv.update(tx -> {
+            Attr a = attr(tx, ino);
+            if (a.isDirectory()) {
+                throw new FsException.NotPermitted("hard link to a directory");
+            }
+            if (a.nlink() == 0) {
+                throw new FsException.NoSuchEntry("inode " + ino + " was removed");
+            }
+            if (a.nlink() >= MAX_LINKS) {
+                throw new FsException.TooManyLinks("inode " + ino);
+            }
+            Attr p = dir(tx, newParent);
+            if (p.nlink() == 0) {
+                throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
+            }
+            if (tx.hget(dirKey(newParent), newName) != null) {
+                throw new FsException.Exists(newName);
+            }
+            long now = clock.nowNanos();
+            tx.hset(dirKey(newParent), newName, encodeEntry(a.type(), ino));
+            put(tx, p.modified(now));
+            Attr na = a.withNlink(a.nlink() + 1).changed(now);
+            put(tx, na);
+            return na;
+        });
+    }
+
+    /** Removes a non-directory name; returns the inode's attributes after the change. */
+    public Attr unlink(long parent, String name) throws IOException {
+        Attr result = kv.update(tx -> {
+            Attr p = dir(tx, parent);
+            byte[] e = tx.hget(dirKey(parent), name);
+            if (e == null) {
+                throw new FsException.NoSuchEntry(name);
+            }
+            DirEntry entry = decodeEntry(name, e);
+            Attr a = attr(tx, entry.ino());
+            if (a.isDirectory()) {
+                throw new FsException.IsDirectory(name);
+            }
+            long now = clock.nowNanos();
+            tx.hdel(dirKey(parent), name);
+            put(tx, p.modified(now));
+            return dropLink(tx, a, now);
+        });
+        afterDrop(result);
+        return result;
+    }
+
+    /** Removes an empty directory. */
+    public void rmdir(long parent, String name) throws IOException {
+        kv.update(tx -> {
+            Attr p = dir(tx, parent);
+            byte[] e = tx.hget(dirKey(parent), name);
+            if (e == null) {
+                throw new FsException.NoSuchEntry(name);
+            }
+            Attr a = attr(tx, decodeEntry(name, e).ino());
+            if (!a.isDirectory()) {
+                throw new FsException.NotDirectory(name);
+            }
+            if (tx.hlen(dirKey(a.ino())) > 0) {
+                throw new FsException.NotEmpty(name);
+            }
+            long now = clock.nowNanos();
+            tx.hdel(dirKey(parent), name);
+            put(tx, p.modified(now).withNlink(p.nlink() - 1));
+            removeDirectory(tx, a);
+            return null;
+        });
+    }
+
+    private void removeDirectory(KvStore.Writer tx, Attr a) {
+        tx.delete(inodeKey(a.ino()));
+        tx.hdelAll(dirKey(a.ino()));
+        tx.hdelAll(xattrKey(a.ino()));
+        tx.add(TOTAL_INODES, -1);
+    }
+
+    /** One link of {@code a} is gone: decrement, and record the inode for deletion at zero. */
+    private Attr dropLink(KvStore.Writer tx, Attr a, long now) {
+        Attr na = a.withNlink(a.nlink() - 1).changed(now);
+        put(tx, na);
+        if (na.nlink() == 0) {
+            if (a.type() == FileType.FILE) {
+                tx.hset(DELFILES, String.valueOf(a.ino()), ByteBuffer.allocate(8).putLong(a.size()).array());
+            } else {
+                tx.delete(inodeKey(a.ino()));
+                tx.delete(symlinkKey(a.ino()));
+                tx.hdelAll(xattrKey(a.ino()));
+                tx.add(TOTAL_INODES, -1);
+            }
+        }
+        return na;
+    }
+
+    private void afterDrop(Attr a) {
+        if (a != null && a.nlink() == 0 && a.type() == FileType.FILE && !openCount.containsKey(a.ino())) {
+            orphanListener.accept(a.ino());
+        }
+    }
+
+    /** Flags of renameat2(2). */
+    public static final int RENAME_NOREPLACE = 1;
+    public static final int RENAME_EXCHANGE = 2;
+
+    /**
+     * Renames {@code srcName} in {@code srcParent} to {@code dstName} in {@code dstParent} with
+     * POSIX semantics: replaces a file or an empty directory of compatible type, refuses to move
+     * a directory into its own subtree, and is a no-op when both names are links of one inode.
+     * {@code flags} takes {@link #RENAME_NOREPLACE} or {@link #RENAME_EXCHANGE}.
+     *
+     * @return the inode that the destination name used to hold and that lost a link, or null
+     */
+    public Attr rename(long srcParent, String srcName, long dstParent, String dstName, int flags) throws IOException {
+        checkName(dstName);
+        if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) != 0
+                || flags == (RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+            throw new FsException.InvalidArgument("rename flags " + flags);
+        }
+        Attr replaced = kv.update(tx -> {
+            Attr sp = dir(tx, srcParent);
+            Attr dp = srcParent == dstParent ? sp : dir(tx, dstParent);
+            byte[] se = tx.hget(dirKey(srcParent), srcName);
+            if (se == null) {
+                throw new FsException.NoSuchEntry(srcName);
+            }
+            Attr src = attr(tx, decodeEntry(srcName, se).ino());
+            byte[] de = tx.hget(dirKey(dstParent), dstName);
+            Attr dst = de == null ? null : attr(tx, decodeEntry(dstName, de).ino());
+            if (dst != null && dst.ino() == src.ino()) {
+                return null; // both names are links of one inode: POSIX says do nothing
+            }
+            if ((flags & RENAME_NOREPLACE) != 0 && dst != null) {
+                throw new FsException.Exists(dstName);
+            }
+            if ((flags & RENAME_EXCHANGE) != 0 && dst == null) {
+                throw new FsException.NoSuchEntry(dstName);
+            }
+            if (src.isDirectory() && srcParent != dstParent) {
+                checkNotAncestor(tx, src.ino(), dstParent);
+            }
+            if ((flags & RENAME_EXCHANGE) != 0 && dst.isDirectory() && srcParent != dstParent) {
+                checkNotAncestor(tx, dst.ino(), srcParent);
+            }
+            long now = clock.nowNanos();
+            if ((flags & RENAME_EXCHANGE) != 0) {
+                exchange(tx, sp, srcName, src, dp, dstName, dst, now);
+                return null;
+            }
+            Attr dropped = null;
+            int spLinks = sp.nlink();
+            int dpLinks = dp.nlink();
+            if (dst != null) {
+                if (src.isDirectory() && !dst.isDirectory()) {
+                    throw new FsException.NotDirectory(dstName);
+                }
+                if (!src.isDirectory() && dst.isDirectory()) {
+                    throw new FsException.IsDirectory(dstName);
+                }
+                if (dst.isDirectory()) {
+                    if (tx.hlen(dirKey(dst.ino())) > 0) {
+                        throw new FsException.NotEmpty(dstName);
+                    }
+                    removeDirectory(tx, dst);
+                    dpLinks--;
+                } else {
+                    dropped = dropLink(tx, dst, now);
+                }
+            }
+            tx.hdel(dirKey(srcParent), srcName);
+            tx.hset(dirKey(dstParent), dstName, encodeEntry(src.type(), src.ino()));
+            Attr moved = src.changed(now);
+            if (src.isDirectory() && srcParent != dstParent) {
+                moved = moved.withParent(dstParent);
+                spLinks--;
+                dpLinks++;
+            }
+            put(tx, moved);
+            if (srcParent == dstParent) {
+                put(tx, sp.modified(now).withNlink(spLinks + dpLinks - sp.nlink()));
+            } else {
+                if (dpLinks > MAX_LINKS) {
+                    throw new FsException.TooManyLinks("directory inode " + dstParent);
+                }
+                put(tx, sp.modified(now).withNlink(spLinks));
+                put(tx, dp.modified(now).withNlink(dpLinks));
+            }
+            return dropped;
+        });
+        afterDrop(replaced);
+        return replaced;
+    }
+
+    private void exchange(KvStore.Writer tx, Attr sp, String srcName, Attr src, Attr dp, String dstName, Attr dst, long now) {
+        tx.hset(dirKey(sp.ino()), srcName, encodeEntry(dst.type(), dst.ino()));
+        tx.hset(dirKey(dp.ino()), dstName, encodeEntry(src.type(), src.ino()));
+        Attr ns = src.changed(now);
+        Attr nd = dst.changed(now);
+        int spLinks = sp.nlink();
+        int dpLinks = dp.nlink();
+        if (sp.ino() != dp.ino()) {
+            if (src.isDirectory()) {
+                ns = ns.withParent(dp.ino());
+                spLinks--;
+                dpLinks++;
+            }
+            if (dst.isDirectory()) {
+                nd = nd.withParent(sp.ino());
+                dpLinks--;
+                spLinks++;
+            }
+        }
+        put(tx, ns);
+        put(tx, nd);
+        put(tx, sp.modified(now).withNlink(spLinks));
+        if (sp.ino() != dp.ino()) {
+            put(tx, dp.modified(now).withNlink(dpLinks));
+        }
+    }
+
+    /** Fails with EINVAL when {@code dir} is {@code target} or one of its ancestors. */
+    private static void checkNotAncestor(KvStore.Reader tx, long dir, long target) throws IOException {
+        long cur = target;
+        for (int depth = 0; depth < 100_000; depth++) {
+            if (cur == dir) {
+                throw new FsException.InvalidArgument("cannot move a directory into its own subtree");
+            }
+            if (cur == ROOT) {
+                return;
+            }
+            cur = attr(tx, cur).parent();
+        }
+        throw new IOException("directory tree above inode " + target + " has a loop: run 'partfs fsck'");
+    }
+
+    // ---- attributes ----
+
+    /**
+     * Changes attributes. Null fields are left alone; ctime is always set. For times,
+     * {@link SetAttr#NOW} means the current time.
+     */
+    public Attr setattr(long ino, SetAttr req) throws IOException {
+        return kv.update(tx -> {
+            Attr a = attr(tx, ino);
+            long now = clock.nowNanos();
+            if (req.mode() != null) {
+                a = a.withMode(req.mode());
+            }
+            if (req.uid() != null || req.gid() != null) {
+                a = a.withOwner(req.uid() == null ? a.uid() : req.uid(), req.gid() == null ? a.gid() : req.gid());
+            }
+            long at = req.atimeNs() == null ? a.atimeNs() : req.atimeNs() == SetAttr.NOW ? now : req.atimeNs();
+            long mt = req.mtimeNs() == null ? a.mtimeNs() : req.mtimeNs() == SetAttr.NOW ? now : req.mtimeNs();
+            a = a.withTimes(at, mt, now);
+            put(tx, a);
+            return a;
+        });
+    }
+
+    /** Attribute changes for {@link #setattr}; null means unchanged. */
+    public record SetAttr(Integer mode, Integer uid, Integer gid, Long atimeNs, Long mtimeNs) {
+        /** A time value meaning "the current time". */
+        public static final long NOW = Long.MIN_VALUE;
+
+        public static SetAttr mode(int mode) {
+            return new SetAttr(mode, null, null, null, null);
+        }
+
+        public static SetAttr owner(Integer uid, Integer gid) {
+            return new SetAttr(null, uid, gid, null, null);
+        }
+
+        public static SetAttr times(Long atimeNs, Long mtimeNs) {
+            return new SetAttr(null, null, null, atimeNs, mtimeNs);
+        }
+    }
+
+    /**
+     * Sets the length of a file. Shrinking frees whole chunks past the end and covers the rest
+     * of the last chunk with a hole, so growing again later reads zeros.
+     */
+    public Attr truncate(long ino, long length) throws IOException {
+        if (length < 0) {
+            throw new FsException.InvalidArgument("negative length " + length);
+        }
+        if (length > MAX_FILE_SIZE) {
+            throw new FsException.TooLarge("length " + length);
+        }
+        return kv.update(tx -> {
+            Attr a = attr(tx, ino);
+            if (a.isDirectory()) {
+                throw new FsException.IsDirectory("inode " + ino);
+            }
+            if (a.type() != FileType.FILE) {
+                throw new FsException.InvalidArgument("inode " + ino + " is not a regular file");
+            }
+            long now = clock.nowNanos();
+            long old = a.size();
+            if (length < old) {
+                long firstWhole = (length + CHUNK - 1) / CHUNK;
+                long last = (old - 1) / CHUNK;
+                for (long idx = firstWhole; idx <= last; idx++) {
+                    freeChunk(tx, ino, idx, now);
+                }
+                if (length % CHUNK != 0) {
+                    long idx = length / CHUNK;
+                    int pos = (int) (length % CHUNK);
+                    String key = chunkKey(ino, idx);
+                    byte[] list = tx.get(key);
+                    if (list != null) {
+                        tx.put(key, Slice.append(list, Slice.hole(pos, (int) (CHUNK - pos))));
+                    }
+                }
+            }
+            tx.add(USED_SPACE, align4k(length) - align4k(old));
+            Attr na = a.withSize(length).modified(now);
+            put(tx, na);
+            return na;
+        });
+    }
+
+    private static void freeChunk(KvStore.Writer tx, long ino, long idx, long now) throws IOException {
+        String key = chunkKey(ino, idx);
+        byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
+        for (Slice s : Slice.decodeList(tx.get(key))) {
+            if (!s.isHole()) {
+                tx.hset(DELSLICES, s.id() + "_" + s.size(), stamp);
+            }
+        }
+        tx.delete(key);
+    }
+
+    // ---- data ----
+
+    /** A new slice id, unique in the volume. */
+    public long nextSliceId() throws IOException {
+        return sliceIds.next();
+    }
+
+    /** One written slice to commit: it goes to chunk {@code index}. */
+    public record ChunkSlice(long index, Slice slice) {
+    }
+
+    /**
+     * Appends written slices to their chunks and grows the file to cover them, in one
+     * transaction: the step that makes uploaded data part of the file. When the inode no longer
+     * exists the slices are handed straight to deletion.
+     */
+    public Attr commitWrite(long ino, List<ChunkSlice> slices) throws IOException {
+        return kv.update(tx -> {
+            byte[] raw = tx.get(inodeKey(ino));
+            long now = clock.nowNanos();
+            if (raw == null) {
+                byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
+                for (ChunkSlice cs : slices) {
+                    tx.hset(DELSLICES, cs.slice().id() + "_" + cs.slice().size(), stamp);
+                }
+                return null;
+            }
+            Attr a = Attr.decode(ino, raw);
+            long end = a.size();
+            Map<Long, byte[]> lists = new java.util.HashMap<>();
+            for (ChunkSlice cs : slices) {
+                byte[] list = lists.containsKey(cs.index()) ? lists.get(cs.index()) : tx.get(chunkKey(ino, cs.index()));
+                lists.put(cs.index(), Slice.append(list, cs.slice()));
+                end = Math.max(end, cs.index() * CHUNK + cs.slice().end());
+            }
+            for (Map.Entry<Long, byte[]> e : lists.entrySet()) {
+                tx.put(chunkKey(ino, e.getKey()), e.getValue());
+            }
+            tx.add(USED_SPACE, align4k(end) - align4k(a.size()));
+            Attr na = a.withSize(end).modified(now);
+            put(tx, na);
+            if (na.nlink() == 0) {
+                tx.hset(DELFILES, String.valueOf(ino), ByteBuffer.allocate(8).putLong(end).array());
+            }
+            return na;
+        });
+    }
+
+    // ---- open files and deletion ----
+
+    /** Notes an open handle, so an unlink does not delete the data under it. */
+    public void opened(long ino) {
+        openCount.merge(ino, 1, Integer::sum);
+    }
+
+    /** Notes a closed handle; the data of an unlinked file is released with the last one. */
+    public void released(long ino) throws IOException {
+        Integer left = openCount.computeIfPresent(ino, (k, n) -> n == 1 ? null : n - 1);
+        if (left == null) {
+            byte[] raw = kv.read(r -> r.get(inodeKey(ino)));
+            if (raw != null && Attr.decode(ino, raw).nlink() == 0) {
+                orphanListener.accept(ino);
+            }
+        }
+    }
+
+    public boolean isOpen(long ino) {
+        return openCount.containsKey(ino);
+    }
+
+    /** Inodes whose data awaits deletion (to resume after a restart). */
+    public List<Long> pendingFileDeletions() throws IOException {
+        return kv.read(r -> {
+            List<Long> out = new ArrayList<>();
+            for (String k : r.hgetAll(DELFILES).keySet()) {
+                out.add(Long.parseLong(k));
+            }
+            return out;
+        });
+    }
+
+    /**
+     * Moves the slices of an unlinked, closed file to the slice deletion list and removes the
+     * inode, a chunk per transaction. Does nothing if the inode has links or is open here.
+     */
+    public void deleteFileData(long ino) throws IOException {
+        if (openCount.containsKey(ino)) {
+            return;
+        }
+        Long length = kv.read(r -> {
+            byte[] b = r.hget(DELFILES, String.valueOf(ino));
+            return b == null ? null : ByteBuffer.wrap(b).getLong();
+        });
+        if (length == null) {
+            return;
+        }
+        long chunks = (length + CHUNK - 1) / CHUNK;
+        for (long idx = 0; idx < chunks; idx++) {
+            long i = idx;
+            kv.update(tx -> {
+                byte[] raw = tx.get(inodeKey(ino));
+                if (raw != null && Attr.decode(ino, raw).nlink() > 0) {
+                    return null;
+                }
+                freeChunk(tx, ino, i, clock.nowNanos());
+                return null;
+            });
+        }
+        kv.update(tx -> {
+            byte[] raw = tx.get(inodeKey(ino));
+            if (raw != null) {
+                Attr a = Attr.decode(ino, raw);
+                if (a.nlink() > 0) {
+                    tx.hdel(DELFILES, String.valueOf(ino));
+                    return null;
+                }
+                tx.add(USED_SPACE, -align4k(a.size()));
+                tx.add(TOTAL_INODES, -1);
+            }
+            tx.delete(inodeKey(ino));
+            tx.hdelAll(xattrKey(ino));
+            tx.hdel(DELFILES, String.valueOf(ino));
+            return null;
+        });
+    }
+
+    /** Slices whose objects await deletion, as {@code id_size} keys, at most {@code limit}. */
+    public List<long[]> pendingSliceDeletions(int limit) throws IOException {
+        return kv.read(r -> {
+            List<long[]> out = new ArrayList<>();
+            for (String k : r.hgetAll(DELSLICES).keySet()) {
+                int u = k.indexOf('_');
+                out.add(new long[] {Long.parseLong(k.substring(0, u)), Long.parseLong(k.substring(u + 1))});
+                if (out.size() >= limit) {
+                    break;
+                }
+            }
+            return out;
+        });
+    }
+
+    /** Forgets a slice whose objects are deleted. */
+    public void sliceDeleted(long id, long size) throws IOException {
+        kv.update(tx -> {
+            tx.hdel(DELSLICES, id + "_" + size);
+            return null;
+        });
+    }
+
+    // ---- extended attributes ----
+
+    public static final int XATTR_CREATE = 1;
+    public static final int XATTR_REPLACE = 2;
+
+    public byte[] getxattr(long ino, String name) throws IOException {
+        return kv.read(r -> {
+            byte[] v = r.hget(xattrKey(ino), name);
+            if (v == null) {
+                attr(r, ino);
+                throw new FsException.NoAttribute(name);
+            }
+            return v;
+        });
+    }
+
+    public List<String> listxattr(long ino) throws IOException {
+        return kv.read(r -> {
+            attr(r, ino);
+            List<String> names = new ArrayList<>(r.hgetAll(xattrKey(ino)).keySet());
+            names.sort(null);
+            return names;
+        });
+    }
+
+    public void setxattr(long ino, String name, byte[] value, int flags) throws IOException {
+        if (name.isEmpty() || name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+            throw new FsException.OutOfRange("xattr name length");
+        }
+        if (value.length > MAX_XATTR_VALUE) {
+            throw new FsException.OutOfRange("xattr value of " + value.length + " bytes");
+        }
+        kv.update(tx -> {
+            Attr a = attr(tx, ino);
+            boolean exists = tx.hget(xattrKey(ino), name) != null;
+            if ((flags & XATTR_CREATE) != 0 && exists) {
+                throw new FsException.Exists("xattr " + name);
+            }
+            if ((flags & XATTR_REPLACE) != 0 && !exists) {
+                throw new FsException.NoAttribute(name);
+            }
+            tx.hset(xattrKey(ino), name, value);
+            put(tx, a.changed(clock.nowNanos()));
+            return null;
+        });
+    }
+
+    public void removexattr(long ino, String name) throws IOException {
+        kv.update(tx -> {
+            Attr a = attr(tx, ino);
+            if (tx.hget(xattrKey(ino), name) == null) {
+                throw new FsException.NoAttribute(name);
+            }
+            tx.hdel(xattrKey(ino), name);
+            put(tx, a.changed(clock.nowNanos()));
+            return null;
+        });
+    }
+
+    // ---- volume ----
+
+    /** Bytes used by file data (4 KiB granularity) and inodes in use. */
+    public record Usage(long usedBytes, long inodes) {
+    }
+
+    public Usage usage() throws IOException {
+        return kv.read(r -> new Usage(r.counter(USED_SPACE), r.counter(TOTAL_INODES)));
+    }
+
+    /** Makes all committed metadata durable. */
+    public void sync() throws IOException {
+        kv.sync();
+    }
+
+    @Override
+    public void close() throws IOException {
+        kv.close();
+    }
+
+    /** Ids handed out from a counter in batches, so most allocations need no round trip. */
+    private static final class IdBatch {
+        private final KvStore kv;
+        private final String counter;
+        private final int batch;
+        private long next;
+        private long limit;
+
+        IdBatch(KvStore kv, String counter, int batch) {
+            this.kv = kv;
+            this.counter = counter;
+            this.batch = batch;
+        }
+
+        synchronized long next() throws IOException {
+            if (next >= limit) {
+                long end = kv.increment(counter, batch);
+                next = end - batch + 1;
+                limit = end + 1;
+            }
+            return next++;
+        }
+    }
+}

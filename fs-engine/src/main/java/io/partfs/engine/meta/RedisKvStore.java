@@ -1,0 +1,371 @@
+package io.partfs.engine.meta;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.TransactionResult;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * {@link KvStore} on Redis through lettuce: the shared metadata engine, which several machines
+ * may mount at once.
+ *
+ * <p>Concurrency: a transaction is optimistic. On a connection of its own (from {@link #pool}),
+ * it WATCHes every key before reading it, buffers its writes, and sends them in MULTI/EXEC; if
+ * another client changed a watched key, EXEC is discarded and the body runs again, up to
+ * {@link #MAX_ATTEMPTS} times. Read-only views and counters use one shared connection, which
+ * lettuce makes safe for concurrent callers.
+ *
+ * <p>Plain keys are Redis strings, counters decimal strings (INCRBY), hashes Redis hashes.
+ * Durability is Redis's own (appendonly and its fsync policy); {@link #sync()} adds nothing.
+ */
+public final class RedisKvStore implements KvStore {
+    private static final int MAX_ATTEMPTS = 100;
+    private static final int POOL_SIZE = 16;
+
+    private final String description;
+    private final RedisClient client;
+    private final StatefulRedisConnection<byte[], byte[]> shared;
+    private final BlockingQueue<StatefulRedisConnection<byte[], byte[]>> pool = new ArrayBlockingQueue<>(POOL_SIZE);
+    private final AtomicInteger created = new AtomicInteger();
+
+    /**
+     * Connects to {@code redis://[user:password@]host:port/db}.
+     *
+     * @throws IOException when the URL is malformed, Redis cannot be reached, or refuses the login
+     */
+    public RedisKvStore(String url) throws IOException {
+        RedisURI uri;
+        try {
+            uri = RedisURI.create(url);
+        } catch (RuntimeException e) {
+            throw new IOException("invalid Redis URL '" + redact(url) + "': expected redis://[user:password@]host:port/db");
+        }
+        uri.setTimeout(Duration.ofSeconds(30));
+        this.description = "redis://" + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
+        this.client = RedisClient.create(uri);
+        try {
+            this.shared = client.connect(ByteArrayCodec.INSTANCE);
+        } catch (RuntimeException e) {
+            client.shutdown();
+            throw wrap("connect", e);
+        }
+    }
+
+    /** The URL with any password replaced, for messages. */
+    public static String redact(String url) {
+        return url == null ? null : url.replaceAll("(//[^/@]*?:)[^/@]*@", "$1***@").replaceAll("//([^/@:]+)@", "//***@");
+    }
+
+    private static byte[] b(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private IOException wrap(String op, RuntimeException e) {
+        if (e instanceof RedisConnectionException) {
+            return new IOException("cannot reach Redis at " + description + " (" + rootMessage(e)
+                    + "): check that it runs and the URL is right", e);
+        }
+        if (e instanceof RedisCommandExecutionException) {
+            String m = String.valueOf(e.getMessage());
+            if (m.contains("NOAUTH") || m.contains("WRONGPASS") || m.contains("invalid password")) {
+                return new IOException("Redis at " + description + " refused the login: check the user and password in the URL", e);
+            }
+            return new IOException("Redis at " + description + " rejected " + op + ": " + m, e);
+        }
+        return new IOException("Redis " + op + " failed at " + description + ": " + rootMessage(e), e);
+    }
+
+    private static String rootMessage(Throwable t) {
+        Throwable c = t;
+        while (c.getCause() != null && c.getCause() != c) {
+            c = c.getCause();
+        }
+        return c.getMessage() == null ? c.getClass().getSimpleName() : c.getMessage();
+    }
+
+    private static long parseCounter(byte[] v) {
+        return v == null ? 0 : Long.parseLong(new String(v, StandardCharsets.US_ASCII));
+    }
+
+    private static Map<String, byte[]> decodeHash(Map<byte[], byte[]> raw) {
+        Map<String, byte[]> out = new HashMap<>(raw.size() * 2);
+        for (Map.Entry<byte[], byte[]> e : raw.entrySet()) {
+            out.put(new String(e.getKey(), StandardCharsets.UTF_8), e.getValue());
+        }
+        return out;
+    }
+
+    /** Plain reads on a connection; inside a transaction each key is WATCHed first. */
+    private class CommandReader implements Reader {
+        final RedisCommands<byte[], byte[]> cmd;
+        final boolean watch;
+
+        CommandReader(RedisCommands<byte[], byte[]> cmd, boolean watch) {
+            this.cmd = cmd;
+            this.watch = watch;
+        }
+
+        private byte[] key(String k) {
+            byte[] key = b(k);
+            if (watch) {
+                cmd.watch(key);
+            }
+            return key;
+        }
+
+        @Override
+        public byte[] get(String k) throws IOException {
+            try {
+                return cmd.get(key(k));
+            } catch (RedisException e) {
+                throw wrap("GET", e);
+            }
+        }
+
+        @Override
+        public long counter(String k) throws IOException {
+            try {
+                return parseCounter(cmd.get(key(k)));
+            } catch (RedisException e) {
+                throw wrap("GET", e);
+            }
+        }
+
+        @Override
+        public byte[] hget(String hash, String field) throws IOException {
+            try {
+                return cmd.hget(key(hash), b(field));
+            } catch (RedisException e) {
+                throw wrap("HGET", e);
+            }
+        }
+
+        @Override
+        public Map<String, byte[]> hgetAll(String hash) throws IOException {
+            try {
+                return decodeHash(cmd.hgetall(key(hash)));
+            } catch (RedisException e) {
+                throw wrap("HGETALL", e);
+            }
+        }
+
+        @Override
+        public long hlen(String hash) throws IOException {
+            try {
+                return cmd.hlen(key(hash));
+            } catch (RedisException e) {
+                throw wrap("HLEN", e);
+            }
+        }
+    }
+
+    private final class Transaction extends CommandReader implements Writer {
+        private final TxnBuffer buf = new TxnBuffer();
+
+        Transaction(RedisCommands<byte[], byte[]> cmd) {
+            super(cmd, true);
+        }
+
+        @Override
+        public byte[] get(String k) throws IOException {
+            return buf.hasKey(k) ? buf.get(k) : super.get(k);
+        }
+
+        @Override
+        public long counter(String k) throws IOException {
+            return super.counter(k) + buf.addedTo(k);
+        }
+
+        @Override
+        public byte[] hget(String hash, String field) throws IOException {
+            return buf.hasField(hash, field) ? buf.hget(hash, field) : super.hget(hash, field);
+        }
+
+        @Override
+        public Map<String, byte[]> hgetAll(String hash) throws IOException {
+            return buf.mergeHash(hash, buf.hashCleared(hash) ? Map.of() : super.hgetAll(hash));
+        }
+
+        @Override
+        public long hlen(String hash) throws IOException {
+            return buf.touchesHash(hash) ? hgetAll(hash).size() : super.hlen(hash);
+        }
+
+        @Override
+        public void put(String key, byte[] value) {
+            buf.put(key, value);
+        }
+
+        @Override
+        public void delete(String key) {
+            buf.delete(key);
+        }
+
+        @Override
+        public void hset(String hash, String field, byte[] value) {
+            buf.hset(hash, field, value);
+        }
+
+        @Override
+        public void hdel(String hash, String field) {
+            buf.hdel(hash, field);
+        }
+
+        @Override
+        public void hdelAll(String hash) {
+            buf.hdelAll(hash);
+        }
+
+        @Override
+        public void add(String counter, long delta) {
+            buf.add(counter, delta);
+        }
+
+        /** Sends the buffered writes in MULTI/EXEC; false when a watched key changed. */
+        boolean commit() {
+            if (buf.isEmpty()) {
+                cmd.unwatch();
+                return true;
+            }
+            cmd.multi();
+            for (TxnBuffer.Op op : buf.ops()) {
+                if (op instanceof TxnBuffer.Put p) {
+                    cmd.set(b(p.key()), p.value());
+                } else if (op instanceof TxnBuffer.Delete d) {
+                    cmd.del(b(d.key()));
+                } else if (op instanceof TxnBuffer.HSet h) {
+                    cmd.hset(b(h.hash()), b(h.field()), h.value());
+                } else if (op instanceof TxnBuffer.HDel h) {
+                    cmd.hdel(b(h.hash()), b(h.field()));
+                } else if (op instanceof TxnBuffer.HDelAll h) {
+                    cmd.del(b(h.hash()));
+                } else if (op instanceof TxnBuffer.Add a) {
+                    cmd.incrby(b(a.counter()), a.delta());
+                }
+            }
+            TransactionResult result = cmd.exec();
+            return !result.wasDiscarded();
+        }
+    }
+
+    private StatefulRedisConnection<byte[], byte[]> borrow() throws IOException {
+        StatefulRedisConnection<byte[], byte[]> c = pool.poll();
+        if (c != null) {
+            return c;
+        }
+        if (created.incrementAndGet() <= POOL_SIZE) {
+            try {
+                return client.connect(ByteArrayCodec.INSTANCE);
+            } catch (RuntimeException e) {
+                created.decrementAndGet();
+                throw wrap("connect", e);
+            }
+        }
+        created.decrementAndGet();
+        try {
+            return pool.take();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while waiting for a Redis connection");
+        }
+    }
+
+    @Override
+    public <T> T update(Txn<T> body) throws IOException {
+        StatefulRedisConnection<byte[], byte[]> conn = borrow();
+        boolean healthy = false;
+        try {
+            RedisCommands<byte[], byte[]> cmd = conn.sync();
+            for (int attempt = 1; ; attempt++) {
+                Transaction tx = new Transaction(cmd);
+                T result;
+                try {
+                    result = body.run(tx);
+                } catch (IOException | RuntimeException e) {
+                    cmd.unwatch();
+                    healthy = true;
+                    throw e;
+                }
+                try {
+                    if (tx.commit()) {
+                        healthy = true;
+                        return result;
+                    }
+                } catch (RedisException e) {
+                    throw wrap("EXEC", e);
+                }
+                if (attempt >= MAX_ATTEMPTS) {
+                    healthy = true;
+                    throw new IOException("metadata transaction kept conflicting with other clients of "
+                            + description + " after " + attempt + " attempts");
+                }
+                backoff(attempt);
+            }
+        } finally {
+            if (healthy) {
+                pool.offer(conn);
+            } else {
+                created.decrementAndGet();
+                conn.closeAsync();
+            }
+        }
+    }
+
+    private static void backoff(int attempt) throws IOException {
+        long maxMicros = Math.min(50_000, 100L << Math.min(attempt, 9));
+        try {
+            java.util.concurrent.TimeUnit.MICROSECONDS.sleep(ThreadLocalRandom.current().nextLong(maxMicros));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while retrying a metadata transaction");
+        }
+    }
+
+    @Override
+    public <T> T read(ReadBody<T> body) throws IOException {
+        return body.run(new CommandReader(shared.sync(), false));
+    }
+
+    @Override
+    public long increment(String key, long delta) throws IOException {
+        try {
+            return shared.sync().incrby(b(key), delta);
+        } catch (RedisException e) {
+            throw wrap("INCRBY", e);
+        }
+    }
+
+    @Override
+    public void sync() {
+        // Redis persists by its own policy (appendonly/appendfsync); there is nothing to ask for.
+    }
+
+    @Override
+    public String describe() {
+        return description;
+    }
+
+    @Override
+    public void close() {
+        StatefulRedisConnection<byte[], byte[]> c;
+        while ((c = pool.poll()) != null) {
+            c.close();
+        }
+        shared.close();
+        client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    }
+}

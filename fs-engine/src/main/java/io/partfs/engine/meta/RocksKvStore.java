@@ -1,0 +1,329 @@
+package io.partfs.engine.meta;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.LRUCache;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Snapshot;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * {@link KvStore} on an embedded RocksDB: the single-machine metadata engine.
+ *
+ * <p>Concurrency: transactions are serialized by {@link #writeLock}; inside it a transaction
+ * reads the latest committed state and commits one {@link WriteBatch}, so transactions are
+ * serializable without conflicts or retries. Read-only views read a RocksDB snapshot and take
+ * no lock. Commits reach the write-ahead log before {@code update} returns (they survive a
+ * process crash); {@link #sync()} fsyncs the log (they survive a power loss).
+ *
+ * <p>Layout: plain keys {@code 'k'+key}, counters {@code 'c'+key} (8-byte big-endian), hash
+ * fields {@code 'h'+hash+'\0'+field}. Keys and field names never contain NUL.
+ */
+public final class RocksKvStore implements KvStore {
+    static {
+        RocksDB.loadLibrary();
+    }
+
+    private final Path dir;
+    private final RocksDB db;
+    private final Options options;
+    private final LRUCache blockCache;
+    private final WriteOptions writeOptions = new WriteOptions();
+    private final ReentrantLock writeLock = new ReentrantLock();
+
+    public RocksKvStore(Path dir) throws IOException {
+        this.dir = dir.toAbsolutePath().normalize();
+        Files.createDirectories(this.dir);
+        this.blockCache = new LRUCache(32L << 20);
+        this.options = new Options().setCreateIfMissing(true)
+                .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(blockCache));
+        try {
+            this.db = RocksDB.open(options, this.dir.toString());
+        } catch (RocksDBException e) {
+            options.close();
+            blockCache.close();
+            String msg = String.valueOf(e.getMessage());
+            if (msg.contains("lock")) {
+                throw new IOException("metadata directory " + this.dir
+                        + " is in use by another process: unmount the volume there first", e);
+            }
+            throw new IOException("cannot open metadata directory " + this.dir + ": " + msg, e);
+        }
+    }
+
+    private static byte[] plain(String key) {
+        return prefixed('k', key);
+    }
+
+    private static byte[] counterKey(String key) {
+        return prefixed('c', key);
+    }
+
+    private static byte[] fieldPrefix(String hash) {
+        return prefixed('h', hash + '\0');
+    }
+
+    private static byte[] field(String hash, String field) {
+        return prefixed('h', hash + '\0' + field);
+    }
+
+    private static byte[] prefixed(char type, String s) {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        byte[] out = new byte[b.length + 1];
+        out[0] = (byte) type;
+        System.arraycopy(b, 0, out, 1, b.length);
+        return out;
+    }
+
+    private static long decodeCounter(byte[] v) {
+        return v == null ? 0 : ByteBuffer.wrap(v).getLong();
+    }
+
+    private static byte[] encodeCounter(long v) {
+        return ByteBuffer.allocate(8).putLong(v).array();
+    }
+
+    private IOException wrap(String op, RocksDBException e) {
+        return new IOException("metadata " + op + " failed in " + dir + ": " + e.getMessage(), e);
+    }
+
+    /** Reads from the database as of {@code readOptions} (latest, or a snapshot). */
+    private final class StoredReader implements Reader {
+        private final ReadOptions readOptions;
+
+        StoredReader(ReadOptions readOptions) {
+            this.readOptions = readOptions;
+        }
+
+        @Override
+        public byte[] get(String key) throws IOException {
+            try {
+                return db.get(readOptions, plain(key));
+            } catch (RocksDBException e) {
+                throw wrap("get", e);
+            }
+        }
+
+        @Override
+        public long counter(String key) throws IOException {
+            try {
+                return decodeCounter(db.get(readOptions, counterKey(key)));
+            } catch (RocksDBException e) {
+                throw wrap("get", e);
+            }
+        }
+
+        @Override
+        public byte[] hget(String hash, String f) throws IOException {
+            try {
+                return db.get(readOptions, field(hash, f));
+            } catch (RocksDBException e) {
+                throw wrap("get", e);
+            }
+        }
+
+        @Override
+        public Map<String, byte[]> hgetAll(String hash) {
+            Map<String, byte[]> out = new HashMap<>();
+            byte[] prefix = fieldPrefix(hash);
+            try (RocksIterator it = db.newIterator(readOptions)) {
+                for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
+                    byte[] k = it.key();
+                    out.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
+                }
+            }
+            return out;
+        }
+
+        @Override
+        public long hlen(String hash) {
+            long n = 0;
+            byte[] prefix = fieldPrefix(hash);
+            try (RocksIterator it = db.newIterator(readOptions)) {
+                for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
+                    n++;
+                }
+            }
+            return n;
+        }
+    }
+
+    private static boolean startsWith(byte[] b, byte[] prefix) {
+        return b.length >= prefix.length && java.util.Arrays.equals(b, 0, prefix.length, prefix, 0, prefix.length);
+    }
+
+    /** A transaction under {@link #writeLock}: stored state plus its own buffered writes. */
+    private final class Transaction implements Writer {
+        private final StoredReader stored;
+        private final TxnBuffer buf = new TxnBuffer();
+
+        Transaction(ReadOptions latest) {
+            this.stored = new StoredReader(latest);
+        }
+
+        @Override
+        public byte[] get(String key) throws IOException {
+            return buf.hasKey(key) ? buf.get(key) : stored.get(key);
+        }
+
+        @Override
+        public long counter(String key) throws IOException {
+            return stored.counter(key) + buf.addedTo(key);
+        }
+
+        @Override
+        public byte[] hget(String hash, String f) throws IOException {
+            return buf.hasField(hash, f) ? buf.hget(hash, f) : stored.hget(hash, f);
+        }
+
+        @Override
+        public Map<String, byte[]> hgetAll(String hash) {
+            return buf.mergeHash(hash, buf.hashCleared(hash) ? Map.of() : stored.hgetAll(hash));
+        }
+
+        @Override
+        public long hlen(String hash) {
+            return buf.touchesHash(hash) ? hgetAll(hash).size() : stored.hlen(hash);
+        }
+
+        @Override
+        public void put(String key, byte[] value) {
+            buf.put(key, value);
+        }
+
+        @Override
+        public void delete(String key) {
+            buf.delete(key);
+        }
+
+        @Override
+        public void hset(String hash, String f, byte[] value) {
+            buf.hset(hash, f, value);
+        }
+
+        @Override
+        public void hdel(String hash, String f) {
+            buf.hdel(hash, f);
+        }
+
+        @Override
+        public void hdelAll(String hash) {
+            buf.hdelAll(hash);
+        }
+
+        @Override
+        public void add(String counter, long delta) {
+            buf.add(counter, delta);
+        }
+
+        void commit() throws IOException {
+            if (buf.isEmpty()) {
+                return;
+            }
+            try (WriteBatch batch = new WriteBatch()) {
+                Map<String, Long> counters = new HashMap<>();
+                for (TxnBuffer.Op op : buf.ops()) {
+                    if (op instanceof TxnBuffer.Put p) {
+                        batch.put(plain(p.key()), p.value());
+                    } else if (op instanceof TxnBuffer.Delete d) {
+                        batch.delete(plain(d.key()));
+                    } else if (op instanceof TxnBuffer.HSet h) {
+                        batch.put(field(h.hash(), h.field()), h.value());
+                    } else if (op instanceof TxnBuffer.HDel h) {
+                        batch.delete(field(h.hash(), h.field()));
+                    } else if (op instanceof TxnBuffer.HDelAll h) {
+                        byte[] prefix = fieldPrefix(h.hash());
+                        byte[] end = prefix.clone();
+                        end[end.length - 1]++; // '\0' + 1: just past every field of this hash
+                        batch.deleteRange(prefix, end);
+                    } else if (op instanceof TxnBuffer.Add a) {
+                        counters.merge(a.counter(), a.delta(), Long::sum);
+                    }
+                }
+                for (Map.Entry<String, Long> c : counters.entrySet()) {
+                    batch.put(counterKey(c.getKey()), encodeCounter(stored.counter(c.getKey()) + c.getValue()));
+                }
+                db.write(writeOptions, batch);
+            } catch (RocksDBException e) {
+                throw wrap("commit", e);
+            }
+        }
+    }
+
+    @Override
+    public <T> T update(Txn<T> body) throws IOException {
+        writeLock.lock();
+        try (ReadOptions latest = new ReadOptions()) {
+            Transaction tx = new Transaction(latest);
+            T result = body.run(tx);
+            tx.commit();
+            return result;
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    @Override
+    public <T> T read(ReadBody<T> body) throws IOException {
+        Snapshot snapshot = db.getSnapshot();
+        try (ReadOptions ro = new ReadOptions().setSnapshot(snapshot)) {
+            return body.run(new StoredReader(ro));
+        } finally {
+            db.releaseSnapshot(snapshot);
+        }
+    }
+
+    @Override
+    public long increment(String key, long delta) throws IOException {
+        return update(tx -> {
+            long v = tx.counter(key) + delta;
+            tx.add(key, delta);
+            return v;
+        });
+    }
+
+    @Override
+    public void sync() throws IOException {
+        try {
+            db.flushWal(true);
+        } catch (RocksDBException e) {
+            throw wrap("sync", e);
+        }
+    }
+
+    @Override
+    public String describe() {
+        return "rocksdb://" + dir;
+    }
+
+    @Override
+    public void close() throws IOException {
+        writeLock.lock();
+        try {
+            try {
+                db.flushWal(true);
+            } catch (RocksDBException e) {
+                throw wrap("close", e);
+            } finally {
+                db.close();
+                writeOptions.close();
+                options.close();
+                blockCache.close();
+            }
+        } finally {
+            writeLock.unlock();
+        }
+    }
+}

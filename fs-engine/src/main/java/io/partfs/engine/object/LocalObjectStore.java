@@ -1,0 +1,161 @@
+package io.partfs.engine.object;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
+
+/**
+ * Objects as files under a local directory: the embedded default, and a stand-in for S3 where
+ * none is wanted. A key {@code a/b/c} is the file {@code root/a/b/c}. Writes go to a temporary
+ * file that is fsynced and renamed into place, so a reader sees the whole object or none.
+ * Thread-safe: each call works on its own files.
+ */
+public final class LocalObjectStore implements ObjectStore {
+    private static final String TMP_SUFFIX = ".partfs-tmp";
+
+    private final Path root;
+
+    public LocalObjectStore(Path root) throws IOException {
+        this.root = root.toAbsolutePath().normalize();
+        if (Files.exists(this.root) && !Files.isDirectory(this.root)) {
+            throw new ObjectStoreException(ObjectStoreException.Kind.OTHER,
+                    "object directory " + this.root + " is not a directory: choose another --storage path", null);
+        }
+        Files.createDirectories(this.root);
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    private Path file(String key) {
+        return root.resolve(ObjectStore.checkKey(key));
+    }
+
+    @Override
+    public void put(String key, byte[] data) throws IOException {
+        Path target = file(key);
+        Files.createDirectories(target.getParent());
+        Path tmp = target.resolveSibling(target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP_SUFFIX);
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ByteBuffer buf = ByteBuffer.wrap(data);
+            while (buf.hasRemaining()) {
+                ch.write(buf);
+            }
+            ch.force(false);
+        } catch (IOException e) {
+            Files.deleteIfExists(tmp);
+            throw e;
+        }
+        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    @Override
+    public byte[] get(String key, long offset, int length) throws IOException {
+        if (offset < 0) {
+            throw new IllegalArgumentException("negative offset " + offset);
+        }
+        try (FileChannel ch = FileChannel.open(file(key), StandardOpenOption.READ)) {
+            long size = ch.size();
+            long end = length < 0 ? size : Math.min(size, offset + length);
+            int n = (int) Math.max(0, end - offset);
+            ByteBuffer buf = ByteBuffer.allocate(n);
+            while (buf.hasRemaining()) {
+                if (ch.read(buf, offset + buf.position()) < 0) {
+                    break;
+                }
+            }
+            return buf.array();
+        } catch (NoSuchFileException e) {
+            throw new ObjectNotFoundException(key);
+        }
+    }
+
+    @Override
+    public Optional<ObjectInfo> head(String key) throws IOException {
+        Path f = file(key);
+        try {
+            return Optional.of(new ObjectInfo(key, Files.size(f)));
+        } catch (NoSuchFileException e) {
+            return Optional.empty();
+        }
+    }
+
+    @Override
+    public void delete(String key) throws IOException {
+        Path f = file(key);
+        Files.deleteIfExists(f);
+        // Remove directories left empty, so the tree does not grow without bound.
+        for (Path dir = f.getParent(); dir != null && !dir.equals(root); dir = dir.getParent()) {
+            try {
+                Files.delete(dir);
+            } catch (DirectoryNotEmptyException | NoSuchFileException | FileAlreadyExistsException e) {
+                break;
+            }
+        }
+    }
+
+    @Override
+    public List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException {
+        // Walk only the deepest directory that can hold keys with this prefix.
+        int slash = prefix.lastIndexOf('/');
+        Path base = slash < 0 ? root : root.resolve(prefix.substring(0, slash));
+        if (!Files.isDirectory(base)) {
+            return List.of();
+        }
+        TreeSet<String> keys = new TreeSet<>(LocalObjectStore::compareUtf8);
+        try (Stream<Path> walk = Files.walk(base)) {
+            walk.filter(Files::isRegularFile).forEach(p -> {
+                String key = root.relativize(p).toString();
+                if (key.startsWith(prefix) && !key.endsWith(TMP_SUFFIX)
+                        && (startAfter == null || compareUtf8(key, startAfter) > 0)) {
+                    keys.add(key);
+                    if (keys.size() > limit) {
+                        keys.pollLast();
+                    }
+                }
+            });
+        } catch (UncheckedIOException e) {
+            if (!(e.getCause() instanceof NoSuchFileException)) {
+                throw e.getCause();
+            }
+            // A concurrent delete removed a directory while we walked; list what is left.
+            return list(prefix, startAfter, limit);
+        }
+        List<ObjectInfo> out = new ArrayList<>(keys.size());
+        for (String key : keys) {
+            Optional<ObjectInfo> info = head(key);
+            info.ifPresent(out::add);
+        }
+        return out;
+    }
+
+    /** S3 orders keys by their UTF-8 bytes; for the BMP without surrogates this equals String order. */
+    private static int compareUtf8(String a, String b) {
+        return java.util.Arrays.compareUnsigned(a.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                b.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    @Override
+    public String describe() {
+        return "file://" + root;
+    }
+
+    @Override
+    public void close() {
+    }
+}

@@ -1,0 +1,72 @@
+package io.partfs.engine.object;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Where file data lives: a flat namespace of immutable objects addressed by key.
+ *
+ * <p>PartFS writes every object once and never rewrites it, so implementations need only
+ * read-after-write consistency for new keys. All methods are thread-safe. Failures of the
+ * backing service are {@link ObjectStoreException}s; a missing key is
+ * {@link ObjectNotFoundException}. Messages never contain credentials.
+ */
+public interface ObjectStore extends java.io.Closeable {
+
+    /** Stores {@code data} under {@code key}, replacing nothing that a reader could observe torn. */
+    void put(String key, byte[] data) throws IOException;
+
+    /**
+     * Reads {@code length} bytes starting at {@code offset}, or to the end when {@code length} is
+     * negative. Reading past the end returns the bytes that exist (possibly none).
+     */
+    byte[] get(String key, long offset, int length) throws IOException;
+
+    /** Size and key of an object, or empty when it does not exist. */
+    Optional<ObjectInfo> head(String key) throws IOException;
+
+    /** Deletes {@code key}; deleting a missing key is not an error. */
+    void delete(String key) throws IOException;
+
+    /**
+     * One page of keys that start with {@code prefix} and sort after {@code startAfter} (null for
+     * the first page), in ascending UTF-8 byte order, at most {@code limit} of them.
+     */
+    List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException;
+
+    /** Every key under {@code prefix}; for tests and small prefixes. */
+    default List<ObjectInfo> listAll(String prefix) throws IOException {
+        List<ObjectInfo> all = new ArrayList<>();
+        String after = null;
+        while (true) {
+            List<ObjectInfo> page = list(prefix, after, 1000);
+            all.addAll(page);
+            if (page.size() < 1000) {
+                return all;
+            }
+            after = page.get(page.size() - 1).key();
+        }
+    }
+
+    /** Where the data goes, for logs and {@code status}; never includes secrets. */
+    String describe();
+
+    @Override
+    void close() throws IOException;
+
+    /** A key and its size in bytes. */
+    record ObjectInfo(String key, long size) {
+    }
+
+    /** Rejects keys that could escape a directory or are not valid object names. */
+    static String checkKey(String key) {
+        if (key == null || key.isEmpty() || key.startsWith("/") || key.contains("//")
+                || key.equals("..") || key.startsWith("../") || key.contains("/../") || key.endsWith("/..")
+                || key.endsWith("/") || key.indexOf('\0') >= 0) {
+            throw new IllegalArgumentException("invalid object key: '" + key + "'");
+        }
+        return key;
+    }
+}

@@ -1,0 +1,279 @@
+package io.partfs.engine.object;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.core.ResponseBytes;
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.retries.api.BackoffStrategy;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
+import software.amazon.awssdk.services.s3.model.CompletedPart;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * Objects in an S3-compatible bucket through the AWS SDK v2 (Apache HTTP client). Works with
+ * any endpoint, path-style or virtual-hosted. The SDK retries 5xx, throttling and dropped
+ * connections with exponential backoff; authentication errors fail at once. Every SDK
+ * exception is turned into an {@link ObjectStoreException} here and goes no further.
+ * Thread-safe: the client is shared by all callers.
+ */
+public final class S3ObjectStore implements ObjectStore {
+    private static final Logger log = LoggerFactory.getLogger(S3ObjectStore.class);
+
+    private final S3Config config;
+    private final S3Client s3;
+
+    public S3ObjectStore(S3Config config) {
+        this.config = config;
+        AwsCredentialsProvider credentials = config.accessKey() == null
+                ? DefaultCredentialsProvider.builder().build()
+                : StaticCredentialsProvider.create(AwsBasicCredentials.create(config.accessKey(), config.secretKey()));
+        var builder = S3Client.builder()
+                .region(Region.of(config.region()))
+                .forcePathStyle(config.pathStyle())
+                .credentialsProvider(credentials)
+                // Checksum headers beyond HTTP's own are not understood by every S3-compatible server.
+                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+                .httpClientBuilder(ApacheHttpClient.builder()
+                        .maxConnections(config.maxConnections())
+                        .connectionTimeout(config.connectTimeout())
+                        .socketTimeout(config.requestTimeout()))
+                .overrideConfiguration(ClientOverrideConfiguration.builder()
+                        .apiCallAttemptTimeout(config.requestTimeout())
+                        .retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
+                                .maxAttempts(config.maxAttempts())
+                                .backoffStrategy(BackoffStrategy.exponentialDelay(
+                                        java.time.Duration.ofMillis(50), java.time.Duration.ofSeconds(5)))
+                                .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(
+                                        java.time.Duration.ofMillis(200), java.time.Duration.ofSeconds(10)))
+                                .circuitBreakerEnabled(false)
+                                .build())
+                        .build());
+        if (config.endpoint() != null) {
+            builder.endpointOverride(config.endpoint());
+        }
+        this.s3 = builder.build();
+    }
+
+    public S3Config config() {
+        return config;
+    }
+
+    private String fullKey(String key) {
+        return config.prefix() + ObjectStore.checkKey(key);
+    }
+
+    /** Creates the bucket when it does not exist yet (as {@code partfs format} does). */
+    public void ensureBucket() throws IOException {
+        try {
+            s3.headBucket(b -> b.bucket(config.bucket()));
+        } catch (NoSuchBucketException e) {
+            try {
+                s3.createBucket(b -> b.bucket(config.bucket()));
+                log.info("created bucket {}", config.describe());
+            } catch (SdkException ce) {
+                throw wrap("create bucket", config.bucket(), ce);
+            }
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                try {
+                    s3.createBucket(b -> b.bucket(config.bucket()));
+                } catch (SdkException ce) {
+                    throw wrap("create bucket", config.bucket(), ce);
+                }
+                return;
+            }
+            throw wrap("check bucket", config.bucket(), e);
+        } catch (SdkException e) {
+            throw wrap("check bucket", config.bucket(), e);
+        }
+    }
+
+    @Override
+    public void put(String key, byte[] data) throws IOException {
+        String k = fullKey(key);
+        try {
+            if (data.length > config.multipartThreshold()) {
+                putMultipart(k, data);
+            } else {
+                s3.putObject(b -> b.bucket(config.bucket()).key(k).contentLength((long) data.length),
+                        RequestBody.fromBytes(data));
+            }
+        } catch (SdkException e) {
+            throw wrap("put", key, e);
+        }
+    }
+
+    private void putMultipart(String k, byte[] data) {
+        String uploadId = s3.createMultipartUpload(b -> b.bucket(config.bucket()).key(k)).uploadId();
+        try {
+            List<CompletedPart> parts = new ArrayList<>();
+            int partSize = config.partSize();
+            for (int off = 0, n = 1; off < data.length; off += partSize, n++) {
+                int len = Math.min(partSize, data.length - off);
+                final int partNumber = n;
+                String etag = s3.uploadPart(b -> b.bucket(config.bucket()).key(k).uploadId(uploadId)
+                                .partNumber(partNumber).contentLength((long) len),
+                        RequestBody.fromByteBuffer(java.nio.ByteBuffer.wrap(data, off, len).slice())).eTag();
+                parts.add(CompletedPart.builder().partNumber(partNumber).eTag(etag).build());
+            }
+            s3.completeMultipartUpload(b -> b.bucket(config.bucket()).key(k).uploadId(uploadId)
+                    .multipartUpload(CompletedMultipartUpload.builder().parts(parts).build()));
+        } catch (RuntimeException e) {
+            try {
+                s3.abortMultipartUpload(b -> b.bucket(config.bucket()).key(k).uploadId(uploadId));
+            } catch (SdkException abort) {
+                e.addSuppressed(abort);
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public byte[] get(String key, long offset, int length) throws IOException {
+        if (offset < 0) {
+            throw new IllegalArgumentException("negative offset " + offset);
+        }
+        if (length == 0) {
+            return new byte[0];
+        }
+        String k = fullKey(key);
+        GetObjectRequest.Builder req = GetObjectRequest.builder().bucket(config.bucket()).key(k);
+        if (offset > 0 || length > 0) {
+            req.range("bytes=" + offset + "-" + (length < 0 ? "" : String.valueOf(offset + length - 1)));
+        }
+        try {
+            ResponseBytes<GetObjectResponse> bytes = s3.getObjectAsBytes(req.build());
+            return bytes.asByteArrayUnsafe();
+        } catch (NoSuchKeyException e) {
+            throw new ObjectNotFoundException(key);
+        } catch (S3Exception e) {
+            if (e.statusCode() == 416) {
+                return new byte[0]; // range starts at or past the end
+            }
+            if (e.statusCode() == 404) {
+                throw new ObjectNotFoundException(key);
+            }
+            throw wrap("get", key, e);
+        } catch (SdkException e) {
+            throw wrap("get", key, e);
+        }
+    }
+
+    @Override
+    public Optional<ObjectInfo> head(String key) throws IOException {
+        String k = fullKey(key);
+        try {
+            HeadObjectResponse r = s3.headObject(b -> b.bucket(config.bucket()).key(k));
+            return Optional.of(new ObjectInfo(key, r.contentLength()));
+        } catch (NoSuchKeyException e) {
+            return Optional.empty();
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                return Optional.empty();
+            }
+            throw wrap("head", key, e);
+        } catch (SdkException e) {
+            throw wrap("head", key, e);
+        }
+    }
+
+    @Override
+    public void delete(String key) throws IOException {
+        String k = fullKey(key);
+        try {
+            s3.deleteObject(b -> b.bucket(config.bucket()).key(k));
+        } catch (NoSuchKeyException e) {
+            // already gone
+        } catch (SdkException e) {
+            throw wrap("delete", key, e);
+        }
+    }
+
+    @Override
+    public List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException {
+        String p = config.prefix() + prefix;
+        try {
+            ListObjectsV2Response r = s3.listObjectsV2(b -> {
+                b.bucket(config.bucket()).prefix(p).maxKeys(Math.min(limit, 1000));
+                if (startAfter != null) {
+                    b.startAfter(config.prefix() + startAfter);
+                }
+            });
+            List<ObjectInfo> out = new ArrayList<>(r.contents().size());
+            for (S3Object o : r.contents()) {
+                out.add(new ObjectInfo(o.key().substring(config.prefix().length()), o.size()));
+            }
+            return out;
+        } catch (SdkException e) {
+            throw wrap("list", prefix, e);
+        }
+    }
+
+    /** Turns an SDK exception into ours, with a message that says what to check and no secrets. */
+    private ObjectStoreException wrap(String op, String key, SdkException e) {
+        String where = config.describe();
+        if (e instanceof NoSuchBucketException) {
+            return new ObjectStoreException(ObjectStoreException.Kind.NO_SUCH_BUCKET,
+                    "bucket '" + config.bucket() + "' does not exist at " + where + ": create it or run 'partfs format'", e);
+        }
+        if (e instanceof S3Exception s3e) {
+            int status = s3e.statusCode();
+            String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
+            if (status == 403 || status == 401 || "InvalidAccessKeyId".equals(code) || "SignatureDoesNotMatch".equals(code)) {
+                return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED,
+                        op + " " + key + " denied by " + where + " (" + code + "): check the access key, secret key and bucket permissions", e);
+            }
+            return new ObjectStoreException(ObjectStoreException.Kind.OTHER,
+                    op + " " + key + " failed at " + where + ": HTTP " + status + " " + code, e);
+        }
+        if (e instanceof SdkClientException) {
+            return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE,
+                    op + " " + key + " failed: cannot reach " + where + " (" + rootMessage(e)
+                            + "): check the endpoint and the network", e);
+        }
+        return new ObjectStoreException(ObjectStoreException.Kind.OTHER, op + " " + key + " failed at " + where + ": " + e.getMessage(), e);
+    }
+
+    private static String rootMessage(Throwable t) {
+        Throwable c = t;
+        while (c.getCause() != null && c.getCause() != c) {
+            c = c.getCause();
+        }
+        return c.getClass().getSimpleName() + (c.getMessage() == null ? "" : ": " + c.getMessage());
+    }
+
+    @Override
+    public String describe() {
+        return config.describe();
+    }
+
+    @Override
+    public void close() {
+        s3.close();
+    }
+}

@@ -1,0 +1,168 @@
+package io.partfs.engine.object;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What every {@link ObjectStore} promises. Each implementation runs this suite through a
+ * subclass that supplies a fresh, empty store.
+ */
+abstract class ObjectStoreContract {
+    protected ObjectStore store;
+
+    /** A new, empty store. */
+    protected abstract ObjectStore newStore() throws Exception;
+
+    @BeforeEach
+    void open() throws Exception {
+        store = newStore();
+    }
+
+    @AfterEach
+    void closeStore() throws IOException {
+        store.close();
+    }
+
+    private static byte[] bytes(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    @Test
+    void putThenGetReturnsTheSameBytes() throws IOException {
+        byte[] data = bytes(100_000, 1);
+        store.put("vol/chunks/0/0/1_0_100000", data);
+        assertArrayEquals(data, store.get("vol/chunks/0/0/1_0_100000", 0, -1));
+    }
+
+    @Test
+    void emptyObjectRoundTrips() throws IOException {
+        store.put("empty", new byte[0]);
+        assertEquals(0, store.get("empty", 0, -1).length);
+        assertEquals(Optional.of(new ObjectStore.ObjectInfo("empty", 0)), store.head("empty"));
+    }
+
+    @Test
+    void rangedGetReturnsTheRange() throws IOException {
+        byte[] data = bytes(10_000, 2);
+        store.put("k", data);
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 100, 1100), store.get("k", 100, 1000));
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 9_000, 10_000), store.get("k", 9_000, -1));
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 9_990, 10_000), store.get("k", 9_990, 100),
+                "a range past the end returns what exists");
+        assertEquals(0, store.get("k", 10_000, 10).length, "a range starting at the end is empty");
+    }
+
+    @Test
+    void getOfMissingKeyIsNotFound() {
+        assertThrows(ObjectNotFoundException.class, () -> store.get("missing/key", 0, -1));
+    }
+
+    @Test
+    void headReportsSizeOrEmpty() throws IOException {
+        store.put("a/b", bytes(1234, 3));
+        assertEquals(Optional.of(new ObjectStore.ObjectInfo("a/b", 1234)), store.head("a/b"));
+        assertEquals(Optional.empty(), store.head("a/c"));
+    }
+
+    @Test
+    void deleteRemovesAndIsIdempotent() throws IOException {
+        store.put("d/x", bytes(10, 4));
+        store.delete("d/x");
+        assertEquals(Optional.empty(), store.head("d/x"));
+        store.delete("d/x");
+        store.delete("never/existed");
+    }
+
+    @Test
+    void putReplacesWholeObject() throws IOException {
+        store.put("r", bytes(5000, 5));
+        byte[] second = bytes(10, 6);
+        store.put("r", second);
+        assertArrayEquals(second, store.get("r", 0, -1));
+    }
+
+    @Test
+    void listReturnsKeysUnderPrefixInOrderAndPages() throws IOException {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 25; i++) {
+            String k = "vol/chunks/0/" + (i % 3) + "/" + String.format("%04d", i) + "_0_1";
+            keys.add(k);
+            store.put(k, new byte[] {(byte) i});
+        }
+        store.put("other/x", new byte[1]);
+        store.put("vol-sibling/y", new byte[1]);
+        keys.sort(null);
+        List<String> listed = new ArrayList<>();
+        String after = null;
+        while (true) {
+            List<ObjectStore.ObjectInfo> page = store.list("vol/", after, 10);
+            page.forEach(o -> listed.add(o.key()));
+            if (page.size() < 10) {
+                break;
+            }
+            after = page.get(page.size() - 1).key();
+        }
+        assertEquals(keys, listed);
+        assertEquals(1, store.listAll("vol/chunks/0/1/0001").size());
+        assertEquals(0, store.listAll("nothing/").size());
+        assertTrue(store.listAll("").size() >= 27);
+    }
+
+    @Test
+    void keysWithUnusualCharactersRoundTrip() throws IOException {
+        String key = "vol/dir with space/ключ_+=&.dat";
+        store.put(key, "x".getBytes(StandardCharsets.UTF_8));
+        assertArrayEquals("x".getBytes(StandardCharsets.UTF_8), store.get(key, 0, -1));
+        assertEquals(1, store.listAll("vol/dir with space/").size());
+    }
+
+    @Test
+    void invalidKeysAreRejected() {
+        for (String bad : new String[] {"", "/abs", "a/../b", "../x", "a//b", "dir/"}) {
+            assertThrows(IllegalArgumentException.class, () -> store.put(bad, new byte[1]), bad);
+        }
+    }
+
+    @Test
+    void concurrentPutsAndGetsOfDistinctKeys() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                int thread = t;
+                futures.add(pool.submit(() -> {
+                    for (int i = 0; i < 20; i++) {
+                        String k = "c/" + thread + "/" + i;
+                        byte[] data = bytes(4096 + i, thread * 100L + i);
+                        store.put(k, data);
+                        assertArrayEquals(data, store.get(k, 0, -1));
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : futures) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(160, store.listAll("c/").size());
+    }
+}

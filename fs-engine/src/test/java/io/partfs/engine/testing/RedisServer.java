@@ -1,0 +1,107 @@
+package io.partfs.engine.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real redis-server (Debian's package) on a free loopback port with its own temp directory,
+ * for tests. Stopped by its own process handle in {@link #close()}.
+ */
+public final class RedisServer implements AutoCloseable {
+    private final Process process;
+    private final int port;
+    private final Path dir;
+
+    private RedisServer(Process process, int port, Path dir) {
+        this.process = process;
+        this.port = port;
+        this.dir = dir;
+    }
+
+    /** Starts a server and waits (polling PING, 20 s at most) until it answers. */
+    public static RedisServer start(String... extraArgs) throws IOException {
+        String binary = findBinary();
+        int port = freePort();
+        Path dir = Files.createTempDirectory("partfs-redis-");
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(binary, "--port", String.valueOf(port),
+                "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString()));
+        cmd.addAll(java.util.List.of(extraArgs));
+        Process p = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(dir.resolve("redis.log").toFile())
+                .start();
+        RedisServer server = new RedisServer(p, port, dir);
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (!server.answersPing()) {
+            if (!p.isAlive() || System.nanoTime() > deadline) {
+                String log = Files.exists(dir.resolve("redis.log")) ? Files.readString(dir.resolve("redis.log")) : "";
+                server.close();
+                throw new IOException("redis-server did not start on port " + port + ": " + log);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // poll interval
+        }
+        return server;
+    }
+
+    private static String findBinary() throws IOException {
+        for (String candidate : new String[] {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
+            if (Files.isExecutable(Path.of(candidate))) {
+                return candidate;
+            }
+        }
+        throw new IOException("redis-server is not installed: run 'apt-get install redis-server' (CI's .ci/run does)");
+    }
+
+    public static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private boolean answersPing() {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+            s.setSoTimeout(500);
+            OutputStream out = s.getOutputStream();
+            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[7];
+            int n = in.readNBytes(buf, 0, 7);
+            return n == 7 && new String(buf, StandardCharsets.US_ASCII).equals("+PONG\r\n");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    public int port() {
+        return port;
+    }
+
+    /** URL of database {@code db}. */
+    public String url(int db) {
+        return "redis://127.0.0.1:" + port + "/" + db;
+    }
+
+    @Override
+    public void close() throws IOException {
+        process.destroy();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        TempDirs.deleteRecursively(dir);
+    }
+}
