@@ -1,0 +1,499 @@
+package io.partfs.engine.meta;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.FileType;
+import io.partfs.engine.FsException;
+import io.partfs.engine.VolumeFormat;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What the metadata engine promises on every {@link KvStore}. Subclasses supply a fresh, empty
+ * store; the same tests then run on RocksDB and on Redis.
+ */
+abstract class MetaEngineContract {
+    static final long ROOT = MetaEngine.ROOT;
+    /** A fake clock: every reading is one microsecond later than the last. */
+    final AtomicLong clock = new AtomicLong(1_700_000_000_000_000_000L);
+    MetaEngine meta;
+    final List<Long> orphans = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** A new, empty store. */
+    abstract KvStore newStore() throws Exception;
+
+    MetaEngine newEngine() throws Exception {
+        return new MetaEngine(newStore(), () -> clock.addAndGet(1000));
+    }
+
+    @BeforeEach
+    void format() throws Exception {
+        meta = newEngine();
+        meta.format(VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
+        meta.setOrphanListener(orphans::add);
+    }
+
+    @AfterEach
+    void close() throws IOException {
+        meta.close();
+    }
+
+    Attr file(long parent, String name) throws IOException {
+        return meta.mknod(parent, name, FileType.FILE, 0644, 1000, 1000, 0, null);
+    }
+
+    Attr dir(long parent, String name) throws IOException {
+        return meta.mknod(parent, name, FileType.DIRECTORY, 0755, 1000, 1000, 0, null);
+    }
+
+    List<String> names(long dir) throws IOException {
+        return meta.readdir(dir).stream().map(DirEntry::name).toList();
+    }
+
+    // ---- format ----
+
+    @Test
+    void formatCreatesRootAndIsIdempotent() throws Exception {
+        Attr root = meta.getattr(ROOT);
+        assertTrue(root.isDirectory());
+        assertEquals(2, root.nlink());
+        String uuid = meta.volumeFormat().uuid();
+        VolumeFormat again = meta.format(VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
+        assertEquals(uuid, again.uuid(), "formatting again keeps the volume");
+        assertEquals(uuid, meta.load().uuid());
+    }
+
+    @Test
+    void formatWithOtherSettingsIsRefused() {
+        IOException e = assertThrows(IOException.class,
+                () -> meta.format(VolumeFormat.create("test", 1 << 20, "file:///objects"), 0, 0));
+        assertTrue(e.getMessage().contains("already holds volume 'test'"), e.getMessage());
+        e = assertThrows(IOException.class,
+                () -> meta.format(VolumeFormat.create("other", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0));
+        assertTrue(e.getMessage().contains("already holds"), e.getMessage());
+    }
+
+    // ---- create, lookup, readdir ----
+
+    @Test
+    void createAndLookup() throws Exception {
+        Attr d = dir(ROOT, "d");
+        Attr f = file(d.ino(), "f");
+        assertEquals(f, meta.lookup(d.ino(), "f"));
+        assertEquals(FileType.FILE, f.type());
+        assertEquals(0644, f.mode());
+        assertEquals(1000, f.uid());
+        assertEquals(1, f.nlink());
+        assertEquals(3, meta.getattr(ROOT).nlink(), "a subdirectory adds a link to its parent");
+        assertEquals(List.of("f"), names(d.ino()));
+        assertNotEquals(d.ino(), f.ino());
+    }
+
+    @Test
+    void createErrors() throws Exception {
+        Attr f = file(ROOT, "f");
+        assertThrows(FsException.Exists.class, () -> file(ROOT, "f"));
+        assertThrows(FsException.Exists.class, () -> dir(ROOT, "f"));
+        assertThrows(FsException.NotDirectory.class, () -> file(f.ino(), "x"));
+        assertThrows(FsException.NoSuchEntry.class, () -> file(987654, "x"));
+        assertThrows(FsException.NameTooLong.class, () -> file(ROOT, "n".repeat(256)));
+        file(ROOT, "n".repeat(255));
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.lookup(ROOT, "missing"));
+        assertThrows(FsException.NotDirectory.class, () -> meta.lookup(f.ino(), "x"));
+    }
+
+    @Test
+    void setgidDirectoryPassesItsGroupOn() throws Exception {
+        Attr d = meta.mknod(ROOT, "g", FileType.DIRECTORY, 02775, 1000, 50, 0, null);
+        Attr f = meta.mknod(d.ino(), "f", FileType.FILE, 0644, 1001, 1001, 0, null);
+        Attr sub = meta.mknod(d.ino(), "s", FileType.DIRECTORY, 0755, 1001, 1001, 0, null);
+        assertEquals(50, f.gid());
+        assertEquals(50, sub.gid());
+        assertEquals(02755, sub.mode(), "subdirectories inherit setgid");
+    }
+
+    @Test
+    void symlinksKeepTheirTarget() throws Exception {
+        Attr l = meta.mknod(ROOT, "l", FileType.SYMLINK, 0777, 0, 0, 0, "store/abc/def");
+        assertEquals("store/abc/def", meta.readlink(l.ino()));
+        assertEquals("store/abc/def".length(), l.size());
+        Attr f = file(ROOT, "f");
+        assertThrows(FsException.InvalidArgument.class, () -> meta.readlink(f.ino()));
+    }
+
+    @Test
+    void specialFilesKeepTypeAndDevice() throws Exception {
+        Attr fifo = meta.mknod(ROOT, "p", FileType.FIFO, 0600, 0, 0, 0, null);
+        Attr dev = meta.mknod(ROOT, "c", FileType.CHAR_DEVICE, 0600, 0, 0, 0x0103, null);
+        assertEquals(FileType.FIFO, meta.getattr(fifo.ino()).type());
+        assertEquals(0x0103, meta.getattr(dev.ino()).rdev());
+    }
+
+    @Test
+    void readdirIsSortedAndComplete() throws Exception {
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            String n = "part_" + i;
+            expected.add(n);
+            file(ROOT, n);
+        }
+        expected.sort(null);
+        assertEquals(expected, names(ROOT));
+    }
+
+    // ---- links ----
+
+    @Test
+    void hardLinksShareTheInode() throws Exception {
+        Attr f = file(ROOT, "a");
+        Attr d = dir(ROOT, "d");
+        Attr linked = meta.link(f.ino(), d.ino(), "b");
+        assertEquals(2, linked.nlink());
+        assertEquals(f.ino(), meta.lookup(d.ino(), "b").ino());
+        Attr afterUnlink = meta.unlink(ROOT, "a");
+        assertEquals(1, afterUnlink.nlink());
+        assertEquals(1, meta.getattr(f.ino()).nlink());
+        assertTrue(orphans.isEmpty());
+        meta.unlink(d.ino(), "b");
+        assertEquals(List.of(f.ino()), orphans, "the last unlink hands the data to deletion");
+    }
+
+    @Test
+    void linkErrors() throws Exception {
+        Attr f = file(ROOT, "f");
+        Attr d = dir(ROOT, "d");
+        assertThrows(FsException.NotPermitted.class, () -> meta.link(d.ino(), ROOT, "d2"));
+        assertThrows(FsException.Exists.class, () -> meta.link(f.ino(), ROOT, "d"));
+        assertThrows(FsException.NotDirectory.class, () -> meta.link(f.ino(), f.ino(), "x"));
+    }
+
+    @Test
+    void unlinkOfOpenFileDefersDeletionToLastRelease() throws Exception {
+        Attr f = file(ROOT, "f");
+        meta.opened(f.ino());
+        meta.opened(f.ino());
+        meta.unlink(ROOT, "f");
+        assertTrue(orphans.isEmpty());
+        assertEquals(0, meta.getattr(f.ino()).nlink(), "an open unlinked file still has attributes");
+        meta.released(f.ino());
+        assertTrue(orphans.isEmpty());
+        meta.released(f.ino());
+        assertEquals(List.of(f.ino()), orphans);
+        assertEquals(List.of(f.ino()), meta.pendingFileDeletions());
+        meta.deleteFileData(f.ino());
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(f.ino()));
+        assertTrue(meta.pendingFileDeletions().isEmpty());
+    }
+
+    @Test
+    void unlinkAndRmdirErrors() throws Exception {
+        Attr d = dir(ROOT, "d");
+        file(d.ino(), "f");
+        assertThrows(FsException.IsDirectory.class, () -> meta.unlink(ROOT, "d"));
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.unlink(ROOT, "nope"));
+        assertThrows(FsException.NotEmpty.class, () -> meta.rmdir(ROOT, "d"));
+        assertThrows(FsException.NotDirectory.class, () -> meta.rmdir(d.ino(), "f"));
+        meta.unlink(d.ino(), "f");
+        meta.rmdir(ROOT, "d");
+        assertEquals(2, meta.getattr(ROOT).nlink());
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(d.ino()));
+        assertThrows(FsException.NoSuchEntry.class, () -> file(d.ino(), "late"));
+    }
+
+    // ---- rename ----
+
+    @Test
+    void renameFileWithinAndAcrossDirectories() throws Exception {
+        Attr f = file(ROOT, "a");
+        meta.rename(ROOT, "a", ROOT, "b", 0);
+        assertEquals(List.of("b"), names(ROOT));
+        Attr d = dir(ROOT, "d");
+        meta.rename(ROOT, "b", d.ino(), "c", 0);
+        assertEquals(f.ino(), meta.lookup(d.ino(), "c").ino());
+        assertEquals(List.of("d"), names(ROOT));
+    }
+
+    @Test
+    void renameReplacesAFileAndReleasesIt() throws Exception {
+        Attr a = file(ROOT, "a");
+        Attr b = file(ROOT, "b");
+        Attr replaced = meta.rename(ROOT, "a", ROOT, "b", 0);
+        assertEquals(b.ino(), replaced.ino());
+        assertEquals(0, replaced.nlink());
+        assertEquals(a.ino(), meta.lookup(ROOT, "b").ino());
+        assertEquals(List.of(b.ino()), orphans);
+    }
+
+    @Test
+    void renameNonEmptyDirectoryMovesTheSubtree() throws Exception {
+        Attr tmp = dir(ROOT, "tmp_insert_1");
+        file(tmp.ino(), "data.bin");
+        Attr t = dir(ROOT, "table");
+        meta.rename(ROOT, "tmp_insert_1", t.ino(), "all_1_1_0", 0);
+        Attr part = meta.lookup(t.ino(), "all_1_1_0");
+        assertEquals(tmp.ino(), part.ino());
+        assertEquals(t.ino(), part.parent());
+        assertEquals(List.of("data.bin"), names(part.ino()));
+        assertEquals(3, meta.getattr(ROOT).nlink(), "root lost tmp and kept table");
+        assertEquals(3, meta.getattr(t.ino()).nlink());
+    }
+
+    @Test
+    void renameDirectoryOverEmptyDirectory() throws Exception {
+        Attr a = dir(ROOT, "a");
+        dir(ROOT, "b");
+        meta.rename(ROOT, "a", ROOT, "b", 0);
+        assertEquals(List.of("b"), names(ROOT));
+        assertEquals(a.ino(), meta.lookup(ROOT, "b").ino());
+        assertEquals(3, meta.getattr(ROOT).nlink());
+    }
+
+    @Test
+    void renameTypeAndEmptinessErrors() throws Exception {
+        Attr a = dir(ROOT, "a");
+        Attr b = dir(ROOT, "b");
+        file(b.ino(), "x");
+        file(ROOT, "f");
+        assertThrows(FsException.NotEmpty.class, () -> meta.rename(ROOT, "a", ROOT, "b", 0));
+        assertThrows(FsException.NotDirectory.class, () -> meta.rename(ROOT, "a", ROOT, "f", 0));
+        assertThrows(FsException.IsDirectory.class, () -> meta.rename(ROOT, "f", ROOT, "a", 0));
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.rename(ROOT, "zz", ROOT, "y", 0));
+        assertThrows(FsException.NotDirectory.class, () -> meta.rename(ROOT, "f", meta.lookup(ROOT, "f").ino(), "y", 0));
+        assertEquals(a.ino(), meta.lookup(ROOT, "a").ino());
+    }
+
+    @Test
+    void renameIntoOwnSubtreeIsInvalid() throws Exception {
+        Attr a = dir(ROOT, "a");
+        Attr b = dir(a.ino(), "b");
+        Attr c = dir(b.ino(), "c");
+        assertThrows(FsException.InvalidArgument.class, () -> meta.rename(ROOT, "a", c.ino(), "a", 0));
+        assertThrows(FsException.InvalidArgument.class, () -> meta.rename(ROOT, "a", a.ino(), "self", 0));
+        meta.rename(b.ino(), "c", ROOT, "c", 0);
+        assertEquals(ROOT, meta.getattr(c.ino()).parent());
+    }
+
+    @Test
+    void renameBetweenLinksOfOneInodeDoesNothing() throws Exception {
+        Attr f = file(ROOT, "a");
+        meta.link(f.ino(), ROOT, "b");
+        assertNull(meta.rename(ROOT, "a", ROOT, "b", 0));
+        assertEquals(List.of("a", "b"), names(ROOT));
+        assertEquals(2, meta.getattr(f.ino()).nlink());
+    }
+
+    @Test
+    void renameNoReplace() throws Exception {
+        file(ROOT, "a");
+        file(ROOT, "b");
+        assertThrows(FsException.Exists.class, () -> meta.rename(ROOT, "a", ROOT, "b", MetaEngine.RENAME_NOREPLACE));
+        meta.rename(ROOT, "a", ROOT, "c", MetaEngine.RENAME_NOREPLACE);
+        assertEquals(List.of("b", "c"), names(ROOT));
+    }
+
+    @Test
+    void renameExchangeSwapsFileAndDirectoryAcrossParents() throws Exception {
+        Attr p1 = dir(ROOT, "p1");
+        Attr p2 = dir(ROOT, "p2");
+        Attr f = file(p1.ino(), "x");
+        Attr d = dir(p2.ino(), "y");
+        meta.rename(p1.ino(), "x", p2.ino(), "y", MetaEngine.RENAME_EXCHANGE);
+        assertEquals(d.ino(), meta.lookup(p1.ino(), "x").ino());
+        assertEquals(f.ino(), meta.lookup(p2.ino(), "y").ino());
+        assertEquals(3, meta.getattr(p1.ino()).nlink(), "p1 now holds the directory");
+        assertEquals(2, meta.getattr(p2.ino()).nlink());
+        assertEquals(p1.ino(), meta.getattr(d.ino()).parent());
+        assertThrows(FsException.NoSuchEntry.class,
+                () -> meta.rename(p1.ino(), "x", p2.ino(), "none", MetaEngine.RENAME_EXCHANGE));
+        assertThrows(FsException.InvalidArgument.class,
+                () -> meta.rename(p1.ino(), "x", p2.ino(), "y", MetaEngine.RENAME_EXCHANGE | MetaEngine.RENAME_NOREPLACE));
+    }
+
+    @Test
+    void renameUpdatesTimes() throws Exception {
+        Attr d = dir(ROOT, "d");
+        Attr f = file(ROOT, "f");
+        long before = meta.getattr(ROOT).mtimeNs();
+        meta.rename(ROOT, "f", d.ino(), "g", 0);
+        assertTrue(meta.getattr(ROOT).mtimeNs() > before);
+        assertTrue(meta.getattr(d.ino()).mtimeNs() > d.mtimeNs());
+        assertTrue(meta.getattr(f.ino()).ctimeNs() > f.ctimeNs());
+    }
+
+    // ---- attributes, truncate, data ----
+
+    @Test
+    void setattrChangesWhatItIsAskedToAndCtime() throws Exception {
+        Attr f = file(ROOT, "f");
+        Attr m = meta.setattr(f.ino(), MetaEngine.SetAttr.mode(04711));
+        assertEquals(04711, m.mode());
+        assertTrue(m.ctimeNs() > f.ctimeNs());
+        Attr o = meta.setattr(f.ino(), MetaEngine.SetAttr.owner(7, null));
+        assertEquals(7, o.uid());
+        assertEquals(1000, o.gid());
+        Attr t = meta.setattr(f.ino(), MetaEngine.SetAttr.times(5L, MetaEngine.SetAttr.NOW));
+        assertEquals(5L, t.atimeNs());
+        assertTrue(t.mtimeNs() > f.mtimeNs());
+        assertEquals(t, meta.getattr(f.ino()));
+    }
+
+    @Test
+    void commitWriteAppendsSlicesAndGrowsTheFile() throws Exception {
+        Attr f = file(ROOT, "f");
+        Slice s1 = new Slice(meta.nextSliceId(), 100, 0, 100, 0);
+        Slice s2 = new Slice(meta.nextSliceId(), 10, 0, 10, 50);
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s1), new MetaEngine.ChunkSlice(0, s2)));
+        assertEquals(List.of(s1, s2), meta.readChunk(f.ino(), 0));
+        assertEquals(100, meta.getattr(f.ino()).size());
+        Slice s3 = new Slice(meta.nextSliceId(), 5, 0, 5, 7);
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(2, s3)));
+        assertEquals(2L * VolumeFormat.CHUNK_SIZE + 12, meta.getattr(f.ino()).size());
+        assertTrue(s2.id() > s1.id() && s3.id() > s2.id());
+    }
+
+    @Test
+    void truncateFreesChunksAndLeavesAHole() throws Exception {
+        Attr f = file(ROOT, "f");
+        Slice a = new Slice(meta.nextSliceId(), 1000, 0, 1000, 0);
+        Slice b = new Slice(meta.nextSliceId(), 1000, 0, 1000, 0);
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, a), new MetaEngine.ChunkSlice(1, b)));
+        Attr t = meta.truncate(f.ino(), 500);
+        assertEquals(500, t.size());
+        assertTrue(meta.readChunk(f.ino(), 1).isEmpty());
+        List<Slice> c0 = meta.readChunk(f.ino(), 0);
+        assertEquals(2, c0.size());
+        assertTrue(c0.get(1).isHole());
+        assertEquals(500, c0.get(1).pos());
+        List<long[]> pending = meta.pendingSliceDeletions(10);
+        assertEquals(1, pending.size());
+        assertEquals(b.id(), pending.get(0)[0]);
+        meta.sliceDeleted(b.id(), 1000);
+        assertTrue(meta.pendingSliceDeletions(10).isEmpty());
+        assertEquals(10_000, meta.truncate(f.ino(), 10_000).size());
+        Attr d = dir(ROOT, "d");
+        assertThrows(FsException.IsDirectory.class, () -> meta.truncate(d.ino(), 0));
+        assertThrows(FsException.InvalidArgument.class, () -> meta.truncate(f.ino(), -1));
+    }
+
+    @Test
+    void deleteFileDataFreesEverySlice() throws Exception {
+        Attr f = file(ROOT, "f");
+        List<MetaEngine.ChunkSlice> slices = new ArrayList<>();
+        for (int c = 0; c < 3; c++) {
+            slices.add(new MetaEngine.ChunkSlice(c, new Slice(meta.nextSliceId(), 4096, 0, 4096, 0)));
+        }
+        meta.commitWrite(f.ino(), slices);
+        long used = meta.usage().usedBytes();
+        assertTrue(used > 0);
+        meta.unlink(ROOT, "f");
+        meta.deleteFileData(f.ino());
+        assertEquals(3, meta.pendingSliceDeletions(10).size());
+        assertEquals(0, meta.usage().usedBytes());
+        assertEquals(1, meta.usage().inodes(), "only the root is left");
+    }
+
+    @Test
+    void commitToADeletedInodeFreesTheSlices() throws Exception {
+        Attr f = file(ROOT, "f");
+        meta.unlink(ROOT, "f");
+        meta.deleteFileData(f.ino());
+        Slice s = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s)));
+        assertEquals(s.id(), meta.pendingSliceDeletions(10).get(0)[0]);
+    }
+
+    // ---- xattrs ----
+
+    @Test
+    void xattrsHonourCreateAndReplace() throws Exception {
+        Attr f = file(ROOT, "f");
+        meta.setxattr(f.ino(), "user.a", new byte[] {1, 2}, 0);
+        assertArrayEquals(new byte[] {1, 2}, meta.getxattr(f.ino(), "user.a"));
+        assertThrows(FsException.Exists.class, () -> meta.setxattr(f.ino(), "user.a", new byte[0], MetaEngine.XATTR_CREATE));
+        assertThrows(FsException.NoAttribute.class, () -> meta.setxattr(f.ino(), "user.b", new byte[0], MetaEngine.XATTR_REPLACE));
+        meta.setxattr(f.ino(), "user.a", new byte[] {3}, MetaEngine.XATTR_REPLACE);
+        meta.setxattr(f.ino(), "user.b", new byte[0], MetaEngine.XATTR_CREATE);
+        assertEquals(List.of("user.a", "user.b"), meta.listxattr(f.ino()));
+        meta.removexattr(f.ino(), "user.a");
+        assertThrows(FsException.NoAttribute.class, () -> meta.getxattr(f.ino(), "user.a"));
+        assertThrows(FsException.NoAttribute.class, () -> meta.removexattr(f.ino(), "user.a"));
+        assertThrows(FsException.OutOfRange.class,
+                () -> meta.setxattr(f.ino(), "user.big", new byte[MetaEngine.MAX_XATTR_VALUE + 1], 0));
+    }
+
+    // ---- concurrency ----
+
+    @Test
+    void concurrentCreatesAndMkdirsInOneDirectoryAreAllKept() throws Exception {
+        Attr d = dir(ROOT, "d");
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int thread = t;
+                fs.add(pool.submit(() -> {
+                    for (int i = 0; i < 50; i++) {
+                        file(d.ino(), "f" + thread + "_" + i);
+                        dir(d.ino(), "d" + thread + "_" + i);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(400, meta.readdir(d.ino()).size());
+        assertEquals(2 + 200, meta.getattr(d.ino()).nlink());
+    }
+
+    @Test
+    void concurrentRenamesOfOneFileLeaveExactlyOneName() throws Exception {
+        Attr f = file(ROOT, "x0");
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int thread = t;
+                fs.add(pool.submit(() -> {
+                    for (int i = 0; i < 50; i++) {
+                        for (String n : names(ROOT)) {
+                            try {
+                                meta.rename(ROOT, n, ROOT, "x" + thread + "_" + i, 0);
+                            } catch (FsException.NoSuchEntry e) {
+                                // another thread moved it first
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> fut : fs) {
+                fut.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        List<DirEntry> left = meta.readdir(ROOT);
+        assertEquals(1, left.size(), left.toString());
+        assertEquals(f.ino(), left.get(0).ino());
+        assertEquals(1, meta.getattr(f.ino()).nlink());
+    }
+}
