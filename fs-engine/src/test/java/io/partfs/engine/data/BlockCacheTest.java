@@ -1,0 +1,72 @@
+package io.partfs.engine.data;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class BlockCacheTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void readsBackRangesAndCountsHits() throws Exception {
+        BlockCache c = new BlockCache(dir, 1 << 20);
+        c.put("v/chunks/0/0/1_0_10", new byte[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+        assertArrayEquals(new byte[] {3, 4, 5}, c.read("v/chunks/0/0/1_0_10", 3, 3));
+        assertNull(c.read("v/chunks/0/0/2_0_10", 0, 1));
+        assertEquals(1, c.stats().hits());
+        assertEquals(1, c.stats().misses());
+    }
+
+    @Test
+    void evictsLeastRecentlyUsedBeyondCapacity() throws Exception {
+        BlockCache c = new BlockCache(dir, 3000);
+        c.put("a", new byte[1000]);
+        c.put("b", new byte[1000]);
+        c.put("c", new byte[1000]);
+        c.read("a", 0, 1); // a is now most recent
+        c.put("d", new byte[1000]);
+        assertTrue(c.contains("a"));
+        assertTrue(!c.contains("b"), "b was least recently used");
+        assertEquals(3000, c.stats().bytes());
+    }
+
+    @Test
+    void survivesRestartAndTrimsToNewCapacity() throws Exception {
+        BlockCache c = new BlockCache(dir, 10_000);
+        for (int i = 0; i < 5; i++) {
+            c.put("k" + i, new byte[1000]);
+        }
+        BlockCache again = new BlockCache(dir, 10_000);
+        assertEquals(5, again.stats().blocks());
+        assertArrayEquals(new byte[10], again.read("k3", 0, 10));
+        BlockCache smaller = new BlockCache(dir, 2000);
+        assertEquals(2, smaller.stats().blocks());
+    }
+
+    @Test
+    void aTruncatedFileIsAMissNotBadData() throws Exception {
+        BlockCache c = new BlockCache(dir, 10_000);
+        c.put("x", new byte[1000]);
+        try (var files = Files.walk(dir)) {
+            Path f = files.filter(p -> p.getFileName().toString().equals("x")).findFirst().orElseThrow();
+            Files.write(f, new byte[10]);
+        }
+        assertNull(c.read("x", 500, 100));
+        assertTrue(!c.contains("x"));
+    }
+
+    @Test
+    void zeroCapacityDisables() throws Exception {
+        BlockCache c = new BlockCache(dir.resolve("off"), 0);
+        c.put("a", new byte[10]);
+        assertNull(c.read("a", 0, 1));
+        assertTrue(!Files.exists(dir.resolve("off")));
+    }
+}

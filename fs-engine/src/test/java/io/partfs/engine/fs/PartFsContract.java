@@ -1,0 +1,353 @@
+package io.partfs.engine.fs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.FsException;
+import io.partfs.engine.PartFs;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.object.ObjectStore;
+import io.partfs.engine.testing.Backends;
+import io.partfs.engine.testing.TestVolume;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The filesystem API over the whole data path, on one metadata engine and object store chosen
+ * by the subclass. Volumes use 1 MiB blocks so multi-block files stay small.
+ */
+abstract class PartFsContract {
+    static final long ROOT = MetaEngine.ROOT;
+    static final int RW = PartFs.O_RDWR;
+    static Backends backends;
+
+    @TempDir
+    Path dir;
+    TestVolume volume;
+    PartFs fs;
+
+    abstract TestVolume.Meta meta();
+
+    abstract TestVolume.Store store();
+
+    static void start(TestVolume.Meta meta, TestVolume.Store store) throws Exception {
+        backends = Backends.start(meta, store);
+    }
+
+    @AfterAll
+    static void stopBackends() throws IOException {
+        Backends.closeQuietly(backends);
+        backends = null;
+    }
+
+    @BeforeEach
+    void openVolume() throws IOException {
+        volume = new TestVolume(meta(), store(), dir, backends.redis, backends.s3, TestVolume.defaultConfig(dir));
+        fs = volume.open();
+    }
+
+    @AfterEach
+    void closeVolume() throws IOException {
+        fs.close();
+    }
+
+    void reopen() throws IOException {
+        fs.close();
+        fs = volume.open();
+    }
+
+    static byte[] random(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    long create(String name) throws IOException {
+        return fs.create(ROOT, name, 0644, RW, 0, 0).fh();
+    }
+
+    byte[] readAll(long ino) throws IOException {
+        long fh = fs.open(ino, PartFs.O_RDONLY);
+        try {
+            int size = (int) fs.getattr(ino).size();
+            byte[] out = new byte[size];
+            int done = 0;
+            while (done < size) {
+                int n = fs.read(fh, done, out, done, Math.min(size - done, 128 << 10));
+                assertTrue(n > 0, "read returned " + n + " before the end");
+                done += n;
+            }
+            assertEquals(0, fs.read(fh, size, new byte[10], 0, 10), "reading at EOF returns nothing");
+            return out;
+        } finally {
+            fs.release(fh);
+        }
+    }
+
+    long ino(String name) throws IOException {
+        return fs.lookup(ROOT, name).ino();
+    }
+
+    List<ObjectStore.ObjectInfo> dataObjects() throws IOException {
+        try (ObjectStore s = volume.newObjectStore()) {
+            return s.listAll("testvol/chunks/");
+        }
+    }
+
+    @Test
+    void smallFileRoundTrips() throws IOException {
+        long fh = create("checksums.txt");
+        byte[] data = "checksums format version: 4\n".getBytes();
+        assertEquals(data.length, fs.write(fh, 0, data, 0, data.length));
+        fs.release(fh);
+        assertArrayEquals(data, readAll(ino("checksums.txt")));
+        assertEquals(data.length, fs.getattr(ino("checksums.txt")).size());
+    }
+
+    @Test
+    void largeFileAcrossBlocksAndChunksRoundTripsAndSurvivesReopen() throws IOException {
+        int size = (66 << 20) + 12345;
+        byte[] data = random(size, 1);
+        long fh = create("big.bin");
+        for (int off = 0; off < size; off += 128 << 10) {
+            fs.write(fh, off, data, off, Math.min(128 << 10, size - off));
+        }
+        fs.release(fh);
+        assertArrayEquals(data, readAll(ino("big.bin")));
+        reopen();
+        assertArrayEquals(data, readAll(ino("big.bin")));
+        assertEquals(size, fs.getattr(ino("big.bin")).size());
+        assertTrue(dataObjects().size() >= 67, "1 MiB blocks: at least 67 objects");
+    }
+
+    @Test
+    void randomOverwritesMatchAModel() throws IOException {
+        Random rnd = new Random(7);
+        byte[] model = new byte[0];
+        long fh = create("f");
+        for (int i = 0; i < 300; i++) {
+            int off = rnd.nextInt(3 << 20);
+            int len = 1 + rnd.nextInt(rnd.nextBoolean() ? 100 : 300_000);
+            byte[] chunk = random(len, i);
+            fs.write(fh, off, chunk, 0, len);
+            if (off + len > model.length) {
+                model = Arrays.copyOf(model, off + len);
+            }
+            System.arraycopy(chunk, 0, model, off, len);
+            if (i % 37 == 0) {
+                fs.flush(fh);
+            }
+            if (i % 50 == 0) {
+                assertArrayEquals(model, readAll(ino("f")), "after write " + i);
+            }
+        }
+        fs.release(fh);
+        assertArrayEquals(model, readAll(ino("f")));
+    }
+
+    @Test
+    void sparseFilesReadZerosInHoles() throws IOException {
+        long fh = create("sparse");
+        fs.write(fh, 10 << 20, new byte[] {1, 2, 3}, 0, 3);
+        fs.release(fh);
+        byte[] all = readAll(ino("sparse"));
+        assertEquals((10 << 20) + 3, all.length);
+        for (int i = 0; i < 10 << 20; i++) {
+            if (all[i] != 0) {
+                throw new AssertionError("byte " + i + " of a hole is " + all[i]);
+            }
+        }
+        assertEquals(3, all[all.length - 1]);
+    }
+
+    @Test
+    void truncateShrinksThenGrowsWithZeros() throws IOException {
+        long fh = create("t");
+        byte[] data = random(3 << 20, 2);
+        fs.write(fh, 0, data, 0, data.length);
+        fs.truncate(ino("t"), 1000);
+        fs.truncate(ino("t"), 2 << 20);
+        byte[] all = readAll(ino("t"));
+        assertEquals(2 << 20, all.length);
+        assertArrayEquals(Arrays.copyOf(data, 1000), Arrays.copyOf(all, 1000));
+        for (int i = 1000; i < all.length; i++) {
+            if (all[i] != 0) {
+                throw new AssertionError("byte " + i + " after truncate is " + all[i]);
+            }
+        }
+        fs.release(fh);
+    }
+
+    @Test
+    void appendModeWritesAtTheEnd() throws IOException {
+        long fh = create("log");
+        fs.write(fh, 0, new byte[] {1, 2}, 0, 2);
+        fs.release(fh);
+        long ah = fs.open(ino("log"), PartFs.O_WRONLY | PartFs.O_APPEND);
+        fs.write(ah, 0, new byte[] {3}, 0, 1);
+        fs.write(ah, 0, new byte[] {4}, 0, 1);
+        fs.release(ah);
+        assertArrayEquals(new byte[] {1, 2, 3, 4}, readAll(ino("log")));
+    }
+
+    @Test
+    void sizeIncludesBufferedWritesAndOtherHandlesSeeThem() throws IOException {
+        long w = create("f");
+        fs.write(w, 0, new byte[5000], 0, 5000);
+        assertEquals(5000, fs.getattr(ino("f")).size(), "stat sees a write before it is flushed");
+        long r = fs.open(ino("f"), PartFs.O_RDONLY);
+        byte[] buf = new byte[10000];
+        assertEquals(5000, fs.read(r, 0, buf, 0, buf.length));
+        fs.release(r);
+        fs.release(w);
+    }
+
+    @Test
+    void openTruncAndHandleModes() throws IOException {
+        long fh = create("f");
+        fs.write(fh, 0, new byte[100], 0, 100);
+        fs.release(fh);
+        long t = fs.open(ino("f"), PartFs.O_WRONLY | PartFs.O_TRUNC);
+        assertEquals(0, fs.getattr(ino("f")).size());
+        assertThrows(FsException.BadHandle.class, () -> fs.read(t, 0, new byte[1], 0, 1));
+        fs.release(t);
+        long r = fs.open(ino("f"), PartFs.O_RDONLY);
+        assertThrows(FsException.BadHandle.class, () -> fs.write(r, 0, new byte[1], 0, 1));
+        fs.release(r);
+        assertThrows(FsException.BadHandle.class, () -> fs.release(r));
+        assertThrows(FsException.Exists.class, () -> fs.create(ROOT, "f", 0644, RW | PartFs.O_EXCL, 0, 0));
+    }
+
+    @Test
+    void unlinkReclaimsTheObjects() throws IOException {
+        long fh = create("gone");
+        fs.write(fh, 0, random(3 << 20, 3), 0, 3 << 20);
+        fs.release(fh);
+        assertEquals(3, dataObjects().size());
+        fs.unlink(ROOT, "gone");
+        fs.awaitReclaim();
+        assertEquals(List.of(), dataObjects());
+        assertEquals(0, fs.meta().usage().usedBytes());
+    }
+
+    @Test
+    void renameOverAFileReclaimsTheReplacedData() throws IOException {
+        long a = create("a");
+        fs.write(a, 0, random(100, 4), 0, 100);
+        fs.release(a);
+        long b = create("checksums.txt");
+        fs.write(b, 0, random(200, 5), 0, 200);
+        fs.release(b);
+        fs.rename(ROOT, "a", ROOT, "checksums.txt", 0);
+        fs.awaitReclaim();
+        assertEquals(1, dataObjects().size());
+        assertArrayEquals(random(100, 4), readAll(ino("checksums.txt")));
+    }
+
+    @Test
+    void openUnlinkedFileStaysReadableUntilReleased() throws IOException {
+        long fh = create("tmp");
+        byte[] data = random(2000, 6);
+        fs.write(fh, 0, data, 0, data.length);
+        fs.flush(fh);
+        long inode = ino("tmp");
+        fs.unlink(ROOT, "tmp");
+        fs.awaitReclaim();
+        byte[] buf = new byte[2000];
+        assertEquals(2000, fs.read(fh, 0, buf, 0, 2000));
+        assertArrayEquals(data, buf);
+        fs.release(fh);
+        fs.awaitReclaim();
+        assertThrows(FsException.NoSuchEntry.class, () -> fs.getattr(inode));
+        assertEquals(List.of(), dataObjects());
+    }
+
+    @Test
+    void deletionInterruptedByCloseResumesAtNextOpen() throws IOException {
+        long fh = create("f");
+        fs.write(fh, 0, random(1000, 7), 0, 1000);
+        fs.flush(fh);
+        fs.unlink(ROOT, "f");
+        fs.close(); // the handle was never released: its data must still be freed, later
+        fs = volume.open();
+        fs.awaitReclaim();
+        assertEquals(List.of(), dataObjects());
+    }
+
+    @Test
+    void hardLinkSeesTheSameData() throws IOException {
+        long fh = create("data.bin");
+        fs.write(fh, 0, new byte[] {9, 9}, 0, 2);
+        fs.release(fh);
+        Attr d = fs.mkdir(ROOT, "shadow", 0755, 0, 0);
+        Attr linked = fs.link(ino("data.bin"), d.ino(), "data.bin");
+        assertEquals(2, linked.nlink());
+        fs.unlink(ROOT, "data.bin");
+        fs.awaitReclaim();
+        assertArrayEquals(new byte[] {9, 9}, readAll(linked.ino()));
+    }
+
+    @Test
+    void concurrentWritersOnDifferentFiles() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int thread = t;
+                futures.add(pool.submit(() -> {
+                    for (int i = 0; i < 10; i++) {
+                        long fh = create("t" + thread + "_" + i);
+                        byte[] data = random(50_000 + i, thread * 100L + i);
+                        fs.write(fh, 0, data, 0, data.length);
+                        fs.release(fh);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : futures) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        for (int t = 0; t < 4; t++) {
+            for (int i = 0; i < 10; i++) {
+                assertArrayEquals(random(50_000 + i, t * 100L + i), readAll(ino("t" + t + "_" + i)));
+            }
+        }
+    }
+
+    @Test
+    void resolveWalksPaths() throws IOException {
+        Attr a = fs.mkdir(ROOT, "a", 0755, 0, 0);
+        Attr b = fs.mkdir(a.ino(), "b", 0755, 0, 0);
+        assertEquals(b.ino(), fs.resolve("/a/b").ino());
+        assertEquals(a.ino(), fs.resolve("/a/b/..").ino());
+        assertEquals(ROOT, fs.resolve("/").ino());
+        assertThrows(FsException.NoSuchEntry.class, () -> fs.resolve("/a/x"));
+    }
+
+    @Test
+    void statfsReportsUsage() throws IOException {
+        long before = fs.statfs().freeBlocks();
+        long fh = create("f");
+        fs.write(fh, 0, new byte[1 << 20], 0, 1 << 20);
+        fs.release(fh);
+        assertEquals(256, before - fs.statfs().freeBlocks());
+    }
+}

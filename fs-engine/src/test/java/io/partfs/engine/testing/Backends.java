@@ -1,0 +1,56 @@
+package io.partfs.engine.testing;
+
+import java.io.IOException;
+
+/**
+ * The servers a test class needs for a metadata/object-store pair, started in its
+ * {@code @BeforeAll} and stopped in {@code @AfterAll}.
+ */
+public final class Backends implements AutoCloseable {
+    public final RedisServer redis;
+    public final S3Server s3;
+
+    private Backends(RedisServer redis, S3Server s3) {
+        this.redis = redis;
+        this.s3 = s3;
+    }
+
+    public static Backends start(TestVolume.Meta meta, TestVolume.Store store) throws Exception {
+        RedisServer r = meta == TestVolume.Meta.REDIS ? RedisServer.start("--databases", "1000") : null;
+        try {
+            S3Server s = store == TestVolume.Store.S3 ? S3Server.start() : null;
+            return new Backends(r, s);
+        } catch (Exception e) {
+            if (r != null) {
+                r.close();
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            if (redis != null) {
+                redis.close();
+            }
+        } finally {
+            if (s3 != null) {
+                s3.close();
+            }
+        }
+    }
+
+    public static void closeQuietly(Backends b) throws IOException {
+        if (b == null) {
+            return;
+        }
+        try {
+            b.close();
+        } catch (IOException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IOException(e);
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.partfs.engine.testing;
+
+import io.partfs.engine.PartFs;
+import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.TimeSource;
+import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.meta.KvStore;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.meta.RedisKvStore;
+import io.partfs.engine.meta.RocksKvStore;
+import io.partfs.engine.object.LocalObjectStore;
+import io.partfs.engine.object.ObjectStore;
+import io.partfs.engine.object.S3ObjectStore;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One volume for a test on a chosen metadata engine and object store, which can be opened,
+ * closed and opened again. The servers are the caller's: it starts and stops them.
+ */
+public final class TestVolume {
+    /** Which metadata engine. */
+    public enum Meta { ROCKSDB, REDIS }
+
+    /** Which object store. */
+    public enum Store { LOCAL, S3 }
+
+    private static final AtomicInteger SEQ = new AtomicInteger();
+
+    private final Meta meta;
+    private final Store store;
+    private final Path dir;
+    private final RedisServer redis;
+    private final S3Server s3;
+    private final int db;
+    private final String bucket;
+    private final PartFsConfig config;
+
+    public TestVolume(Meta meta, Store store, Path dir, RedisServer redis, S3Server s3, PartFsConfig config) {
+        this.meta = meta;
+        this.store = store;
+        this.dir = dir;
+        this.redis = redis;
+        this.s3 = s3;
+        int n = SEQ.incrementAndGet();
+        this.db = n % 1000;
+        this.bucket = "vol-" + n;
+        this.config = config;
+    }
+
+    public static PartFsConfig defaultConfig(Path dir) {
+        return PartFsConfig.builder().blockCache(dir.resolve("cache"), 64L << 20).ioThreads(8).build();
+    }
+
+    @Override
+    public String toString() {
+        return meta + "+" + store;
+    }
+
+    public KvStore newKvStore() throws IOException {
+        return meta == Meta.ROCKSDB ? new RocksKvStore(dir.resolve("meta")) : new RedisKvStore(redis.url(db));
+    }
+
+    public ObjectStore newObjectStore() throws IOException {
+        if (store == Store.LOCAL) {
+            return new LocalObjectStore(dir.resolve("objects"));
+        }
+        S3ObjectStore s = new S3ObjectStore(s3.config(bucket).build());
+        s.ensureBucket();
+        return s;
+    }
+
+    /** Opens the volume, formatting it on first use. */
+    public PartFs open() throws IOException {
+        MetaEngine engine = new MetaEngine(newKvStore(), TimeSource.SYSTEM);
+        ObjectStore objects = newObjectStore();
+        engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
+        return PartFs.open(engine, objects, config);
+    }
+}
