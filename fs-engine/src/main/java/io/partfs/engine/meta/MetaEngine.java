@@ -294,7 +294,15 @@ public final class MetaEngine implements Closeable {
     public Attr link(long ino, long newParent, String newName) throws IOException {
         checkName(newName);
         return kv.update(tx -> {
+            // Checks in the order Linux makes them: the new name first, then the source.
             Attr a = attr(tx, ino);
+            Attr p = dir(tx, newParent);
+            if (p.nlink() == 0) {
+                throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
+            }
+            if (tx.hget(dirKey(newParent), newName) != null) {
+                throw new FsException.Exists(newName);
+            }
             if (a.isDirectory()) {
                 throw new FsException.NotPermitted("hard link to a directory");
             }
@@ -303,13 +311,6 @@ public final class MetaEngine implements Closeable {
             }
             if (a.nlink() >= MAX_LINKS) {
                 throw new FsException.TooManyLinks("inode " + ino);
-            }
-            Attr p = dir(tx, newParent);
-            if (p.nlink() == 0) {
-                throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
-            }
-            if (tx.hget(dirKey(newParent), newName) != null) {
-                throw new FsException.Exists(newName);
             }
             long now = clock.nowNanos();
             tx.hset(dirKey(newParent), newName, encodeEntry(a.type(), ino));
@@ -423,23 +424,30 @@ public final class MetaEngine implements Closeable {
             Attr src = attr(tx, decodeEntry(srcName, se).ino());
             byte[] de = tx.hget(dirKey(dstParent), dstName);
             Attr dst = de == null ? null : attr(tx, decodeEntry(dstName, de).ino());
-            if (dst != null && dst.ino() == src.ino()) {
-                return null; // both names are links of one inode: POSIX says do nothing
-            }
+            // Checks in the order Linux's renameat2 makes them, so errno values match.
+            boolean exchange = (flags & RENAME_EXCHANGE) != 0;
             if ((flags & RENAME_NOREPLACE) != 0 && dst != null) {
                 throw new FsException.Exists(dstName);
             }
-            if ((flags & RENAME_EXCHANGE) != 0 && dst == null) {
+            if (exchange && dst == null) {
                 throw new FsException.NoSuchEntry(dstName);
             }
-            if (src.isDirectory() && srcParent != dstParent) {
-                checkNotAncestor(tx, src.ino(), dstParent);
+            if (srcParent != dstParent) {
+                if (src.isDirectory() && isAncestorOrSelf(tx, src.ino(), dstParent)) {
+                    throw new FsException.InvalidArgument("cannot move a directory into its own subtree");
+                }
+                if (dst != null && dst.isDirectory() && isAncestorOrSelf(tx, dst.ino(), srcParent)) {
+                    if (exchange) {
+                        throw new FsException.InvalidArgument("cannot exchange a directory with its own ancestor");
+                    }
+                    throw new FsException.NotEmpty(dstName);
+                }
             }
-            if ((flags & RENAME_EXCHANGE) != 0 && dst.isDirectory() && srcParent != dstParent) {
-                checkNotAncestor(tx, dst.ino(), srcParent);
+            if (dst != null && dst.ino() == src.ino()) {
+                return null; // both names are links of one inode: POSIX says do nothing
             }
             long now = clock.nowNanos();
-            if ((flags & RENAME_EXCHANGE) != 0) {
+            if (exchange) {
                 exchange(tx, sp, srcName, src, dp, dstName, dst, now);
                 return null;
             }
@@ -514,19 +522,19 @@ public final class MetaEngine implements Closeable {
         }
     }
 
-    /** Fails with EINVAL when {@code dir} is {@code target} or one of its ancestors. */
-    private static void checkNotAncestor(KvStore.Reader tx, long dir, long target) throws IOException {
-        long cur = target;
+    /** True when directory {@code dir} is {@code node} or one of its ancestors. */
+    private static boolean isAncestorOrSelf(KvStore.Reader tx, long dir, long node) throws IOException {
+        long cur = node;
         for (int depth = 0; depth < 100_000; depth++) {
             if (cur == dir) {
-                throw new FsException.InvalidArgument("cannot move a directory into its own subtree");
+                return true;
             }
             if (cur == ROOT) {
-                return;
+                return false;
             }
             cur = attr(tx, cur).parent();
         }
-        throw new IOException("directory tree above inode " + target + " has a loop: run 'partfs fsck'");
+        throw new IOException("directory tree above inode " + node + " has a loop: run 'partfs fsck'");
     }
 
     // ---- attributes ----

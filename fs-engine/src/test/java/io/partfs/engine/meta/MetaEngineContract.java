@@ -178,6 +178,7 @@ abstract class MetaEngineContract {
         Attr f = file(ROOT, "f");
         Attr d = dir(ROOT, "d");
         assertThrows(FsException.NotPermitted.class, () -> meta.link(d.ino(), ROOT, "d2"));
+        assertThrows(FsException.Exists.class, () -> meta.link(d.ino(), ROOT, "f"), "EEXIST comes before EPERM, as on Linux");
         assertThrows(FsException.Exists.class, () -> meta.link(f.ino(), ROOT, "d"));
         assertThrows(FsException.NotDirectory.class, () -> meta.link(f.ino(), f.ino(), "x"));
     }

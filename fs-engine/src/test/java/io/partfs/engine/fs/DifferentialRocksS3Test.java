@@ -1,0 +1,22 @@
+package io.partfs.engine.fs;
+
+import io.partfs.engine.testing.TestVolume;
+import org.junit.jupiter.api.BeforeAll;
+
+/** The differential test on metadata engine ROCKSDB and object store S3. */
+class DifferentialRocksS3Test extends DifferentialContract {
+    @BeforeAll
+    static void startBackends() throws Exception {
+        start(TestVolume.Meta.ROCKSDB, TestVolume.Store.S3);
+    }
+
+    @Override
+    TestVolume.Meta meta() {
+        return TestVolume.Meta.ROCKSDB;
+    }
+
+    @Override
+    TestVolume.Store store() {
+        return TestVolume.Store.S3;
+    }
+}
