@@ -1,0 +1,52 @@
+package io.partfs.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The {@code partfs} command. Errors a user can fix print one line and exit non-zero; the
+ * stack trace appears only with {@code --verbose}.
+ */
+@Command(name = "partfs", mixinStandardHelpOptions = true, version = "partfs 0.1.0",
+        description = "PartFS: a filesystem on object storage, tuned for ClickHouse MergeTree.",
+        subcommands = {DemoCommand.class, CommandLine.HelpCommand.class})
+public final class Main {
+    @Option(names = "--verbose", scope = CommandLine.ScopeType.INHERIT,
+            description = "Print stack traces and debug logging.")
+    boolean verbose;
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Runs the command line and returns the exit code (for tests). */
+    public static int run(String... args) {
+        CommandLine cl = new CommandLine(new Main());
+        boolean verbose = java.util.Arrays.asList(args).contains("--verbose");
+        cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println("partfs: " + oneLine(e));
+            if (verbose) {
+                e.printStackTrace(cmd.getErr());
+            }
+            return 1;
+        });
+        return cl.execute(args);
+    }
+
+    /** A one-line description of a failure that says what went wrong where. */
+    static String oneLine(Throwable e) {
+        if (e instanceof java.nio.file.AccessDeniedException a) {
+            return "permission denied: " + a.getFile() + ": run as a user that may write there, or choose another path";
+        }
+        if (e instanceof java.nio.file.NoSuchFileException f) {
+            return "no such file or directory: " + f.getFile() + ": check the path, or create its parent first";
+        }
+        if (e instanceof java.nio.file.FileSystemException f) {
+            String reason = f.getReason() == null ? e.getClass().getSimpleName() : f.getReason();
+            return "cannot use " + f.getFile() + (f.getOtherFile() == null ? "" : " -> " + f.getOtherFile()) + ": " + reason;
+        }
+        String msg = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        return msg.lines().findFirst().orElse(msg);
+    }
+}
