@@ -1,0 +1,52 @@
+package io.partfs.engine.object;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.partfs.engine.testing.FaultyProxy;
+import io.partfs.engine.testing.FaultyProxy.Fault;
+import io.partfs.engine.testing.S3Server;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Retries against real failures: a proxy in front of s3proxy answers 503 or drops connections. */
+class S3RetryTest {
+    private static S3Server server;
+
+    @BeforeAll
+    static void start() throws Exception {
+        server = S3Server.start();
+        try (S3ObjectStore direct = new S3ObjectStore(server.config("retries").build())) {
+            direct.ensureBucket();
+        }
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        server.close();
+    }
+
+    @Test
+    void throttlingAndDroppedConnectionsAreRetried() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(5).build())) {
+            proxy.failNext(Fault.SLOW_DOWN_503, Fault.DROP, Fault.SLOW_DOWN_503);
+            s3.put("k", new byte[] {1, 2, 3});
+            assertEquals(4, proxy.connections(), "three failed attempts, then one that got through");
+            assertArrayEquals(new byte[] {1, 2, 3}, s3.get("k", 0, -1));
+        }
+    }
+
+    @Test
+    void givesUpAfterMaxAttemptsWithAClearError() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {
+            proxy.failNext(Fault.DROP, Fault.DROP, Fault.DROP, Fault.DROP);
+            ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.get("k", 0, -1));
+            assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), e.getMessage());
+            assertEquals(3, proxy.connections());
+        }
+    }
+}

@@ -1,0 +1,129 @@
+package io.partfs.engine.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A TCP proxy on loopback in front of a real server that can fail the next connections: answer
+ * HTTP 503 SlowDown, or drop the connection without an answer. Other connections are piped
+ * through unchanged. For testing retries against real failures, not mocked ones.
+ */
+public final class FaultyProxy implements AutoCloseable {
+    /** What to do to one incoming connection. */
+    public enum Fault { SLOW_DOWN_503, DROP }
+
+    private final ServerSocket server;
+    private final URI upstream;
+    private final Queue<Fault> faults = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger connections = new AtomicInteger();
+    private final Thread acceptor;
+
+    public FaultyProxy(URI upstream) throws IOException {
+        this.upstream = upstream;
+        this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        this.acceptor = new Thread(this::acceptLoop, "faulty-proxy");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    public URI endpoint() {
+        return URI.create("http://127.0.0.1:" + server.getLocalPort());
+    }
+
+    /** Fails the next connections, one fault each, in order. */
+    public void failNext(Fault... next) {
+        faults.addAll(java.util.List.of(next));
+    }
+
+    public int connections() {
+        return connections.get();
+    }
+
+    private void acceptLoop() {
+        while (!server.isClosed()) {
+            try {
+                Socket client = server.accept();
+                connections.incrementAndGet();
+                Fault f = faults.poll();
+                Thread t = new Thread(() -> handle(client, f), "faulty-proxy-conn");
+                t.setDaemon(true);
+                t.start();
+            } catch (IOException e) {
+                return; // closed
+            }
+        }
+    }
+
+    private void handle(Socket client, Fault fault) {
+        try (client) {
+            if (fault == Fault.DROP) {
+                return;
+            }
+            if (fault == Fault.SLOW_DOWN_503) {
+                readHeaders(client.getInputStream());
+                String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
+                        + "<Message>Please reduce your request rate.</Message></Error>";
+                String resp = "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: "
+                        + body.length() + "\r\nConnection: close\r\n\r\n" + body;
+                client.getOutputStream().write(resp.getBytes(StandardCharsets.US_ASCII));
+                client.getOutputStream().flush();
+                return;
+            }
+            try (Socket up = new Socket(upstream.getHost(), upstream.getPort())) {
+                Thread back = new Thread(() -> pipe(up, client), "faulty-proxy-back");
+                back.setDaemon(true);
+                back.start();
+                pipe(client, up);
+                back.join();
+            }
+        } catch (IOException | InterruptedException e) {
+            // the client or the server went away; nothing to report
+        }
+    }
+
+    private static void readHeaders(InputStream in) throws IOException {
+        int state = 0;
+        int b;
+        while ((b = in.read()) >= 0) {
+            state = (b == '\r' && (state == 0 || state == 2)) ? state + 1 : (b == '\n' && (state == 1 || state == 3)) ? state + 1 : 0;
+            if (state == 4) {
+                return;
+            }
+        }
+    }
+
+    private static void pipe(Socket from, Socket to) {
+        try {
+            InputStream in = from.getInputStream();
+            OutputStream out = to.getOutputStream();
+            byte[] buf = new byte[64 << 10];
+            int n;
+            while ((n = in.read(buf)) >= 0) {
+                out.write(buf, 0, n);
+                out.flush();
+            }
+            to.shutdownOutput();
+        } catch (IOException e) {
+            // connection closed
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        server.close();
+        try {
+            acceptor.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
