@@ -173,93 +173,30 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
-    private final class Transaction extends CommandReader implements Writer {
-        private final TxnBuffer buf = new TxnBuffer();
-
-        Transaction(RedisCommands<byte[], byte[]> cmd) {
-            super(cmd, true);
+    /** Sends a transaction's writes in MULTI/EXEC; false when a watched key changed. */
+    private static boolean commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
+        if (buf.isEmpty()) {
+            cmd.unwatch();
+            return true;
         }
-
-        @Override
-        public byte[] get(String k) throws IOException {
-            return buf.hasKey(k) ? buf.get(k) : super.get(k);
-        }
-
-        @Override
-        public long counter(String k) throws IOException {
-            return super.counter(k) + buf.addedTo(k);
-        }
-
-        @Override
-        public byte[] hget(String hash, String field) throws IOException {
-            return buf.hasField(hash, field) ? buf.hget(hash, field) : super.hget(hash, field);
-        }
-
-        @Override
-        public Map<String, byte[]> hgetAll(String hash) throws IOException {
-            return buf.mergeHash(hash, buf.hashCleared(hash) ? Map.of() : super.hgetAll(hash));
-        }
-
-        @Override
-        public long hlen(String hash) throws IOException {
-            return buf.touchesHash(hash) ? hgetAll(hash).size() : super.hlen(hash);
-        }
-
-        @Override
-        public void put(String key, byte[] value) {
-            buf.put(key, value);
-        }
-
-        @Override
-        public void delete(String key) {
-            buf.delete(key);
-        }
-
-        @Override
-        public void hset(String hash, String field, byte[] value) {
-            buf.hset(hash, field, value);
-        }
-
-        @Override
-        public void hdel(String hash, String field) {
-            buf.hdel(hash, field);
-        }
-
-        @Override
-        public void hdelAll(String hash) {
-            buf.hdelAll(hash);
-        }
-
-        @Override
-        public void add(String counter, long delta) {
-            buf.add(counter, delta);
-        }
-
-        /** Sends the buffered writes in MULTI/EXEC; false when a watched key changed. */
-        boolean commit() {
-            if (buf.isEmpty()) {
-                cmd.unwatch();
-                return true;
+        cmd.multi();
+        for (TxnBuffer.Op op : buf.ops()) {
+            if (op instanceof TxnBuffer.Put p) {
+                cmd.set(b(p.key()), p.value());
+            } else if (op instanceof TxnBuffer.Delete d) {
+                cmd.del(b(d.key()));
+            } else if (op instanceof TxnBuffer.HSet h) {
+                cmd.hset(b(h.hash()), b(h.field()), h.value());
+            } else if (op instanceof TxnBuffer.HDel h) {
+                cmd.hdel(b(h.hash()), b(h.field()));
+            } else if (op instanceof TxnBuffer.HDelAll h) {
+                cmd.del(b(h.hash()));
+            } else if (op instanceof TxnBuffer.Add a) {
+                cmd.incrby(b(a.counter()), a.delta());
             }
-            cmd.multi();
-            for (TxnBuffer.Op op : buf.ops()) {
-                if (op instanceof TxnBuffer.Put p) {
-                    cmd.set(b(p.key()), p.value());
-                } else if (op instanceof TxnBuffer.Delete d) {
-                    cmd.del(b(d.key()));
-                } else if (op instanceof TxnBuffer.HSet h) {
-                    cmd.hset(b(h.hash()), b(h.field()), h.value());
-                } else if (op instanceof TxnBuffer.HDel h) {
-                    cmd.hdel(b(h.hash()), b(h.field()));
-                } else if (op instanceof TxnBuffer.HDelAll h) {
-                    cmd.del(b(h.hash()));
-                } else if (op instanceof TxnBuffer.Add a) {
-                    cmd.incrby(b(a.counter()), a.delta());
-                }
-            }
-            TransactionResult result = cmd.exec();
-            return !result.wasDiscarded();
         }
+        TransactionResult result = cmd.exec();
+        return !result.wasDiscarded();
     }
 
     private StatefulRedisConnection<byte[], byte[]> borrow() throws IOException {
@@ -291,7 +228,7 @@ public final class RedisKvStore implements KvStore {
         try {
             RedisCommands<byte[], byte[]> cmd = conn.sync();
             for (int attempt = 1; ; attempt++) {
-                Transaction tx = new Transaction(cmd);
+                TxnBuffer tx = new TxnBuffer(new CommandReader(cmd, true));
                 T result;
                 try {
                     result = body.run(tx);
@@ -301,7 +238,7 @@ public final class RedisKvStore implements KvStore {
                     throw e;
                 }
                 try {
-                    if (tx.commit()) {
+                    if (commit(cmd, tx)) {
                         healthy = true;
                         return result;
                     }

@@ -164,101 +164,37 @@ public final class RocksKvStore implements KvStore {
         return b.length >= prefix.length && java.util.Arrays.equals(b, 0, prefix.length, prefix, 0, prefix.length);
     }
 
-    /** A transaction under {@link #writeLock}: stored state plus its own buffered writes. */
-    private final class Transaction implements Writer {
-        private final StoredReader stored;
-        private final TxnBuffer buf = new TxnBuffer();
-
-        Transaction(ReadOptions latest) {
-            this.stored = new StoredReader(latest);
+    /** Applies a transaction's writes in one {@link WriteBatch}; called under {@link #writeLock}. */
+    private void commit(TxnBuffer buf, StoredReader stored) throws IOException {
+        if (buf.isEmpty()) {
+            return;
         }
-
-        @Override
-        public byte[] get(String key) throws IOException {
-            return buf.hasKey(key) ? buf.get(key) : stored.get(key);
-        }
-
-        @Override
-        public long counter(String key) throws IOException {
-            return stored.counter(key) + buf.addedTo(key);
-        }
-
-        @Override
-        public byte[] hget(String hash, String f) throws IOException {
-            return buf.hasField(hash, f) ? buf.hget(hash, f) : stored.hget(hash, f);
-        }
-
-        @Override
-        public Map<String, byte[]> hgetAll(String hash) {
-            return buf.mergeHash(hash, buf.hashCleared(hash) ? Map.of() : stored.hgetAll(hash));
-        }
-
-        @Override
-        public long hlen(String hash) {
-            return buf.touchesHash(hash) ? hgetAll(hash).size() : stored.hlen(hash);
-        }
-
-        @Override
-        public void put(String key, byte[] value) {
-            buf.put(key, value);
-        }
-
-        @Override
-        public void delete(String key) {
-            buf.delete(key);
-        }
-
-        @Override
-        public void hset(String hash, String f, byte[] value) {
-            buf.hset(hash, f, value);
-        }
-
-        @Override
-        public void hdel(String hash, String f) {
-            buf.hdel(hash, f);
-        }
-
-        @Override
-        public void hdelAll(String hash) {
-            buf.hdelAll(hash);
-        }
-
-        @Override
-        public void add(String counter, long delta) {
-            buf.add(counter, delta);
-        }
-
-        void commit() throws IOException {
-            if (buf.isEmpty()) {
-                return;
-            }
-            try (WriteBatch batch = new WriteBatch()) {
-                Map<String, Long> counters = new HashMap<>();
-                for (TxnBuffer.Op op : buf.ops()) {
-                    if (op instanceof TxnBuffer.Put p) {
-                        batch.put(plain(p.key()), p.value());
-                    } else if (op instanceof TxnBuffer.Delete d) {
-                        batch.delete(plain(d.key()));
-                    } else if (op instanceof TxnBuffer.HSet h) {
-                        batch.put(field(h.hash(), h.field()), h.value());
-                    } else if (op instanceof TxnBuffer.HDel h) {
-                        batch.delete(field(h.hash(), h.field()));
-                    } else if (op instanceof TxnBuffer.HDelAll h) {
-                        byte[] prefix = fieldPrefix(h.hash());
-                        byte[] end = prefix.clone();
-                        end[end.length - 1]++; // '\0' + 1: just past every field of this hash
-                        batch.deleteRange(prefix, end);
-                    } else if (op instanceof TxnBuffer.Add a) {
-                        counters.merge(a.counter(), a.delta(), Long::sum);
-                    }
+        try (WriteBatch batch = new WriteBatch()) {
+            Map<String, Long> counters = new HashMap<>();
+            for (TxnBuffer.Op op : buf.ops()) {
+                if (op instanceof TxnBuffer.Put p) {
+                    batch.put(plain(p.key()), p.value());
+                } else if (op instanceof TxnBuffer.Delete d) {
+                    batch.delete(plain(d.key()));
+                } else if (op instanceof TxnBuffer.HSet h) {
+                    batch.put(field(h.hash(), h.field()), h.value());
+                } else if (op instanceof TxnBuffer.HDel h) {
+                    batch.delete(field(h.hash(), h.field()));
+                } else if (op instanceof TxnBuffer.HDelAll h) {
+                    byte[] prefix = fieldPrefix(h.hash());
+                    byte[] end = prefix.clone();
+                    end[end.length - 1]++; // '\0' + 1: just past every field of this hash
+                    batch.deleteRange(prefix, end);
+                } else if (op instanceof TxnBuffer.Add a) {
+                    counters.merge(a.counter(), a.delta(), Long::sum);
                 }
-                for (Map.Entry<String, Long> c : counters.entrySet()) {
-                    batch.put(counterKey(c.getKey()), encodeCounter(stored.counter(c.getKey()) + c.getValue()));
-                }
-                db.write(writeOptions, batch);
-            } catch (RocksDBException e) {
-                throw wrap("commit", e);
             }
+            for (Map.Entry<String, Long> c : counters.entrySet()) {
+                batch.put(counterKey(c.getKey()), encodeCounter(stored.counter(c.getKey()) + c.getValue()));
+            }
+            db.write(writeOptions, batch);
+        } catch (RocksDBException e) {
+            throw wrap("commit", e);
         }
     }
 
@@ -266,9 +202,10 @@ public final class RocksKvStore implements KvStore {
     public <T> T update(Txn<T> body) throws IOException {
         writeLock.lock();
         try (ReadOptions latest = new ReadOptions()) {
-            Transaction tx = new Transaction(latest);
+            StoredReader stored = new StoredReader(latest);
+            TxnBuffer tx = new TxnBuffer(stored);
             T result = body.run(tx);
-            tx.commit();
+            commit(tx, stored);
             return result;
         } finally {
             writeLock.unlock();

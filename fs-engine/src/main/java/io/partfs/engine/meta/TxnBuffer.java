@@ -5,11 +5,11 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The writes of one transaction before commit, so its reads can see them. Shared by every
- * {@link KvStore}: each store reads through it and then applies {@link #ops()} in its own way.
- * Not thread-safe: one transaction, one thread.
+ * A transaction of any {@link KvStore}: reads go to the store's {@code stored} reader unless
+ * this transaction wrote the key, writes are buffered until the store applies {@link #ops()}
+ * in its own way at commit. Not thread-safe: one transaction, one thread.
  */
-final class TxnBuffer {
+final class TxnBuffer implements KvStore.Writer {
     /** A buffered write, replayed in order at commit. */
     sealed interface Op permits Put, Delete, HSet, HDel, HDelAll, Add {
     }
@@ -41,6 +41,38 @@ final class TxnBuffer {
     /** Hashes deleted whole in this transaction; their stored fields are invisible. */
     private final java.util.Set<String> clearedHashes = new java.util.HashSet<>();
     private final Map<String, Long> added = new HashMap<>();
+    private final KvStore.Reader stored;
+
+    TxnBuffer(KvStore.Reader stored) {
+        this.stored = stored;
+    }
+
+    // ---- KvStore.Writer ----
+
+    @Override
+    public byte[] get(String key) throws java.io.IOException {
+        return hasKey(key) ? bufferedGet(key) : stored.get(key);
+    }
+
+    @Override
+    public long counter(String key) throws java.io.IOException {
+        return stored.counter(key) + addedTo(key);
+    }
+
+    @Override
+    public byte[] hget(String hash, String field) throws java.io.IOException {
+        return hasField(hash, field) ? bufferedHget(hash, field) : stored.hget(hash, field);
+    }
+
+    @Override
+    public Map<String, byte[]> hgetAll(String hash) throws java.io.IOException {
+        return mergeHash(hash, clearedHashes.contains(hash) ? Map.of() : stored.hgetAll(hash));
+    }
+
+    @Override
+    public long hlen(String hash) throws java.io.IOException {
+        return touchesHash(hash) ? hgetAll(hash).size() : stored.hlen(hash);
+    }
 
     java.util.List<Op> ops() {
         return ops;
@@ -50,65 +82,71 @@ final class TxnBuffer {
         return ops.isEmpty();
     }
 
-    void put(String key, byte[] value) {
+    @Override
+    public void put(String key, byte[] value) {
         ops.add(new Put(key, value));
         keys.put(key, value);
     }
 
-    void delete(String key) {
+    @Override
+    public void delete(String key) {
         ops.add(new Delete(key));
         keys.put(key, DELETED);
     }
 
-    void hset(String hash, String field, byte[] value) {
+    @Override
+    public void hset(String hash, String field, byte[] value) {
         ops.add(new HSet(hash, field, value));
         hashes.computeIfAbsent(hash, h -> new LinkedHashMap<>()).put(field, value);
     }
 
-    void hdel(String hash, String field) {
+    @Override
+    public void hdel(String hash, String field) {
         ops.add(new HDel(hash, field));
         hashes.computeIfAbsent(hash, h -> new LinkedHashMap<>()).put(field, DELETED);
     }
 
-    void hdelAll(String hash) {
+    @Override
+    public void hdelAll(String hash) {
         ops.add(new HDelAll(hash));
         hashes.remove(hash);
         clearedHashes.add(hash);
     }
 
-    void add(String counter, long delta) {
+    @Override
+    public void add(String counter, long delta) {
         ops.add(new Add(counter, delta));
         added.merge(counter, delta, Long::sum);
     }
 
     /** True when the key was written here; then {@link #get} is the answer. */
-    boolean hasKey(String key) {
+    private boolean hasKey(String key) {
         return keys.containsKey(key);
     }
 
-    byte[] get(String key) {
+    private byte[] bufferedGet(String key) {
         byte[] v = keys.get(key);
         return v == DELETED ? null : v;
     }
 
-    long addedTo(String counter) {
+    private long addedTo(String counter) {
         return added.getOrDefault(counter, 0L);
     }
 
     /** True when the answer for this field is decided here; then {@link #hget} is it. */
-    boolean hasField(String hash, String field) {
+    private boolean hasField(String hash, String field) {
         Map<String, byte[]> h = hashes.get(hash);
         return (h != null && h.containsKey(field)) || clearedHashes.contains(hash);
     }
 
-    byte[] hget(String hash, String field) {
+    private byte[] bufferedHget(String hash, String field) {
         Map<String, byte[]> h = hashes.get(hash);
         byte[] v = h == null ? null : h.get(field);
         return v == DELETED ? null : v;
     }
 
     /** Overlays this transaction's writes on the stored fields of a hash. */
-    Map<String, byte[]> mergeHash(String hash, Map<String, byte[]> stored) {
+    private Map<String, byte[]> mergeHash(String hash, Map<String, byte[]> stored) {
         Map<String, byte[]> out = clearedHashes.contains(hash) ? new HashMap<>() : new HashMap<>(stored);
         Map<String, byte[]> h = hashes.get(hash);
         if (h != null) {
@@ -123,13 +161,8 @@ final class TxnBuffer {
         return out;
     }
 
-    /** Whether stored fields of the hash still count (it was not deleted whole here). */
-    boolean hashCleared(String hash) {
-        return clearedHashes.contains(hash);
-    }
-
     /** True when the transaction wrote any field of the hash, so a stored count is not the answer. */
-    boolean touchesHash(String hash) {
+    private boolean touchesHash(String hash) {
         return hashes.containsKey(hash) || clearedHashes.contains(hash);
     }
 }
