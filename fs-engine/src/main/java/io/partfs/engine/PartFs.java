@@ -271,6 +271,34 @@ public final class PartFs implements Closeable {
         return len;
     }
 
+    /** The inode an open handle refers to (still valid after the file was unlinked). */
+    public long inodeOf(long fh) throws FsException {
+        return handle(fh).ino;
+    }
+
+    /** fallocate(2) mode that keeps the file size. */
+    public static final int FALLOC_FL_KEEP_SIZE = 1;
+
+    /**
+     * fallocate(2): PartFS allocates no space ahead (objects are written when data is), so
+     * this only grows the file when asked to; hole punching and other modes are EOPNOTSUPP.
+     */
+    public void fallocate(long fh, int mode, long off, long len) throws IOException {
+        Handle h = handle(fh);
+        if (off < 0 || len <= 0) {
+            throw new FsException.InvalidArgument("fallocate range");
+        }
+        if (!h.canWrite()) {
+            throw new FsException.BadHandle(fh + " is not open for writing");
+        }
+        if ((mode & ~FALLOC_FL_KEEP_SIZE) != 0) {
+            throw new UnsupportedOperationException("fallocate mode " + mode);
+        }
+        if ((mode & FALLOC_FL_KEEP_SIZE) == 0 && off + len > getattr(h.ino).size()) {
+            truncate(h.ino, off + len);
+        }
+    }
+
     /** close(2) of one descriptor: makes the handle's writes visible to everyone. */
     public void flush(long fh) throws IOException {
         chunks.flush(handle(fh).ino);

@@ -1,0 +1,503 @@
+package io.partfs.engine.fuse;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.Errno;
+import io.partfs.engine.FileType;
+import io.partfs.engine.FsException;
+import io.partfs.engine.PartFs;
+import io.partfs.engine.meta.MetaEngine;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import jnr.ffi.Pointer;
+import jnr.ffi.Struct;
+import jnr.ffi.types.dev_t;
+import jnr.ffi.types.gid_t;
+import jnr.ffi.types.mode_t;
+import jnr.ffi.types.off_t;
+import jnr.ffi.types.size_t;
+import jnr.ffi.types.uid_t;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import ru.serce.jnrfuse.FuseFillDir;
+import ru.serce.jnrfuse.FuseStubFS;
+import ru.serce.jnrfuse.struct.FileStat;
+import ru.serce.jnrfuse.struct.FuseFileInfo;
+import ru.serce.jnrfuse.struct.Statvfs;
+import ru.serce.jnrfuse.struct.Timespec;
+
+/**
+ * The FUSE adapter (jnr-fuse on libfuse2, high-level path API): translates each callback into a
+ * {@link PartFs} call. Every callback goes through {@link #call}, which returns 0 or a count,
+ * or the negated errno chosen by {@link Errnos} — nothing is thrown across the native boundary.
+ *
+ * <p>libfuse runs callbacks on several threads; {@link PartFs} is thread-safe. Operations on
+ * open files use the handle ({@code fi.fh}), so they keep working after the file was unlinked
+ * ({@code hard_remove} and {@code nullpath_ok} are set). File locks (flock and POSIX) are left
+ * to the kernel, which keeps them exact for every process on this machine.
+ */
+public final class PartFsFuse extends FuseStubFS {
+    private static final Logger log = LoggerFactory.getLogger(PartFsFuse.class);
+    private static final long UTIME_NOW = (1L << 30) - 1;
+    private static final long UTIME_OMIT = (1L << 30) - 2;
+    private static final long NO_ID = 0xFFFFFFFFL;
+
+    private final PartFs fs;
+
+    public PartFsFuse(PartFs fs) {
+        this.fs = fs;
+        // struct fuse_operations bit field: flag_nullpath_ok (bit 0) and flag_utime_omit_ok (bit 2).
+        // jnr-fuse declares the bit field as padding, so it is set through the struct's memory.
+        Struct.getMemory(fuseOperations).putInt(flagsOffset(), 0b101);
+    }
+
+    /** Offset of the flag bit field; its member class is not public in jnr-ffi, hence reflection. */
+    private long flagsOffset() {
+        try {
+            Object member = ru.serce.jnrfuse.struct.FuseOperations.class.getField("flag_nullpath_ok").get(fuseOperations);
+            java.lang.reflect.Method offset = member.getClass().getMethod("offset");
+            offset.setAccessible(true);
+            return (Long) offset.invoke(member);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("this jnr-fuse has an unexpected fuse_operations layout", e);
+        }
+    }
+
+    @Override
+    protected String getFSName() {
+        return "partfs";
+    }
+
+    /** A callback body: returns 0 or a byte count. */
+    private interface Body {
+        int run() throws Exception;
+    }
+
+    private static int call(String op, String path, Body body) {
+        try {
+            return body.run();
+        } catch (Throwable t) {
+            return Errnos.of(op, path, t);
+        }
+    }
+
+    // ---- paths ----
+
+    private static String parentOf(String path) {
+        int i = path.lastIndexOf('/');
+        return i <= 0 ? "/" : path.substring(0, i);
+    }
+
+    private static String nameOf(String path) {
+        return path.substring(path.lastIndexOf('/') + 1);
+    }
+
+    private long parentIno(String path) throws IOException {
+        Attr p = fs.resolve(parentOf(path));
+        if (!p.isDirectory()) {
+            throw new FsException.NotDirectory(parentOf(path));
+        }
+        return p.ino();
+    }
+
+    private int uid() {
+        return getContext().uid.intValue();
+    }
+
+    private int gid() {
+        return getContext().gid.intValue();
+    }
+
+    // ---- attributes ----
+
+    private static void fill(FileStat st, Attr a) {
+        st.st_ino.set(a.ino());
+        st.st_mode.set(a.stMode());
+        st.st_nlink.set(a.nlink());
+        st.st_uid.set(a.uid());
+        st.st_gid.set(a.gid());
+        st.st_rdev.set(a.rdev());
+        st.st_size.set(a.size());
+        st.st_blksize.set(4096);
+        st.st_blocks.set((a.size() + 511) / 512);
+        setTime(st.st_atim, a.atimeNs());
+        setTime(st.st_mtim, a.mtimeNs());
+        setTime(st.st_ctim, a.ctimeNs());
+    }
+
+    private static void setTime(Timespec t, long ns) {
+        t.tv_sec.set(Math.floorDiv(ns, 1_000_000_000L));
+        t.tv_nsec.set(Math.floorMod(ns, 1_000_000_000L));
+    }
+
+    @Override
+    public int getattr(String path, FileStat stat) {
+        return call("getattr", path, () -> {
+            fill(stat, fs.resolve(path));
+            return 0;
+        });
+    }
+
+    @Override
+    public int fgetattr(String path, FileStat stat, FuseFileInfo fi) {
+        return call("fgetattr", path, () -> {
+            fill(stat, fs.getattr(fs.inodeOf(fi.fh.get())));
+            return 0;
+        });
+    }
+
+    @Override
+    public int chmod(String path, @mode_t long mode) {
+        return call("chmod", path, () -> {
+            fs.setattr(fs.resolve(path).ino(), MetaEngine.SetAttr.mode((int) mode & 07777));
+            return 0;
+        });
+    }
+
+    @Override
+    public int chown(String path, @uid_t long uid, @gid_t long gid) {
+        return call("chown", path, () -> {
+            Integer u = uid == -1 || uid == NO_ID ? null : (int) uid;
+            Integer g = gid == -1 || gid == NO_ID ? null : (int) gid;
+            fs.setattr(fs.resolve(path).ino(), MetaEngine.SetAttr.owner(u, g));
+            return 0;
+        });
+    }
+
+    @Override
+    public int utimens(String path, Timespec[] timespec) {
+        return call("utimens", path, () -> {
+            Long at = time(timespec[0]);
+            Long mt = time(timespec[1]);
+            fs.setattr(fs.resolve(path).ino(), MetaEngine.SetAttr.times(at, mt));
+            return 0;
+        });
+    }
+
+    private static Long time(Timespec t) {
+        long nsec = t.tv_nsec.longValue();
+        if (nsec == UTIME_OMIT) {
+            return null;
+        }
+        if (nsec == UTIME_NOW) {
+            return MetaEngine.SetAttr.NOW;
+        }
+        return t.tv_sec.get() * 1_000_000_000L + nsec;
+    }
+
+    @Override
+    public int truncate(String path, @off_t long size) {
+        return call("truncate", path, () -> {
+            fs.truncate(fs.resolve(path).ino(), size);
+            return 0;
+        });
+    }
+
+    @Override
+    public int ftruncate(String path, @off_t long size, FuseFileInfo fi) {
+        return call("ftruncate", path, () -> {
+            fs.truncate(fs.inodeOf(fi.fh.get()), size);
+            return 0;
+        });
+    }
+
+    @Override
+    public int access(String path, int mask) {
+        // With default_permissions the kernel checks permissions; this only says whether it exists.
+        return call("access", path, () -> {
+            fs.resolve(path);
+            return 0;
+        });
+    }
+
+    // ---- names ----
+
+    @Override
+    public int mknod(String path, @mode_t long mode, @dev_t long rdev) {
+        return call("mknod", path, () -> {
+            FileType type = (mode & 0170000) == 0 ? FileType.FILE : FileType.fromMode((int) mode);
+            fs.mknod(parentIno(path), nameOf(path), type, (int) mode & 07777, uid(), gid(), (int) rdev);
+            return 0;
+        });
+    }
+
+    @Override
+    public int mkdir(String path, @mode_t long mode) {
+        return call("mkdir", path, () -> {
+            fs.mkdir(parentIno(path), nameOf(path), (int) mode & 07777, uid(), gid());
+            return 0;
+        });
+    }
+
+    @Override
+    public int unlink(String path) {
+        return call("unlink", path, () -> {
+            fs.unlink(parentIno(path), nameOf(path));
+            return 0;
+        });
+    }
+
+    @Override
+    public int rmdir(String path) {
+        return call("rmdir", path, () -> {
+            fs.rmdir(parentIno(path), nameOf(path));
+            return 0;
+        });
+    }
+
+    @Override
+    public int symlink(String target, String linkPath) {
+        return call("symlink", linkPath, () -> {
+            fs.symlink(parentIno(linkPath), nameOf(linkPath), target, uid(), gid());
+            return 0;
+        });
+    }
+
+    @Override
+    public int readlink(String path, Pointer buf, @size_t long size) {
+        return call("readlink", path, () -> {
+            byte[] target = fs.readlink(fs.resolve(path).ino()).getBytes(StandardCharsets.UTF_8);
+            int n = (int) Math.min(target.length, size - 1);
+            buf.put(0, target, 0, n);
+            buf.putByte(n, (byte) 0);
+            return 0;
+        });
+    }
+
+    @Override
+    public int rename(String oldPath, String newPath) {
+        return call("rename", oldPath, () -> {
+            fs.rename(parentIno(oldPath), nameOf(oldPath), parentIno(newPath), nameOf(newPath), 0);
+            return 0;
+        });
+    }
+
+    @Override
+    public int link(String oldPath, String newPath) {
+        return call("link", newPath, () -> {
+            fs.link(fs.resolve(oldPath).ino(), parentIno(newPath), nameOf(newPath));
+            return 0;
+        });
+    }
+
+    // ---- directories ----
+
+    @Override
+    public int opendir(String path, FuseFileInfo fi) {
+        return call("opendir", path, () -> {
+            if (!fs.resolve(path).isDirectory()) {
+                throw new FsException.NotDirectory(path);
+            }
+            return 0;
+        });
+    }
+
+    @Override
+    public int readdir(String path, Pointer buf, FuseFillDir filler, @off_t long offset, FuseFileInfo fi) {
+        return call("readdir", path, () -> {
+            Attr dir = fs.resolve(path);
+            List<DirEntry> entries = fs.readdir(dir.ino());
+            filler.apply(buf, ".", null, 0);
+            filler.apply(buf, "..", null, 0);
+            for (DirEntry e : entries) {
+                if (filler.apply(buf, e.name(), null, 0) != 0) {
+                    break; // buffer full (does not happen with offset 0)
+                }
+            }
+            return 0;
+        });
+    }
+
+    @Override
+    public int releasedir(String path, FuseFileInfo fi) {
+        return 0;
+    }
+
+    @Override
+    public int fsyncdir(String path, FuseFileInfo fi) {
+        return call("fsyncdir", path, () -> {
+            fs.meta().sync();
+            return 0;
+        });
+    }
+
+    // ---- files ----
+
+    @Override
+    public int create(String path, @mode_t long mode, FuseFileInfo fi) {
+        return call("create", path, () -> {
+            PartFs.Created c = fs.create(parentIno(path), nameOf(path), (int) mode & 07777,
+                    fi.flags.get() | PartFs.O_CREAT, uid(), gid());
+            fi.fh.set(c.fh());
+            return 0;
+        });
+    }
+
+    @Override
+    public int open(String path, FuseFileInfo fi) {
+        return call("open", path, () -> {
+            fi.fh.set(fs.open(fs.resolve(path).ino(), fi.flags.get()));
+            return 0;
+        });
+    }
+
+    @Override
+    public int read(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
+        return call("read", path, () -> {
+            byte[] tmp = new byte[(int) size];
+            int n = fs.read(fi.fh.get(), offset, tmp, 0, (int) size);
+            buf.put(0, tmp, 0, n);
+            return n;
+        });
+    }
+
+    @Override
+    public int write(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
+        return call("write", path, () -> {
+            byte[] tmp = new byte[(int) size];
+            buf.get(0, tmp, 0, (int) size);
+            return fs.write(fi.fh.get(), offset, tmp, 0, (int) size);
+        });
+    }
+
+    @Override
+    public int flush(String path, FuseFileInfo fi) {
+        return call("flush", path, () -> {
+            fs.flush(fi.fh.get());
+            return 0;
+        });
+    }
+
+    @Override
+    public int fsync(String path, int isdatasync, FuseFileInfo fi) {
+        return call("fsync", path, () -> {
+            fs.fsync(fi.fh.get());
+            return 0;
+        });
+    }
+
+    @Override
+    public int release(String path, FuseFileInfo fi) {
+        return call("release", path, () -> {
+            fs.release(fi.fh.get());
+            return 0;
+        });
+    }
+
+    @Override
+    public int fallocate(String path, int mode, @off_t long off, @off_t long length, FuseFileInfo fi) {
+        return call("fallocate", path, () -> {
+            fs.fallocate(fi.fh.get(), mode, off, length);
+            return 0;
+        });
+    }
+
+    // ---- extended attributes ----
+
+    @Override
+    public int setxattr(String path, String name, Pointer value, @size_t long size, int flags) {
+        return call("setxattr", path, () -> {
+            byte[] v = new byte[(int) size];
+            value.get(0, v, 0, (int) size);
+            fs.setxattr(fs.resolve(path).ino(), name, v, flags);
+            return 0;
+        });
+    }
+
+    @Override
+    public int getxattr(String path, String name, Pointer value, @size_t long size) {
+        return call("getxattr", path, () -> {
+            byte[] v = fs.getxattr(fs.resolve(path).ino(), name);
+            return copyOut(v, value, size);
+        });
+    }
+
+    @Override
+    public int listxattr(String path, Pointer list, @size_t long size) {
+        return call("listxattr", path, () -> {
+            List<String> names = fs.listxattr(fs.resolve(path).ino());
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            for (String n : names) {
+                out.writeBytes(n.getBytes(StandardCharsets.UTF_8));
+                out.write(0);
+            }
+            return copyOut(out.toByteArray(), list, size);
+        });
+    }
+
+    /** getxattr/listxattr convention: size 0 asks for the length; too small a buffer is ERANGE. */
+    private static int copyOut(byte[] v, Pointer dst, long size) throws FsException {
+        if (size == 0) {
+            return v.length;
+        }
+        if (size < v.length) {
+            throw new FsException.OutOfRange("buffer of " + size + " bytes");
+        }
+        dst.put(0, v, 0, v.length);
+        return v.length;
+    }
+
+    @Override
+    public int removexattr(String path, String name) {
+        return call("removexattr", path, () -> {
+            fs.removexattr(fs.resolve(path).ino(), name);
+            return 0;
+        });
+    }
+
+    // ---- volume ----
+
+    @Override
+    public int statfs(String path, Statvfs st) {
+        return call("statfs", path, () -> {
+            PartFs.StatFs s = fs.statfs();
+            st.f_bsize.set(s.blockSize());
+            st.f_frsize.set(s.blockSize());
+            st.f_blocks.set(s.totalBlocks());
+            st.f_bfree.set(s.freeBlocks());
+            st.f_bavail.set(s.freeBlocks());
+            st.f_files.set(s.files());
+            st.f_ffree.set(s.freeFiles());
+            st.f_favail.set(s.freeFiles());
+            st.f_namemax.set(s.nameMax());
+            return 0;
+        });
+    }
+
+    // ---- mounting ----
+
+    /**
+     * Mounts at {@code mountPoint} and returns once the kernel serves it (polling
+     * /proc/self/mountinfo, 30 s at most).
+     *
+     * @throws IOException when the mount point is missing, busy, or the mount fails
+     */
+    public void mountAndWait(Path mountPoint, FuseOptions options) throws IOException {
+        Path mp = mountPoint.toAbsolutePath().normalize();
+        if (!java.nio.file.Files.isDirectory(mp)) {
+            throw new IOException("mount point " + mp + " is not a directory: create it first (mkdir -p " + mp + ")");
+        }
+        if (Mounts.isMounted(mp)) {
+            throw new IOException(mp + " is already a mount point: unmount it first (partfs umount " + mp + ")");
+        }
+        List<String> args = new ArrayList<>(options.toArgs());
+        try {
+            mount(mp, false, false, args.toArray(String[]::new));
+        } catch (RuntimeException e) {
+            throw new IOException("cannot mount " + mp + ": " + e.getMessage()
+                    + " (is /dev/fuse there and the fuse package installed?)", e);
+        }
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (!Mounts.isMounted(mp)) {
+            if (System.nanoTime() > deadline) {
+                umount();
+                throw new IOException("mount of " + mp + " did not appear within 30 s");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
+        }
+        log.info("mounted {} at {}", fs.format().name(), mp);
+    }
+}

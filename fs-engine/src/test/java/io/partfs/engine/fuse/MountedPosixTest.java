@@ -1,0 +1,274 @@
+package io.partfs.engine.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.PartFs;
+import io.partfs.engine.testing.TempDirs;
+import io.partfs.engine.testing.TestVolume;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * POSIX behaviour that ClickHouse and everyday tools rely on, through a real FUSE mount of an
+ * embedded volume (RocksDB metadata, local objects), using java.nio and shell tools.
+ */
+class MountedPosixTest {
+    private static Path dir;
+    private static Path mnt;
+    private static PartFs fs;
+    private static PartFsFuse fuse;
+
+    @BeforeAll
+    static void mount() throws Exception {
+        dir = Files.createTempDirectory("partfs-mount-");
+        mnt = Files.createDirectory(dir.resolve("mnt"));
+        fs = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null,
+                TestVolume.defaultConfig(dir)).open();
+        fuse = new PartFsFuse(fs);
+        fuse.mountAndWait(mnt, FuseOptions.builder().build());
+    }
+
+    @AfterAll
+    static void unmount() throws Exception {
+        try {
+            if (fuse != null) {
+                fuse.umount();
+            }
+        } finally {
+            if (fs != null) {
+                fs.close();
+            }
+            TempDirs.deleteRecursively(dir);
+        }
+    }
+
+    private static Path fresh(String name) throws IOException {
+        return Files.createDirectory(mnt.resolve(name));
+    }
+
+    private static String sh(Path cwd, String... cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).directory(cwd.toFile()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), String.join(" ", cmd) + " did not finish");
+        assertEquals(0, p.exitValue(), String.join(" ", cmd) + " failed: " + out);
+        return out;
+    }
+
+    @Test
+    void mountIsAPartFsFuseMount() throws IOException {
+        assertEquals("fuse.partfs", Mounts.typeAt(mnt));
+    }
+
+    @Test
+    void hardLinksShareInodeNumberAndNlink() throws Exception {
+        Path d = fresh("links");
+        Path a = Files.writeString(d.resolve("a.bin"), "data");
+        Path b = Files.createLink(d.resolve("b.bin"), a);
+        assertEquals(Files.getAttribute(a, "unix:ino"), Files.getAttribute(b, "unix:ino"));
+        assertEquals(2, Files.getAttribute(a, "unix:nlink"), "nlink is right right after ln");
+        assertEquals(2, Files.getAttribute(b, "unix:nlink"));
+        Files.delete(a);
+        assertEquals(1, Files.getAttribute(b, "unix:nlink"));
+        assertEquals("data", Files.readString(b));
+        String ls = sh(d, "stat", "-c", "%h %i", "b.bin").trim();
+        assertEquals("1 " + Files.getAttribute(b, "unix:ino"), ls);
+    }
+
+    @Test
+    void renameOfNonEmptyDirectory() throws Exception {
+        Path d = fresh("renamedir");
+        Path tmp = Files.createDirectory(d.resolve("tmp_insert_1_1_0"));
+        for (int i = 0; i < 20; i++) {
+            Files.writeString(tmp.resolve("c" + i + ".bin"), "col " + i);
+        }
+        Path part = d.resolve("1_1_0");
+        Files.move(tmp, part, StandardCopyOption.ATOMIC_MOVE);
+        assertFalse(Files.exists(tmp));
+        try (Stream<Path> s = Files.list(part)) {
+            assertEquals(20, s.count());
+        }
+        assertEquals("col 7", Files.readString(part.resolve("c7.bin")));
+        Path other = Files.createDirectory(d.resolve("other"));
+        Files.writeString(other.resolve("x"), "x");
+        java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                () -> Files.move(part, other, StandardCopyOption.ATOMIC_MOVE));
+        assertEquals("Directory not empty", e.getReason());
+    }
+
+    @Test
+    void renameOverAnExistingFileReplacesIt() throws Exception {
+        Path d = fresh("renamefile");
+        Path tmp = Files.writeString(d.resolve("checksums.txt.tmp"), "new");
+        Path target = Files.writeString(d.resolve("checksums.txt"), "old contents");
+        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+        assertEquals("new", Files.readString(target));
+        assertEquals(3, Files.size(target));
+    }
+
+    @Test
+    void symlinkToADirectory() throws Exception {
+        Path d = fresh("symlinks");
+        Path store = Files.createDirectories(d.resolve("store/b47/b47ee9c8"));
+        Files.writeString(store.resolve("f"), "through the link");
+        Path link = Files.createSymbolicLink(d.resolve("table"), Path.of("store/b47/b47ee9c8"));
+        assertTrue(Files.isSymbolicLink(link));
+        assertEquals("store/b47/b47ee9c8", Files.readSymbolicLink(link).toString());
+        assertEquals("through the link", Files.readString(link.resolve("f")));
+        assertTrue(Files.isDirectory(link));
+        assertFalse(Files.isDirectory(link, LinkOption.NOFOLLOW_LINKS));
+    }
+
+    @Test
+    void fsyncAndReadBack() throws Exception {
+        Path f = fresh("fsync").resolve("table.sql.tmp");
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap("ATTACH TABLE t".getBytes(StandardCharsets.UTF_8)));
+            ch.force(true);
+        }
+        assertEquals("ATTACH TABLE t", Files.readString(f));
+    }
+
+    @Test
+    void flockIsExclusiveAcrossProcesses() throws Exception {
+        Path status = Files.writeString(fresh("flock").resolve("status"), "pid");
+        try (FileChannel ch = FileChannel.open(status, StandardOpenOption.WRITE);
+             FileLock lock = ch.lock()) {
+            assertTrue(lock.isValid());
+            assertThrows(OverlappingFileLockException.class, () -> ch.tryLock());
+        }
+        // flock(2), which ClickHouse takes on its status file, from other processes: the holder
+        // keeps the lock until its stdin closes.
+        Process holder = new ProcessBuilder("flock", "-x", status.toString(), "cat").start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            int code;
+            do {
+                Process probe = new ProcessBuilder("flock", "-n", "-x", status.toString(), "true").start();
+                assertTrue(probe.waitFor(10, TimeUnit.SECONDS));
+                code = probe.exitValue();
+            } while (code == 0 && System.nanoTime() < deadline); // until the holder has the lock
+            assertEquals(1, code, "a second flock -n fails while another process holds it");
+        } finally {
+            holder.getOutputStream().close();
+            assertTrue(holder.waitFor(10, TimeUnit.SECONDS));
+        }
+        Process again = new ProcessBuilder("flock", "-n", "-x", status.toString(), "true").start();
+        assertTrue(again.waitFor(10, TimeUnit.SECONDS));
+        assertEquals(0, again.exitValue(), "the lock is free once its holder exited");
+    }
+
+    @Test
+    void truncateAndSparseFiles() throws Exception {
+        Path f = fresh("sparse").resolve("s.bin");
+        try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw")) {
+            raf.seek(5 << 20);
+            raf.write(new byte[] {7});
+            assertEquals((5 << 20) + 1, raf.length());
+            raf.setLength(100);
+            raf.setLength(1000);
+        }
+        byte[] all = Files.readAllBytes(f);
+        assertEquals(1000, all.length);
+        for (byte b : all) {
+            assertEquals(0, b);
+        }
+    }
+
+    @Test
+    void readdirOfTenThousandEntries() throws Exception {
+        Path d = fresh("many");
+        for (int i = 0; i < 10_000; i++) {
+            Files.createFile(d.resolve("f" + i));
+        }
+        try (Stream<Path> s = Files.list(d)) {
+            assertEquals(10_000, s.count());
+        }
+        assertEquals("10000", sh(d, "sh", "-c", "ls | wc -l").trim());
+    }
+
+    @Test
+    void concurrentWritersOnDifferentFiles() throws Exception {
+        Path d = fresh("concurrent");
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int thread = t;
+                fs.add(pool.submit(() -> {
+                    byte[] data = new byte[3 << 20];
+                    new Random(thread).nextBytes(data);
+                    Files.write(d.resolve("w" + thread), data);
+                    return null;
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        for (int t = 0; t < 4; t++) {
+            byte[] expected = new byte[3 << 20];
+            new Random(t).nextBytes(expected);
+            assertArrayEquals(expected, Files.readAllBytes(d.resolve("w" + t)));
+        }
+    }
+
+    @Test
+    void sizeIsRightAfterAWriteFromAnotherHandle() throws Exception {
+        Path f = fresh("handles").resolve("f");
+        try (FileChannel w = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+             FileChannel r = FileChannel.open(f, StandardOpenOption.READ)) {
+            w.write(ByteBuffer.wrap(new byte[12345]));
+            assertEquals(12345, r.size());
+            assertEquals(12345, Files.size(f));
+        }
+    }
+
+    @Test
+    void cpTarAndGitWorkInsideTheMount() throws Exception {
+        Path d = fresh("tools");
+        Path src = Files.createDirectories(d.resolve("src/sub"));
+        Files.writeString(src.resolve("a.txt"), "alpha");
+        Files.createSymbolicLink(d.resolve("src/link"), Path.of("sub/a.txt"));
+        sh(d, "cp", "-a", "src", "copy");
+        assertEquals("alpha", Files.readString(d.resolve("copy/sub/a.txt")));
+        assertEquals("sub/a.txt", Files.readSymbolicLink(d.resolve("copy/link")).toString());
+        sh(d, "tar", "cf", "src.tar", "src");
+        Files.createDirectory(d.resolve("untar"));
+        sh(d.resolve("untar"), "tar", "xf", "../src.tar");
+        assertEquals("alpha", Files.readString(d.resolve("untar/src/sub/a.txt")));
+        Path repo = Files.createDirectory(d.resolve("repo"));
+        Files.writeString(repo.resolve("README"), "hello");
+        sh(repo, "git", "init", "-q");
+        sh(repo, "git", "add", "README");
+        sh(repo, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first");
+        assertTrue(sh(repo, "git", "log", "--oneline").contains("first"));
+        sh(repo, "git", "fsck", "--strict");
+    }
+}
