@@ -469,35 +469,100 @@ public final class PartFsFuse extends FuseStubFS {
 
     // ---- mounting ----
 
+    private volatile Thread fuseThread;
+    private volatile Path mountedAt;
+
     /**
      * Mounts at {@code mountPoint} and returns once the kernel serves it (polling
-     * /proc/self/mountinfo, 30 s at most).
+     * /proc/self/mountinfo, 30 s at most). libfuse runs on a thread of its own until unmounted.
      *
      * @throws IOException when the mount point is missing, busy, or the mount fails
      */
     public void mountAndWait(Path mountPoint, FuseOptions options) throws IOException {
         Path mp = mountPoint.toAbsolutePath().normalize();
         if (!java.nio.file.Files.isDirectory(mp)) {
-            throw new IOException("mount point " + mp + " is not a directory: create it first (mkdir -p " + mp + ")");
+            throw new IOException("mount point " + mp + " does not exist or is not a directory: create it first (mkdir -p " + mp + ")");
         }
         if (Mounts.isMounted(mp)) {
             throw new IOException(mp + " is already a mount point: unmount it first (partfs umount " + mp + ")");
         }
-        List<String> args = new ArrayList<>(options.toArgs());
-        try {
-            mount(mp, false, false, args.toArray(String[]::new));
-        } catch (RuntimeException e) {
-            throw new IOException("cannot mount " + mp + ": " + e.getMessage()
-                    + " (is /dev/fuse there and the fuse package installed?)", e);
+        if (!java.nio.file.Files.exists(Path.of("/dev/fuse"))) {
+            throw new IOException("/dev/fuse is missing: load the fuse module (modprobe fuse) or give the container /dev/fuse");
         }
+        String[] args = options.toArgs().toArray(String[]::new);
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                mount(mp, true, false, args);
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        }, "partfs-fuse");
+        t.setDaemon(true);
+        fuseThread = t;
+        t.start();
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (!Mounts.isMounted(mp)) {
+            if (!t.isAlive()) {
+                Throwable e = failure.get();
+                throw new IOException("cannot mount " + mp + (e == null ? "" : ": " + e.getMessage())
+                        + " (is the fuse package installed and /dev/fuse usable?)", e);
+            }
             if (System.nanoTime() > deadline) {
-                umount();
+                unmount();
                 throw new IOException("mount of " + mp + " did not appear within 30 s");
             }
             java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
         }
-        log.info("mounted {} at {}", fs.format().name(), mp);
+        mountedAt = mp;
+        log.info("mounted volume {} at {}", fs.format().name(), mp);
+    }
+
+    /** Blocks until the filesystem is unmounted (by {@link #unmount()}, fusermount or umount). */
+    public void awaitUnmounted() throws InterruptedException {
+        Thread t = fuseThread;
+        if (t != null) {
+            t.join();
+        }
+    }
+
+    /**
+     * Unmounts and waits until libfuse has stopped. If files are still open the kernel detaches
+     * the mount lazily: it disappears from the namespace now and ends when the last file closes.
+     */
+    public void unmount() throws IOException {
+        Path mp = mountedAt;
+        Thread t = fuseThread;
+        if (mp == null || t == null) {
+            return;
+        }
+        if (Mounts.isMounted(mp) && run("fusermount", "-u", mp.toString()) != 0) {
+            log.warn("{} is busy; detaching it lazily", mp);
+            if (run("fusermount", "-u", "-z", mp.toString()) != 0) {
+                throw new IOException("cannot unmount " + mp + ": fusermount failed; close what uses it (lsof " + mp + ")");
+            }
+        }
+        try {
+            t.join(30_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while unmounting " + mp);
+        }
+        mountedAt = null;
+    }
+
+    private static int run(String... cmd) throws IOException {
+        try {
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            int code = p.waitFor();
+            if (code != 0) {
+                log.debug("{} exited {}: {}", String.join(" ", cmd), code, out);
+            }
+            return code;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted running " + cmd[0]);
+        }
     }
 }

@@ -842,6 +842,38 @@ public final class MetaEngine implements Closeable {
         });
     }
 
+    // ---- sessions ----
+
+    private static final String SESSIONS = "sessions";
+
+    /** Registers a mount of this volume; {@code info} describes it for {@code partfs status}. */
+    public long registerSession(String info) throws IOException {
+        long sid = kv.increment("nextSession", 1);
+        kv.update(tx -> {
+            tx.hset(SESSIONS, String.valueOf(sid), info.getBytes(StandardCharsets.UTF_8));
+            return null;
+        });
+        return sid;
+    }
+
+    public void unregisterSession(long sid) throws IOException {
+        kv.update(tx -> {
+            tx.hdel(SESSIONS, String.valueOf(sid));
+            return null;
+        });
+    }
+
+    /** Registered mounts: session id to description. A crashed mount stays listed until cleaned. */
+    public Map<Long, String> sessions() throws IOException {
+        return kv.read(r -> {
+            Map<Long, String> out = new java.util.TreeMap<>();
+            for (Map.Entry<String, byte[]> e : r.hgetAll(SESSIONS).entrySet()) {
+                out.put(Long.parseLong(e.getKey()), new String(e.getValue(), StandardCharsets.UTF_8));
+            }
+            return out;
+        });
+    }
+
     // ---- volume ----
 
     /** Bytes used by file data (4 KiB granularity) and inodes in use. */

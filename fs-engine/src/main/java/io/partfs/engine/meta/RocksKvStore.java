@@ -43,14 +43,28 @@ public final class RocksKvStore implements KvStore {
     private final WriteOptions writeOptions = new WriteOptions();
     private final ReentrantLock writeLock = new ReentrantLock();
 
+    private final boolean readOnly;
+
     public RocksKvStore(Path dir) throws IOException {
+        this(dir, false);
+    }
+
+    /**
+     * Opens the database in {@code dir}. Read-only opens work while another process has it
+     * open for writing (for {@code partfs status}); they see what was committed before they opened.
+     */
+    public RocksKvStore(Path dir, boolean readOnly) throws IOException {
         this.dir = dir.toAbsolutePath().normalize();
+        this.readOnly = readOnly;
+        if (readOnly && !Files.isDirectory(this.dir)) {
+            throw new IOException("no metadata at " + this.dir + ": check the path or run 'partfs format'");
+        }
         Files.createDirectories(this.dir);
         this.blockCache = new LRUCache(32L << 20);
         this.options = new Options().setCreateIfMissing(true)
                 .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(blockCache));
         try {
-            this.db = RocksDB.open(options, this.dir.toString());
+            this.db = readOnly ? RocksDB.openReadOnly(options, this.dir.toString()) : RocksDB.open(options, this.dir.toString());
         } catch (RocksDBException e) {
             options.close();
             blockCache.close();
@@ -200,6 +214,9 @@ public final class RocksKvStore implements KvStore {
 
     @Override
     public <T> T update(Txn<T> body) throws IOException {
+        if (readOnly) {
+            throw new IOException("metadata at " + dir + " is open read-only");
+        }
         writeLock.lock();
         try (ReadOptions latest = new ReadOptions()) {
             StoredReader stored = new StoredReader(latest);
@@ -233,6 +250,9 @@ public final class RocksKvStore implements KvStore {
 
     @Override
     public void sync() throws IOException {
+        if (readOnly) {
+            return;
+        }
         try {
             db.flushWal(true);
         } catch (RocksDBException e) {
@@ -250,7 +270,9 @@ public final class RocksKvStore implements KvStore {
         writeLock.lock();
         try {
             try {
-                db.flushWal(true);
+                if (!readOnly) {
+                    db.flushWal(true);
+                }
             } catch (RocksDBException e) {
                 throw wrap("close", e);
             } finally {

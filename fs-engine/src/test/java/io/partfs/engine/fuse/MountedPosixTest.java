@@ -57,7 +57,7 @@ class MountedPosixTest {
     static void unmount() throws Exception {
         try {
             if (fuse != null) {
-                fuse.umount();
+                fuse.unmount();
             }
         } finally {
             if (fs != null) {

@@ -1,0 +1,230 @@
+package io.partfs.cli;
+
+import io.partfs.engine.PartFs;
+import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.fuse.FuseOptions;
+import io.partfs.engine.fuse.Mounts;
+import io.partfs.engine.fuse.PartFsFuse;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code partfs mount}: serves a volume at a mount point until unmounted or signalled. On
+ * SIGTERM or SIGINT it flushes every buffered write, waits for uploads, unmounts and exits 0.
+ */
+@Command(name = "mount", mixinStandardHelpOptions = true,
+        description = {"Mount a volume with FUSE. Runs in the foreground until 'partfs umount', SIGTERM or",
+                "SIGINT (which flush, upload, unmount and exit 0); --background returns once mounted.",
+                "Without --meta it mounts the embedded volume <home>/<name> (RocksDB metadata, local",
+                "objects), formatting it on first use: 'partfs mount /mnt/partfs --background' is enough.",
+                "",
+                "Kernel caching: attributes are not cached by default (nlink and sizes exact at once);",
+                "a volume's only writer may raise --attr-cache/--entry-cache safely."})
+final class MountCommand implements Callable<Integer> {
+    private static final Logger log = LoggerFactory.getLogger(MountCommand.class);
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    VolumeOptions volume;
+
+    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "Directory to mount at (created if missing; must be empty).")
+    Path mountPoint;
+
+    @Option(names = {"-d", "--background"}, description = "Start in the background and return once the mount is ready.")
+    boolean background;
+
+    @Option(names = "--cache-dir", paramLabel = "DIR", description = "Local block cache (default: <home>/<name>/cache, or <home>/cache/<uuid>).")
+    Path cacheDir;
+
+    @Option(names = "--cache-size", paramLabel = "SIZE", defaultValue = "10G", description = "Block cache size on disk; 0 disables it (default: ${DEFAULT-VALUE}).")
+    String cacheSize;
+
+    @Option(names = "--attr-cache", paramLabel = "SECONDS", defaultValue = "0", description = "Kernel attribute cache timeout (default: ${DEFAULT-VALUE}).")
+    double attrCache;
+
+    @Option(names = "--entry-cache", paramLabel = "SECONDS", defaultValue = "1", description = "Kernel file entry cache timeout (default: ${DEFAULT-VALUE}).")
+    double entryCache;
+
+    @Option(names = "--dir-entry-cache", paramLabel = "SECONDS", defaultValue = "1",
+            description = {"Kernel directory entry cache timeout (default: ${DEFAULT-VALUE}). libfuse 2 has one entry",
+                    "timeout for all names, so the smaller of --entry-cache and this one applies."})
+    double dirEntryCache;
+
+    @Option(names = "--io-threads", paramLabel = "N", defaultValue = "16", description = "Parallel object uploads and downloads (default: ${DEFAULT-VALUE}).")
+    int ioThreads;
+
+    @Option(names = "--write-buffer", paramLabel = "SIZE", defaultValue = "64M", description = "Buffered writes per file before an upload is forced (default: ${DEFAULT-VALUE}).")
+    String writeBuffer;
+
+    @Option(names = "-o", paramLabel = "OPTION", description = "Extra libfuse mount option, one per -o (e.g. -o nonempty).")
+    List<String> fuseOptions = new ArrayList<>();
+
+    @Override
+    public Integer call() throws Exception {
+        Path mp = mountPoint.toAbsolutePath().normalize();
+        checkMountPoint(mp);
+        FuseOptions fuse = fuseOptions();
+        config(null); // checks the sizes before anything starts
+        return background ? startInBackground(mp) : serve(mp, fuse);
+    }
+
+    private void checkMountPoint(Path mp) throws IOException {
+        if (Mounts.isMounted(mp)) {
+            throw new IllegalArgumentException(mp + " is already mounted (" + Mounts.typeAt(mp) + "): unmount it first");
+        }
+        if (Files.exists(mp) && !Files.isDirectory(mp)) {
+            throw new IllegalArgumentException("mount point " + mp + " is not a directory: choose a directory");
+        }
+        if (Files.isDirectory(mp) && !fuseOptions.contains("nonempty")) {
+            try (Stream<Path> s = Files.list(mp)) {
+                if (s.findAny().isPresent()) {
+                    throw new IllegalArgumentException("mount point " + mp + " is not empty: use an empty directory (or -o nonempty)");
+                }
+            }
+        }
+    }
+
+    private FuseOptions fuseOptions() {
+        FuseOptions.Builder b = FuseOptions.builder().attrTimeout(attrCache)
+                .entryTimeout(Math.min(entryCache, dirEntryCache)).negativeTimeout(Math.min(entryCache, dirEntryCache))
+                .allowOther(Ids.uid() == 0);
+        fuseOptions.stream().filter(o -> !o.equals("nonempty")).forEach(b::option);
+        if (fuseOptions.contains("nonempty")) {
+            b.option("nonempty");
+        }
+        return b.build();
+    }
+
+    private PartFsConfig config(String uuid) {
+        long cache = Sizes.parse(cacheSize, "cache size");
+        Path dir = cacheDir != null ? cacheDir
+                : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
+        return PartFsConfig.builder().blockCache(dir, cache).ioThreads(ioThreads)
+                .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer")).build();
+    }
+
+    /** Runs the mount in this process until unmounted or signalled. */
+    private int serve(Path mp, FuseOptions fuseOpts) throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        PartFsConfig config;
+        PartFs fs;
+        if (volume.embedded()) {
+            config = config(null);
+            fs = volume.openFs(config, true);
+        } else {
+            try (var meta = volume.openMeta(false)) {
+                config = config(meta.volumeFormat().uuid());
+            }
+            fs = volume.openFs(config, false);
+        }
+        RunFiles run = new RunFiles(volume.home());
+        PartFsFuse fuse = new PartFsFuse(fs);
+        try {
+            Files.createDirectories(mp); // only now that the volume opened, so a bad --meta leaves nothing behind
+        } catch (IOException e) {
+            fs.close();
+            throw e;
+        }
+        long session = -1;
+        CountDownLatch stop = new CountDownLatch(1);
+        try {
+            fuse.mountAndWait(mp, fuseOpts);
+            run.writePid(mp);
+            session = fs.meta().registerSession(String.format("%s pid %d at %s since %s",
+                    InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
+            Signals.onTermination(stop::countDown);
+            Thread watcher = new Thread(() -> {
+                try {
+                    fuse.awaitUnmounted();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                stop.countDown();
+            }, "partfs-unmount-watch");
+            watcher.setDaemon(true);
+            watcher.start();
+            out.printf("partfs: mounted volume %s at %s (metadata %s, storage %s)%n", fs.format().name(), mp,
+                    volume.metaUrl(), fs.format().storage());
+            out.flush();
+            stop.await();
+            log.info("unmounting {}: flushing buffered writes", mp);
+        } finally {
+            try {
+                fs.syncAll();
+                fuse.unmount();
+                if (session >= 0) {
+                    fs.meta().unregisterSession(session);
+                }
+            } finally {
+                fs.close();
+                run.removePid(mp);
+            }
+        }
+        out.printf("partfs: unmounted %s%n", mp);
+        return 0;
+    }
+
+    /** Starts this command again without --background in a new session, and waits for the mount. */
+    private int startInBackground(Path mp) throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        List<String> args = new ArrayList<>(spec.commandLine().getParseResult().originalArgs());
+        args.removeIf(a -> a.equals("--background") || a.equals("-d"));
+        List<String> cmd = new ArrayList<>();
+        cmd.add("setsid");
+        cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        cmd.addAll(args);
+        RunFiles run = new RunFiles(volume.home());
+        Path logFile = run.logFile(mp);
+        Files.createDirectories(logFile.getParent());
+        Process child = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.to(logFile.toFile()))
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (!"fuse.partfs".equals(Mounts.typeAt(mp)) || run.livePid(mp).isEmpty()) {
+            if (!child.isAlive()) {
+                throw new IllegalStateException("mount failed: " + lastLine(logFile) + " (log: " + logFile + ")");
+            }
+            if (System.nanoTime() > deadline) {
+                child.destroy();
+                throw new IllegalStateException("mount did not become ready within 120 s (log: " + logFile + ")");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
+        }
+        out.printf("partfs: mounted %s in the background (pid %d, log %s); stop it with: partfs umount %s%n",
+                mp, child.pid(), logFile, mp);
+        return 0;
+    }
+
+    private static String lastLine(Path logFile) throws IOException {
+        List<String> lines = Files.readAllLines(logFile);
+        for (int i = lines.size() - 1; i >= 0; i--) {
+            if (lines.get(i).startsWith("partfs: ")) {
+                return lines.get(i).substring("partfs: ".length());
+            }
+        }
+        return lines.isEmpty() ? "the mount process exited" : lines.get(lines.size() - 1);
+    }
+}

@@ -1,0 +1,56 @@
+package io.partfs.cli;
+
+import java.io.IOException;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.OptionalLong;
+
+/**
+ * Per-mount files under {@code <home>/run} and {@code <home>/logs}: the pid of the process
+ * serving a mount point (so {@code partfs umount} can stop it cleanly) and its log.
+ */
+final class RunFiles {
+    private final Path home;
+
+    RunFiles(Path home) {
+        this.home = home;
+    }
+
+    private static String key(Path mountPoint) {
+        return URLEncoder.encode(mountPoint.toAbsolutePath().normalize().toString(), StandardCharsets.UTF_8);
+    }
+
+    Path pidFile(Path mountPoint) {
+        return home.resolve("run").resolve(key(mountPoint) + ".pid");
+    }
+
+    Path logFile(Path mountPoint) {
+        return home.resolve("logs").resolve("mount-" + key(mountPoint) + ".log");
+    }
+
+    void writePid(Path mountPoint) throws IOException {
+        Path f = pidFile(mountPoint);
+        Files.createDirectories(f.getParent());
+        Files.writeString(f, String.valueOf(ProcessHandle.current().pid()));
+    }
+
+    void removePid(Path mountPoint) throws IOException {
+        Files.deleteIfExists(pidFile(mountPoint));
+    }
+
+    /** The pid recorded for a mount point, if its process is still alive. */
+    OptionalLong livePid(Path mountPoint) throws IOException {
+        Path f = pidFile(mountPoint);
+        if (!Files.exists(f)) {
+            return OptionalLong.empty();
+        }
+        try {
+            long pid = Long.parseLong(Files.readString(f).trim());
+            return ProcessHandle.of(pid).filter(ProcessHandle::isAlive).isPresent() ? OptionalLong.of(pid) : OptionalLong.empty();
+        } catch (NumberFormatException e) {
+            return OptionalLong.empty();
+        }
+    }
+}

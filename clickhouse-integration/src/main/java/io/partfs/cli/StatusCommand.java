@@ -1,0 +1,46 @@
+package io.partfs.cli;
+
+import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.meta.MetaEngine;
+import java.io.PrintWriter;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/** {@code partfs status}: the volume's settings, usage and mounted clients. */
+@Command(name = "status", mixinStandardHelpOptions = true,
+        description = "Show a volume's settings, usage and the clients that have it mounted.")
+final class StatusCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    VolumeOptions volume;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        if (volume.embedded() && !java.nio.file.Files.isDirectory(volume.embeddedDir().resolve("meta"))) {
+            throw new IllegalArgumentException("no embedded volume '" + volume.name + "' under " + volume.home()
+                    + ": give --meta URL, or --name of an existing volume");
+        }
+        try (MetaEngine meta = volume.openMetaReadOnly()) {
+            VolumeFormat f = meta.volumeFormat();
+            MetaEngine.Usage u = meta.usage();
+            out.printf("volume:     %s (uuid %s)%n", f.name(), f.uuid());
+            out.printf("metadata:   %s%n", volume.metaUrl());
+            out.printf("storage:    %s%n", f.storage());
+            out.printf("block size: %s, chunk size: %s%n", Sizes.human(f.blockSize()), Sizes.human(VolumeFormat.CHUNK_SIZE));
+            out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());
+            Map<Long, String> sessions = meta.sessions();
+            out.printf("clients:    %d mounted%n", sessions.size());
+            for (Map.Entry<Long, String> s : sessions.entrySet()) {
+                out.printf("  session %d: %s%n", s.getKey(), s.getValue());
+            }
+        }
+        return 0;
+    }
+}

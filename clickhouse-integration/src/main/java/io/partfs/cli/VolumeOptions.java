@@ -1,0 +1,120 @@
+package io.partfs.cli;
+
+import io.partfs.engine.PartFs;
+import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.TimeSource;
+import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.meta.MetaUrl;
+import io.partfs.engine.object.ObjectStore;
+import io.partfs.engine.object.StorageUrl;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+
+/**
+ * Options shared by the commands that open a volume: where its metadata is, the embedded
+ * default, and the object store's credentials (never printed).
+ */
+final class VolumeOptions {
+    @Option(names = "--meta", paramLabel = "URL",
+            description = {"Metadata engine: redis://[user:password@]host:port/db (shared by several machines),",
+                    "or a directory for embedded RocksDB. Default: the embedded volume <home>/<name>/meta."})
+    String meta;
+
+    @Option(names = "--name", paramLabel = "NAME", defaultValue = "default",
+            description = "Name of the embedded volume used without --meta (default: ${DEFAULT-VALUE}).")
+    String name;
+
+    @Option(names = "--home", paramLabel = "DIR",
+            description = "Data home of embedded volumes (default: $PARTFS_HOME or ~/.partfs).")
+    Path home;
+
+    @Option(names = "--access-key", paramLabel = "KEY", defaultValue = "${env:PARTFS_ACCESS_KEY}",
+            description = "S3 access key (or $PARTFS_ACCESS_KEY; without one, the AWS default credential chain).")
+    String accessKey;
+
+    @Option(names = "--secret-key", paramLabel = "SECRET", defaultValue = "${env:PARTFS_SECRET_KEY}", arity = "0..1",
+            interactive = false, description = "S3 secret key (better: $PARTFS_SECRET_KEY, so it stays out of the process list).")
+    String secretKey;
+
+    Path home() {
+        return home != null ? home : EmbeddedVolume.defaultHome();
+    }
+
+    boolean embedded() {
+        return meta == null;
+    }
+
+    /** The embedded volume's directory. */
+    Path embeddedDir() {
+        return home().resolve(name);
+    }
+
+    MetaUrl metaUrl() {
+        return embedded() ? MetaUrl.parse(embeddedDir().resolve("meta").toString()) : MetaUrl.parse(meta);
+    }
+
+    StorageUrl.Credentials credentials() {
+        boolean hasKey = accessKey != null && !accessKey.isBlank();
+        boolean hasSecret = secretKey != null && !secretKey.isBlank();
+        if (hasKey != hasSecret) {
+            throw new IllegalArgumentException("give both the S3 access key and the secret key (--access-key and "
+                    + "$PARTFS_SECRET_KEY), or neither to use the AWS default credential chain");
+        }
+        return hasKey ? new StorageUrl.Credentials(accessKey, secretKey) : StorageUrl.Credentials.DEFAULT_CHAIN;
+    }
+
+    /** Opens the metadata read-only (works while the volume is mounted) and checks it is formatted. */
+    MetaEngine openMetaReadOnly() throws IOException {
+        MetaEngine m = new MetaEngine(metaUrl().openReadOnly(), TimeSource.SYSTEM);
+        try {
+            m.load();
+            return m;
+        } catch (IOException | RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    /** Opens the metadata engine and checks the volume is formatted (formatting the embedded one on first use). */
+    MetaEngine openMeta(boolean formatEmbedded) throws IOException {
+        if (!embedded()) {
+            MetaEngine m = new MetaEngine(metaUrl().open(), TimeSource.SYSTEM);
+            try {
+                m.load();
+                return m;
+            } catch (IOException | RuntimeException e) {
+                m.close();
+                throw e;
+            }
+        }
+        Files.createDirectories(embeddedDir());
+        MetaEngine m = new MetaEngine(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open(), TimeSource.SYSTEM);
+        try {
+            if (formatEmbedded) {
+                String storage = StorageUrl.parse(embeddedDir().resolve("objects").toString()).url();
+                m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage), Ids.uid(), Ids.gid());
+            } else {
+                m.load();
+            }
+            return m;
+        } catch (IOException | RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    /** Opens the volume's filesystem: metadata, then the object store its format names. */
+    PartFs openFs(PartFsConfig config, boolean formatEmbedded) throws IOException {
+        MetaEngine m = openMeta(formatEmbedded);
+        try {
+            ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false);
+            return PartFs.open(m, objects, config);
+        } catch (IOException | RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,95 @@
+package io.partfs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs the real {@code scripts/partfs} launcher as a user would, with its own data home.
+ * Integration tests only: it needs the packaged jar (failsafe runs after package).
+ */
+final class Partfs {
+    static final Path ROOT = Path.of(System.getProperty("basedir", ".")).toAbsolutePath().getParent();
+    static final Path LAUNCHER = ROOT.resolve("scripts/partfs");
+
+    private final Path home;
+    private final Map<String, String> env = new java.util.HashMap<>();
+
+    Partfs(Path home) {
+        this.home = home;
+        env.put("PARTFS_HOME", home.toString());
+    }
+
+    Partfs env(String k, String v) {
+        env.put(k, v);
+        return this;
+    }
+
+    Path home() {
+        return home;
+    }
+
+    record Result(int exit, String out, String err) {
+        String all() {
+            return out + err;
+        }
+    }
+
+    ProcessBuilder builder(String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(LAUNCHER.toString());
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().putAll(env);
+        pb.environment().remove("PARTFS_ACCESS_KEY");
+        pb.environment().remove("PARTFS_SECRET_KEY");
+        pb.environment().putAll(env);
+        return pb;
+    }
+
+    Result run(String... args) throws Exception {
+        Process p = builder(args).start();
+        p.getOutputStream().close();
+        var out = p.getInputStream();
+        var err = p.getErrorStream();
+        java.util.concurrent.CompletableFuture<String> errText = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(err.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return e.toString();
+            }
+        });
+        String outText = new String(out.readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(300, TimeUnit.SECONDS), "partfs " + String.join(" ", args) + " did not finish");
+        return new Result(p.exitValue(), outText, errText.get());
+    }
+
+    /** The partfs: lines of stderr (the launcher's own build notice and logging left out). */
+    static List<String> errorLines(Result r) {
+        return r.err().lines().filter(l -> l.startsWith("partfs: ") && !l.startsWith("partfs: building")).toList();
+    }
+
+    static void awaitMounted(Path mp, boolean mounted) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (io.partfs.engine.fuse.Mounts.isMounted(mp) != mounted) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(mp + (mounted ? " did not get mounted" : " is still mounted"));
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // poll interval
+        }
+    }
+
+    static void ensureUnmounted(Path mp) throws Exception {
+        if (io.partfs.engine.fuse.Mounts.isMounted(mp)) {
+            new ProcessBuilder("fusermount", "-u", "-z", mp.toString()).inheritIO().start().waitFor();
+        }
+        Files.createDirectories(mp);
+    }
+}

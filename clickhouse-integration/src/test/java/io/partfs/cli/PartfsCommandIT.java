@@ -1,0 +1,164 @@
+package io.partfs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.fuse.Mounts;
+import io.partfs.engine.object.S3ObjectStore;
+import io.partfs.engine.testing.RedisServer;
+import io.partfs.engine.testing.S3Server;
+import io.partfs.engine.testing.TempDirs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The partfs command as users run it: scripts/partfs, real mounts, real Redis and S3. */
+class PartfsCommandIT {
+    private Path dir;
+    private Path mnt;
+    private Partfs partfs;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        dir = Files.createTempDirectory("partfs-cli-");
+        mnt = dir.resolve("mnt");
+        partfs = new Partfs(dir.resolve("home"));
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        if (Mounts.isMounted(mnt)) {
+            partfs.run("umount", mnt.toString());
+        }
+        Partfs.ensureUnmounted(mnt);
+        TempDirs.deleteRecursively(dir);
+    }
+
+    @Test
+    void backgroundMountOnEmbeddedDefaultsThenStatusAndUmount() throws Exception {
+        Partfs.Result r = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, r.exit(), r.all());
+        assertEquals("fuse.partfs", Mounts.typeAt(mnt), "mounted when --background returns");
+        byte[] data = new byte[(5 << 20) + 3];
+        new Random(1).nextBytes(data);
+        Files.write(mnt.resolve("data.bin"), data);
+        Partfs.Result status = partfs.run("status");
+        assertEquals(0, status.exit(), status.all());
+        assertTrue(status.out().contains("volume:     default"), status.out());
+        assertTrue(status.out().contains("clients:    1 mounted"), status.out());
+        Partfs.Result u = partfs.run("umount", mnt.toString());
+        assertEquals(0, u.exit(), u.all());
+        assertFalse(Mounts.isMounted(mnt));
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        assertArrayEquals(data, Files.readAllBytes(mnt.resolve("data.bin")), "data survives unmount and mount");
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+    }
+
+    @Test
+    void sigtermFlushesUnmountsAndExitsZero() throws Exception {
+        Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("fg.log").toFile()).start();
+        Partfs.awaitMounted(mnt, true);
+        var ch = java.nio.channels.FileChannel.open(mnt.resolve("open.bin"),
+                java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+        ch.write(java.nio.ByteBuffer.wrap("still open".getBytes()));
+        p.destroy(); // SIGTERM while a file is open with a buffered write
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "mount exits after SIGTERM");
+        try {
+            ch.close();
+        } catch (java.io.IOException e) {
+            // the filesystem is gone (lazily unmounted); what matters is that the write was kept
+        }
+        assertEquals(0, p.exitValue(), Files.readString(dir.resolve("fg.log")));
+        Partfs.awaitMounted(mnt, false);
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        assertEquals("still open", Files.readString(mnt.resolve("open.bin")), "the buffered write was flushed");
+    }
+
+    @Test
+    void badInputGetsOneLineAndANonZeroExit() throws Exception {
+        Files.writeString(dir.resolve("afile"), "x");
+        Files.createDirectories(dir.resolve("full"));
+        Files.writeString(dir.resolve("full/x"), "x");
+        List<String[]> cases = List.of(
+                new String[] {"mount", dir.resolve("afile").toString()},
+                new String[] {"mount", dir.resolve("full").toString()},
+                new String[] {"mount", mnt.toString(), "--meta", dir.resolve("no-such-meta").toString()},
+                new String[] {"mount", mnt.toString(), "--meta", "redis://user:topsecret@127.0.0.1:1/0"},
+                new String[] {"mount", mnt.toString(), "--meta", "mysql://x"},
+                new String[] {"mount", mnt.toString(), "--cache-size", "lots"},
+                new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
+                new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},
+                new String[] {"format", "--block-size", "3M", "vol"},
+                new String[] {"format", "Bad Name"},
+                new String[] {"umount", mnt.toString()},
+                new String[] {"status", "--name", "never-made"});
+        for (String[] args : cases) {
+            Partfs.Result r = partfs.run(args);
+            String cmd = String.join(" ", args);
+            assertEquals(1, r.exit(), cmd + ": " + r.all());
+            List<String> errors = Partfs.errorLines(r);
+            assertEquals(1, errors.size(), cmd + " prints one error line: " + r.err());
+            assertFalse(r.all().contains("\tat "), cmd + " prints no stack trace: " + r.all());
+            assertFalse(r.all().contains("topsecret"), cmd + " never prints a password: " + r.all());
+        }
+        assertFalse(Files.exists(dir.resolve("no-such-meta")), "a mistyped --meta creates nothing");
+        assertFalse(Files.exists(mnt), "a failed mount leaves no mount point behind");
+    }
+
+    @Test
+    void helpOnEveryCommand() throws Exception {
+        for (String c : new String[] {"format", "mount", "umount", "status", "demo"}) {
+            Partfs.Result r = partfs.run(c, "--help");
+            assertEquals(0, r.exit(), c);
+            assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
+        }
+    }
+
+    @Test
+    void formatAndMountOnRedisAndS3() throws Exception {
+        try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
+            String meta = redis.url(1);
+            String storage = "s3://partfs-cli/vol1?endpoint=" + s3.endpoint() + "&path-style=true";
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", "not-the-secret");
+            Partfs.Result denied = partfs.run("format", "--meta", meta, "--storage", storage, "vol1");
+            assertEquals(1, denied.exit(), denied.all());
+            assertTrue(denied.err().contains("denied"), denied.err());
+            assertFalse(denied.all().contains("not-the-secret"), denied.all());
+
+            partfs.env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol1");
+            assertEquals(0, f.exit(), f.all());
+            assertTrue(f.out().contains("formatted volume vol1"), f.out());
+            assertFalse(f.all().contains(S3Server.SECRET_KEY), "the secret is never printed");
+            Partfs.Result again = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol1");
+            assertTrue(again.out().contains("already formatted"), again.out());
+            Partfs.Result other = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "4M", "vol1");
+            assertEquals(1, other.exit(), "a volume formatted differently is refused");
+
+            assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
+            byte[] data = new byte[(3 << 20) + 5];
+            new Random(2).nextBytes(data);
+            Files.write(mnt.resolve("f.bin"), data);
+            Files.createDirectories(mnt.resolve("d"));
+            Files.createLink(mnt.resolve("d/g.bin"), mnt.resolve("f.bin"));
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-cli").prefix("vol1").build())) {
+                assertEquals(4, store.listAll("vol1/chunks/").size(), "3 MiB + 5 bytes in 1 MiB blocks");
+            }
+            Partfs.Result st = partfs.run("status", "--meta", meta);
+            assertTrue(st.out().contains("storage:    s3://partfs-cli/vol1/?endpoint="), st.out());
+            assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
+            assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
+            assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        }
+    }
+}

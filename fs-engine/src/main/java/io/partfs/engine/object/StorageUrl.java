@@ -1,0 +1,163 @@
+package io.partfs.engine.object;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Where a volume's objects live, as a URL a user writes and the volume remembers:
+ * {@code s3://bucket[/prefix][?endpoint=URL&region=R&path-style=true]} or a local directory
+ * ({@code file:///dir} or a plain path). The URL never holds credentials: they come from
+ * {@link Credentials} at open time.
+ */
+public final class StorageUrl {
+    private final Path localDir;
+    private final S3Config s3;
+
+    private StorageUrl(Path localDir, S3Config s3) {
+        this.localDir = localDir;
+        this.s3 = s3;
+    }
+
+    /** Access key and secret key, or both null for the SDK's default chain (env, profile, IAM role). */
+    public record Credentials(String accessKey, String secretKey) {
+        public static final Credentials DEFAULT_CHAIN = new Credentials(null, null);
+
+        @Override
+        public String toString() {
+            return accessKey == null ? "default credential chain" : "access key " + accessKey + " and a secret key";
+        }
+    }
+
+    /**
+     * Parses a storage URL.
+     *
+     * @throws IllegalArgumentException with a message that shows the expected form
+     */
+    public static StorageUrl parse(String url) {
+        if (url == null || url.isBlank()) {
+            throw new IllegalArgumentException("empty storage URL: use s3://bucket[/prefix]?endpoint=http://host:port or a directory");
+        }
+        if (url.startsWith("s3://")) {
+            return new StorageUrl(null, parseS3(url));
+        }
+        if (url.startsWith("file://")) {
+            return new StorageUrl(Path.of(URI.create(url)).toAbsolutePath().normalize(), null);
+        }
+        if (url.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
+            throw new IllegalArgumentException("unsupported storage URL '" + url
+                    + "': use s3://bucket[/prefix]?endpoint=http://host:port, file:///dir or a directory path");
+        }
+        return new StorageUrl(Path.of(url).toAbsolutePath().normalize(), null);
+    }
+
+    private static S3Config parseS3(String url) {
+        URI u;
+        try {
+            u = new URI(url);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("malformed storage URL '" + url + "': " + e.getReason()
+                    + "; expected s3://bucket[/prefix]?endpoint=http://host:port&region=R&path-style=true");
+        }
+        if (u.getUserInfo() != null) {
+            throw new IllegalArgumentException("put S3 credentials in --access-key/--secret-key or the environment, not in the storage URL");
+        }
+        String bucket = u.getHost();
+        if (bucket == null) {
+            throw new IllegalArgumentException("storage URL '" + url + "' names no bucket: expected s3://bucket[/prefix]");
+        }
+        Map<String, String> q = query(u.getRawQuery());
+        S3Config.Builder b = S3Config.builder(bucket).prefix(u.getPath());
+        String endpoint = q.remove("endpoint");
+        if (endpoint != null) {
+            try {
+                b.endpoint(new URI(endpoint));
+            } catch (URISyntaxException e) {
+                throw new IllegalArgumentException("malformed S3 endpoint '" + endpoint + "': expected http(s)://host[:port]");
+            }
+        }
+        String region = q.remove("region");
+        if (region != null) {
+            b.region(region);
+        }
+        String pathStyle = q.remove("path-style");
+        if (pathStyle != null) {
+            if (!pathStyle.equals("true") && !pathStyle.equals("false")) {
+                throw new IllegalArgumentException("path-style must be true or false, not '" + pathStyle + "'");
+            }
+            b.pathStyle(Boolean.parseBoolean(pathStyle));
+        }
+        if (!q.isEmpty()) {
+            throw new IllegalArgumentException("unknown storage URL parameter(s) " + q.keySet()
+                    + ": the known ones are endpoint, region and path-style");
+        }
+        return b.build();
+    }
+
+    private static Map<String, String> query(String raw) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (raw == null || raw.isEmpty()) {
+            return out;
+        }
+        for (String pair : raw.split("&")) {
+            int eq = pair.indexOf('=');
+            String k = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+            String v = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            out.put(k, v);
+        }
+        return out;
+    }
+
+    public boolean isS3() {
+        return s3 != null;
+    }
+
+    /** The canonical URL, as stored in the volume's format (no credentials). */
+    public String url() {
+        if (s3 == null) {
+            return "file://" + localDir; // not toUri(): it adds a '/' only once the directory exists
+        }
+        StringBuilder sb = new StringBuilder("s3://").append(s3.bucket()).append('/').append(s3.prefix());
+        String sep = "?";
+        if (s3.endpoint() != null) {
+            sb.append(sep).append("endpoint=").append(s3.endpoint());
+            sep = "&";
+        }
+        sb.append(sep).append("region=").append(s3.region());
+        if (s3.pathStyle()) {
+            sb.append("&path-style=true");
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public String toString() {
+        return url();
+    }
+
+    /**
+     * Opens the store; for S3, creates the bucket when {@code createBucket} and it is missing.
+     */
+    public ObjectStore open(Credentials credentials, boolean createBucket) throws IOException {
+        if (s3 == null) {
+            return new LocalObjectStore(localDir);
+        }
+        S3Config c = credentials.accessKey() == null ? s3 : s3.toBuilder()
+                .credentials(credentials.accessKey(), credentials.secretKey()).build();
+        S3ObjectStore store = new S3ObjectStore(c);
+        if (createBucket) {
+            try {
+                store.ensureBucket();
+            } catch (IOException e) {
+                store.close();
+                throw e;
+            }
+        }
+        return store;
+    }
+}
