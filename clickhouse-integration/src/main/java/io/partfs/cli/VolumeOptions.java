@@ -68,7 +68,12 @@ final class VolumeOptions {
 
     /** Opens the metadata read-only (works while the volume is mounted) and checks it is formatted. */
     MetaEngine openMetaReadOnly() throws IOException {
-        MetaEngine m = new MetaEngine(metaUrl().openReadOnly(), TimeSource.SYSTEM);
+        return loaded(metaUrl().openReadOnly());
+    }
+
+    /** An engine on {@code kv} whose volume format is loaded; closes {@code kv} on failure. */
+    private static MetaEngine loaded(io.partfs.engine.meta.KvStore kv) throws IOException {
+        MetaEngine m = new MetaEngine(kv, TimeSource.SYSTEM);
         try {
             m.load();
             return m;
@@ -81,14 +86,7 @@ final class VolumeOptions {
     /** Opens the metadata engine and checks the volume is formatted (formatting the embedded one on first use). */
     MetaEngine openMeta(boolean formatEmbedded) throws IOException {
         if (!embedded()) {
-            MetaEngine m = new MetaEngine(metaUrl().open(), TimeSource.SYSTEM);
-            try {
-                m.load();
-                return m;
-            } catch (IOException | RuntimeException e) {
-                m.close();
-                throw e;
-            }
+            return loaded(metaUrl().open());
         }
         Files.createDirectories(embeddedDir());
         MetaEngine m = new MetaEngine(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open(), TimeSource.SYSTEM);
