@@ -1,0 +1,159 @@
+package io.partfs.cli;
+
+import io.partfs.engine.testing.RedisServer;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real clickhouse-server (Debian's 18.16 package) on free loopback ports, with its config and
+ * logs in {@code confDir} and its whole {@code <path>} in {@code dataDir}. Queries go over HTTP.
+ * Stopped with SIGTERM by its own process handle.
+ */
+final class ClickHouseServer implements AutoCloseable {
+    static final Path BINARY = Path.of("/usr/sbin/clickhouse-server");
+
+    private final Path confDir;
+    private final Path dataDir;
+    private final int httpPort;
+    private final int tcpPort;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private Process process;
+
+    ClickHouseServer(Path confDir, Path dataDir) throws IOException {
+        if (!Files.isExecutable(BINARY)) {
+            throw new IOException("clickhouse-server is not installed: apt-get install clickhouse-server (scripts/test does)");
+        }
+        this.confDir = confDir;
+        this.dataDir = dataDir;
+        this.httpPort = RedisServer.freePort();
+        this.tcpPort = RedisServer.freePort();
+        Files.createDirectories(confDir.resolve("log"));
+        Files.writeString(confDir.resolve("config.xml"), """
+                <?xml version="1.0"?>
+                <yandex>
+                    <logger>
+                        <level>information</level>
+                        <log>%1$s/log/server.log</log>
+                        <errorlog>%1$s/log/server.err.log</errorlog>
+                        <size>100M</size>
+                        <count>2</count>
+                    </logger>
+                    <http_port>%2$d</http_port>
+                    <tcp_port>%3$d</tcp_port>
+                    <listen_host>127.0.0.1</listen_host>
+                    <max_connections>100</max_connections>
+                    <max_concurrent_queries>20</max_concurrent_queries>
+                    <uncompressed_cache_size>104857600</uncompressed_cache_size>
+                    <mark_cache_size>104857600</mark_cache_size>
+                    <path>%4$s/</path>
+                    <tmp_path>%4$s/tmp/</tmp_path>
+                    <user_files_path>%4$s/user_files/</user_files_path>
+                    <users_config>%1$s/users.xml</users_config>
+                    <default_profile>default</default_profile>
+                    <default_database>default</default_database>
+                    <mlock_executable>false</mlock_executable>
+                </yandex>
+                """.formatted(confDir, httpPort, tcpPort, dataDir));
+        Files.writeString(confDir.resolve("users.xml"), """
+                <?xml version="1.0"?>
+                <yandex>
+                    <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+                    <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+                        <profile>default</profile><quota>default</quota></default></users>
+                    <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
+                        <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
+                    </interval></default></quotas>
+                </yandex>
+                """);
+    }
+
+    int httpPort() {
+        return httpPort;
+    }
+
+    /** Starts the server and waits (polling SELECT 1, 120 s at most) until it answers. */
+    void start() throws Exception {
+        process = new ProcessBuilder(BINARY.toString(), "--config-file=" + confDir.resolve("config.xml"))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(confDir.resolve("log/stdout.log").toFile()))
+                .start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (true) {
+            try {
+                if ("1".equals(query("SELECT 1").trim())) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            }
+            if (!process.isAlive()) {
+                throw new IOException("clickhouse-server exited with " + process.exitValue() + ": " + tail(confDir.resolve("log/server.err.log")));
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException("clickhouse-server did not answer within 120 s");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
+        }
+    }
+
+    /** Runs one statement over HTTP and returns its TabSeparated result. */
+    String query(String sql) throws IOException {
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/"))
+                .timeout(Duration.ofSeconds(120))
+                .POST(HttpRequest.BodyPublishers.ofString(sql)).build();
+        try {
+            HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+            if (r.statusCode() != 200) {
+                throw new IOException("ClickHouse rejected [" + sql + "]: " + r.body().trim());
+            }
+            return r.body();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted");
+        }
+    }
+
+    /** Stops the server (SIGTERM) and waits for it to exit. */
+    void stop() throws Exception {
+        if (process == null) {
+            return;
+        }
+        process.destroy();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
+        process = null;
+    }
+
+    /** Lines of the error log at level Error or worse. */
+    List<String> errors() throws IOException {
+        Path err = confDir.resolve("log/server.err.log");
+        if (!Files.exists(err)) {
+            return List.of();
+        }
+        return Files.readAllLines(err).stream()
+                .filter(l -> l.contains("<Error>") || l.contains("<Fatal>") || l.contains("<Critical>"))
+                .toList();
+    }
+
+    private static String tail(Path f) throws IOException {
+        if (!Files.exists(f)) {
+            return "(no error log)";
+        }
+        List<String> lines = Files.readAllLines(f);
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+    }
+
+    @Override
+    public void close() throws Exception {
+        stop();
+    }
+}
