@@ -561,6 +561,34 @@ public final class MetaEngine implements Closeable {
         });
     }
 
+    /**
+     * Records a read access the way Linux's relatime does: atime moves to now when it is older
+     * than mtime or ctime, or more than a day old. Changes nothing else (not ctime).
+     */
+    public void touchAtime(long ino) throws IOException {
+        kv.update(tx -> {
+            byte[] raw = tx.get(inodeKey(ino));
+            if (raw == null) {
+                return null;
+            }
+            Attr a = Attr.decode(ino, raw);
+            long now = clock.nowNanos();
+            if (atimeStale(a, now)) {
+                put(tx, a.withTimes(now, a.mtimeNs(), a.ctimeNs()));
+            }
+            return null;
+        });
+    }
+
+    /** relatime: a read should move atime when it is not newer than mtime or ctime, or a day old. */
+    public boolean atimeStale(Attr a) {
+        return atimeStale(a, clock.nowNanos());
+    }
+
+    private static boolean atimeStale(Attr a, long nowNs) {
+        return a.atimeNs() <= a.mtimeNs() || a.atimeNs() <= a.ctimeNs() || nowNs - a.atimeNs() > 86_400_000_000_000L;
+    }
+
     /** Attribute changes for {@link #setattr}; null means unchanged. */
     public record SetAttr(Integer mode, Integer uid, Integer gid, Long atimeNs, Long mtimeNs) {
         /** A time value meaning "the current time". */

@@ -354,6 +354,20 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void readAccessMovesAtimeLikeRelatimeWithoutTouchingCtime() throws Exception {
+        Attr f = file(ROOT, "f");
+        assertTrue(meta.atimeStale(f), "a new file's atime is not newer than its mtime");
+        meta.touchAtime(f.ino());
+        Attr read = meta.getattr(f.ino());
+        assertTrue(read.atimeNs() > f.atimeNs());
+        assertEquals(f.ctimeNs(), read.ctimeNs(), "reading does not change ctime");
+        assertEquals(f.mtimeNs(), read.mtimeNs());
+        assertTrue(!meta.atimeStale(read), "until the next change, reads leave atime alone");
+        meta.touchAtime(f.ino());
+        assertEquals(read.atimeNs(), meta.getattr(f.ino()).atimeNs());
+    }
+
+    @Test
     void commitWriteAppendsSlicesAndGrowsTheFile() throws Exception {
         Attr f = file(ROOT, "f");
         Slice s1 = new Slice(meta.nextSliceId(), 100, 0, 100, 0);
