@@ -55,7 +55,9 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--cache-dir", paramLabel = "DIR", description = "Local block cache (default: <home>/<name>/cache, or <home>/cache/<uuid>).")
     Path cacheDir;
 
-    @Option(names = "--cache-size", paramLabel = "SIZE", defaultValue = "10G", description = "Block cache size on disk; 0 disables it (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--cache-size", paramLabel = "SIZE",
+            description = {"Block cache size on disk; 0 disables it (default: 10G for S3 storage, 0 for a local",
+                    "object directory, whose blocks are already on local disk)."})
     String cacheSize;
 
     @Option(names = "--attr-cache", paramLabel = "SECONDS", defaultValue = "0", description = "Kernel attribute cache timeout (default: ${DEFAULT-VALUE}).")
@@ -83,7 +85,7 @@ final class MountCommand implements Callable<Integer> {
         Path mp = mountPoint.toAbsolutePath().normalize();
         checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
-        config(null); // checks the sizes before anything starts
+        config(null, false); // checks the sizes before anything starts
         return background ? startInBackground(mp) : serve(mp, fuse);
     }
 
@@ -114,8 +116,8 @@ final class MountCommand implements Callable<Integer> {
         return b.build();
     }
 
-    private PartFsConfig config(String uuid) {
-        long cache = Sizes.parse(cacheSize, "cache size");
+    private PartFsConfig config(String uuid, boolean s3) {
+        long cache = cacheSize != null ? Sizes.parse(cacheSize, "cache size") : s3 ? 10L << 30 : 0;
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
         return PartFsConfig.builder().blockCache(dir, cache).ioThreads(ioThreads)
@@ -127,15 +129,11 @@ final class MountCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PartFsConfig config;
         PartFs fs;
-        if (volume.embedded()) {
-            config = config(null);
-            fs = volume.openFs(config, true);
-        } else {
-            try (var meta = volume.openMeta(false)) {
-                config = config(meta.volumeFormat().uuid());
-            }
-            fs = volume.openFs(config, false);
+        try (var meta = volume.openMeta(volume.embedded())) {
+            boolean s3 = io.partfs.engine.object.StorageUrl.parse(meta.volumeFormat().storage()).isS3();
+            config = config(meta.volumeFormat().uuid(), s3);
         }
+        fs = volume.openFs(config, false);
         RunFiles run = new RunFiles(volume.home());
         PartFsFuse fuse = new PartFsFuse(fs);
         try {
