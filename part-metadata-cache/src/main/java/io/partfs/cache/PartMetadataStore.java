@@ -1,0 +1,309 @@
+package io.partfs.cache;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.zip.CRC32C;
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.LRUCache;
+import org.rocksdb.Options;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The RocksDB store of the part-metadata cache: key {@code disk:relative_path}, value the
+ * file's bytes with what proves them current (inode, size, mtime) and a CRC32C of the bytes.
+ *
+ * <p>It is a cache: every value is a copy of a file on the volume, so losing the store loses
+ * nothing. A directory that cannot be opened is moved aside and replaced by an empty store when
+ * {@code continueIfCorrupted} (ClickHouse's {@code continue_if_corrupted}); otherwise opening
+ * fails with {@link CacheCorruptedException}. A single value whose checksum does not match is
+ * a miss, deleted so it is written again, and never served.
+ *
+ * <p>Thread-safe: RocksDB handles concurrency; a rename of a prefix is one atomic WriteBatch.
+ */
+public final class PartMetadataStore implements Closeable {
+    private static final Logger log = LoggerFactory.getLogger(PartMetadataStore.class);
+    private static final byte VERSION = 1;
+    private static final int HEADER = 1 + 8 + 8 + 8 + 4;
+
+    static {
+        RocksDB.loadLibrary();
+    }
+
+    /** A cached file: its bytes and the attributes they were read or written with. */
+    public record Entry(long ino, long size, long mtimeNs, byte[] bytes) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Entry e && e.ino == ino && e.size == size && e.mtimeNs == mtimeNs && Arrays.equals(e.bytes, bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return Long.hashCode(ino) * 31 + Arrays.hashCode(bytes);
+        }
+
+        @Override
+        public String toString() {
+            return "Entry{ino=" + ino + ", size=" + size + ", mtimeNs=" + mtimeNs + ", " + bytes.length + " bytes}";
+        }
+    }
+
+    /** Counters for {@code partfs cache stats} and metrics. */
+    public record Stats(long entries, long bytes, long hits, long misses, long corrupt) {
+    }
+
+    private final Path dir;
+    private final RocksDB db;
+    private final Options options;
+    private final LRUCache blockCache;
+    private final WriteOptions writeOptions = new WriteOptions();
+    private final AtomicLong hits = new AtomicLong();
+    private final AtomicLong misses = new AtomicLong();
+    private final AtomicLong corrupt = new AtomicLong();
+
+    private PartMetadataStore(Path dir, RocksDB db, Options options, LRUCache blockCache) {
+        this.dir = dir;
+        this.db = db;
+        this.options = options;
+        this.blockCache = blockCache;
+    }
+
+    /**
+     * Opens the store in {@code dir}, creating it if missing.
+     *
+     * @param lruCacheSize        RocksDB block cache bytes (ClickHouse's {@code lru_cache_size})
+     * @param continueIfCorrupted move an unopenable directory aside and start empty, instead of failing
+     */
+    public static PartMetadataStore open(Path dir, long lruCacheSize, boolean continueIfCorrupted) throws IOException {
+        Path d = dir.toAbsolutePath().normalize();
+        Files.createDirectories(d.getParent());
+        try {
+            return tryOpen(d, lruCacheSize);
+        } catch (RocksDBException e) {
+            String why = String.valueOf(e.getMessage());
+            if (why.contains("lock")) {
+                throw new IOException("part-metadata cache " + d + " is in use by another process: use another --metadata-cache-dir", e);
+            }
+            if (!continueIfCorrupted) {
+                throw new CacheCorruptedException("part-metadata cache " + d + " cannot be opened (" + why + "): it holds only"
+                        + " copies, so delete it (rm -rf " + d + ") or mount with --continue-if-corrupted; no table data is lost", e);
+            }
+            Path aside = d.resolveSibling(d.getFileName() + ".corrupted." + (System.currentTimeMillis() / 1000));
+            Files.move(d, aside);
+            log.warn("part-metadata cache {} could not be opened ({}); moved it to {} and starting empty", d, why, aside);
+            try {
+                return tryOpen(d, lruCacheSize);
+            } catch (RocksDBException again) {
+                throw new IOException("cannot create a new part-metadata cache at " + d + ": " + again.getMessage(), again);
+            }
+        }
+    }
+
+    private static PartMetadataStore tryOpen(Path d, long lruCacheSize) throws RocksDBException {
+        LRUCache cache = new LRUCache(lruCacheSize);
+        Options options = new Options().setCreateIfMissing(true).setParanoidChecks(true)
+                .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache));
+        try {
+            return new PartMetadataStore(d, RocksDB.open(options, d.toString()), options, cache);
+        } catch (RocksDBException e) {
+            options.close();
+            cache.close();
+            throw e;
+        }
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    private static byte[] k(String key) {
+        return key.getBytes(StandardCharsets.UTF_8);
+    }
+
+    static byte[] encode(Entry e) {
+        CRC32C crc = new CRC32C();
+        crc.update(e.bytes());
+        return ByteBuffer.allocate(HEADER + e.bytes().length).put(VERSION).putLong(e.ino()).putLong(e.size())
+                .putLong(e.mtimeNs()).putInt((int) crc.getValue()).put(e.bytes()).array();
+    }
+
+    /** The entry, or null when the value is not one this build wrote or its checksum fails. */
+    static Entry decode(byte[] v) {
+        if (v == null || v.length < HEADER || v[0] != VERSION) {
+            return null;
+        }
+        ByteBuffer b = ByteBuffer.wrap(v);
+        b.get();
+        long ino = b.getLong();
+        long size = b.getLong();
+        long mtime = b.getLong();
+        int crc = b.getInt();
+        byte[] bytes = Arrays.copyOfRange(v, HEADER, v.length);
+        CRC32C c = new CRC32C();
+        c.update(bytes);
+        if ((int) c.getValue() != crc || bytes.length != size) {
+            return null;
+        }
+        return new Entry(ino, size, mtime, bytes);
+    }
+
+    private IOException wrap(String op, RocksDBException e) {
+        return new IOException("part-metadata cache " + op + " failed in " + dir + ": " + e.getMessage(), e);
+    }
+
+    /** The cached entry; a corrupt value counts as a miss and is removed. */
+    public Optional<Entry> get(String key) throws IOException {
+        byte[] raw;
+        try {
+            raw = db.get(k(key));
+        } catch (RocksDBException e) {
+            log.warn("unreadable part-metadata cache entry {} treated as a miss: {}", key, e.getMessage());
+            corrupt.incrementAndGet();
+            misses.incrementAndGet();
+            delete(key);
+            return Optional.empty();
+        }
+        if (raw == null) {
+            misses.incrementAndGet();
+            return Optional.empty();
+        }
+        Entry e = decode(raw);
+        if (e == null) {
+            corrupt.incrementAndGet();
+            misses.incrementAndGet();
+            delete(key);
+            return Optional.empty();
+        }
+        hits.incrementAndGet();
+        return Optional.of(e);
+    }
+
+    /** The raw stored bytes of a key without checks (for verify and the system-table view). */
+    public Optional<Entry> peek(String key) throws IOException {
+        try {
+            return Optional.ofNullable(decode(db.get(k(key))));
+        } catch (RocksDBException e) {
+            throw wrap("read", e);
+        }
+    }
+
+    public void put(String key, Entry e) throws IOException {
+        try {
+            db.put(writeOptions, k(key), encode(e));
+        } catch (RocksDBException ex) {
+            throw wrap("put", ex);
+        }
+    }
+
+    public void delete(String key) throws IOException {
+        try {
+            db.delete(writeOptions, k(key));
+        } catch (RocksDBException e) {
+            throw wrap("delete", e);
+        }
+    }
+
+    /** Writes a raw value as is; for tests that plant corruption. */
+    void putRaw(String key, byte[] value) throws IOException {
+        try {
+            db.put(writeOptions, k(key), value);
+        } catch (RocksDBException e) {
+            throw wrap("put", e);
+        }
+    }
+
+    /** Calls {@code each} with every key that starts with {@code prefix}, in order. */
+    public void forEachKey(String prefix, Consumer<String> each) {
+        byte[] p = k(prefix);
+        try (RocksIterator it = db.newIterator()) {
+            for (it.seek(p); it.isValid() && startsWith(it.key(), p); it.next()) {
+                each.accept(new String(it.key(), StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    public List<String> keys(String prefix) {
+        List<String> out = new ArrayList<>();
+        forEachKey(prefix, out::add);
+        return out;
+    }
+
+    private static boolean startsWith(byte[] b, byte[] prefix) {
+        return b.length >= prefix.length && Arrays.equals(b, 0, prefix.length, prefix, 0, prefix.length);
+    }
+
+    /** Deletes every key under {@code prefix} atomically; returns how many. */
+    public int deletePrefix(String prefix) throws IOException {
+        List<String> keys = keys(prefix);
+        try (WriteBatch batch = new WriteBatch()) {
+            for (String key : keys) {
+                batch.delete(k(key));
+            }
+            db.write(writeOptions, batch);
+        } catch (RocksDBException e) {
+            throw wrap("delete", e);
+        }
+        return keys.size();
+    }
+
+    /**
+     * Moves every key under {@code from} to the same suffix under {@code to} in one atomic batch
+     * (a part directory renamed from tmp_insert_* to its name, into detached/, ...); keys
+     * already under {@code to} are dropped first, as the rename replaced that directory.
+     */
+    public int renamePrefix(String from, String to) throws IOException {
+        List<String> old = keys(from);
+        List<String> replaced = keys(to);
+        try (WriteBatch batch = new WriteBatch()) {
+            for (String key : replaced) {
+                batch.delete(k(key));
+            }
+            for (String key : old) {
+                byte[] v = db.get(k(key));
+                batch.delete(k(key));
+                if (v != null) {
+                    batch.put(k(to + key.substring(from.length())), v);
+                }
+            }
+            db.write(writeOptions, batch);
+        } catch (RocksDBException e) {
+            throw wrap("rename", e);
+        }
+        return old.size();
+    }
+
+    public Stats stats() {
+        long entries = 0;
+        long bytes = 0;
+        try (RocksIterator it = db.newIterator()) {
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                entries++;
+                bytes += Math.max(0, it.value().length - HEADER);
+            }
+        }
+        return new Stats(entries, bytes, hits.get(), misses.get(), corrupt.get());
+    }
+
+    @Override
+    public void close() {
+        db.close();
+        writeOptions.close();
+        options.close();
+        blockCache.close();
+    }
+}
