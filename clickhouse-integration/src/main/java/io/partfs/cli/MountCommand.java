@@ -77,6 +77,30 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--write-buffer", paramLabel = "SIZE", defaultValue = "64M", description = "Buffered writes per file before an upload is forced (default: ${DEFAULT-VALUE}).")
     String writeBuffer;
 
+    @Option(names = "--metadata-cache-dir", paramLabel = "DIR",
+            description = "Part-metadata cache (RocksDB) directory (default: <home>/<name>/metadata-cache, or <home>/metadata-cache/<uuid>).")
+    Path metadataCacheDir;
+
+    @Option(names = "--metadata-cache-lru-size", paramLabel = "SIZE", defaultValue = "256M",
+            description = "RocksDB block cache of the part-metadata cache, ClickHouse's lru_cache_size (default: ${DEFAULT-VALUE}).")
+    String metadataCacheLruSize;
+
+    @Option(names = "--continue-if-corrupted",
+            description = "If the part-metadata cache cannot be opened, move it aside and start empty instead of refusing to mount.")
+    boolean continueIfCorrupted;
+
+    @Option(names = "--metadata-cache-tables", paramLabel = "TABLES",
+            description = {"Tables whose part metadata is cached besides those whose DDL says",
+                    "SETTINGS use_metadata_cache = true: 'all', or db.table and db.* separated by commas."})
+    String metadataCacheTables;
+
+    @Option(names = "--no-metadata-cache", description = "Do not open the part-metadata cache at all.")
+    boolean noMetadataCache;
+
+    @Option(names = "--disk-name", paramLabel = "NAME", defaultValue = "default",
+            description = "ClickHouse disk name of this mount: the prefix of cache keys disk:relative_path (default: ${DEFAULT-VALUE}).")
+    String diskName;
+
     @Option(names = "-o", paramLabel = "OPTION", description = "Extra libfuse mount option, one per -o (e.g. -o nonempty).")
     List<String> fuseOptions = new ArrayList<>();
 
@@ -86,6 +110,8 @@ final class MountCommand implements Callable<Integer> {
         checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
         config(null, false); // checks the sizes before anything starts
+        io.partfs.cache.TableSelector.parse(metadataCacheTables);
+        Sizes.parse(metadataCacheLruSize, "metadata cache LRU size");
         return background ? startInBackground(mp) : serve(mp, fuse);
     }
 
@@ -135,7 +161,14 @@ final class MountCommand implements Callable<Integer> {
         }
         fs = volume.openFs(config, false);
         RunFiles run = new RunFiles(volume.home());
-        PartFsFuse fuse = new PartFsFuse(fs);
+        io.partfs.cache.PartMetadataCache cache;
+        try {
+            cache = noMetadataCache ? null : openCache(fs);
+        } catch (IOException | RuntimeException e) {
+            fs.close();
+            throw e;
+        }
+        PartFsFuse fuse = new PartFsFuse(fs, cache);
         try {
             Files.createDirectories(mp); // only now that the volume opened, so a bad --meta leaves nothing behind
         } catch (IOException e) {
@@ -174,11 +207,36 @@ final class MountCommand implements Callable<Integer> {
                 }
             } finally {
                 fs.close();
+                if (cache != null) {
+                    cache.store().close();
+                }
                 run.removePid(mp);
             }
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /** Opens the part-metadata cache and learns from the table DDL already on the volume. */
+    private io.partfs.cache.PartMetadataCache openCache(PartFs fs) throws IOException {
+        Path dir = metadataCacheDir != null ? metadataCacheDir
+                : volume.embedded() ? volume.embeddedDir().resolve("metadata-cache")
+                : volume.home().resolve("metadata-cache").resolve(fs.format().uuid());
+        io.partfs.cache.PartMetadataStore store = io.partfs.cache.PartMetadataStore.open(dir,
+                Sizes.parse(metadataCacheLruSize, "metadata cache LRU size"), continueIfCorrupted);
+        try {
+            io.partfs.cache.TableSelector tables = io.partfs.cache.TableSelector.parse(metadataCacheTables);
+            io.partfs.cache.PartMetadataCache cache = new io.partfs.cache.PartMetadataCache(store, diskName, tables,
+                    p -> fs.readFile("/" + p));
+            TableDdl.learnAll(fs, tables);
+            log.info("part-metadata cache {}: disk '{}', tables: {}{}", dir, diskName,
+                    tables.selectsAll() ? "all" : metadataCacheTables == null ? "" : metadataCacheTables + " ",
+                    tables.ddlSelected().isEmpty() ? "" : " and by DDL " + tables.ddlSelected());
+            return cache;
+        } catch (IOException | RuntimeException e) {
+            store.close();
+            throw e;
+        }
     }
 
     /** Starts this command again without --background in a new session, and waits for the mount. */

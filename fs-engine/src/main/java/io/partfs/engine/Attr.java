@@ -11,12 +11,14 @@ import java.nio.ByteBuffer;
  * @param nlink  hard links; directories count "." and each subdirectory's ".."
  * @param size   bytes for files, target length for symlinks, 4096 for directories
  * @param parent the parent directory for directories (for ".." and subtree checks), else 0
+ * @param dataVersion changes on every change of the file's content (write commit, truncate) and
+ *                    on nothing else; with {@code ino} and {@code size} it proves a cached copy current
  */
 public record Attr(long ino, FileType type, int mode, int uid, int gid, int nlink, long size,
-                   long atimeNs, long mtimeNs, long ctimeNs, int rdev, long parent) {
+                   long atimeNs, long mtimeNs, long ctimeNs, int rdev, long parent, long dataVersion) {
 
     private static final byte VERSION = 1;
-    private static final int ENCODED_SIZE = 1 + 1 + 4 * 5 + 8 * 5;
+    private static final int ENCODED_SIZE = 1 + 1 + 4 * 5 + 8 * 6;
 
     public boolean isDirectory() {
         return type == FileType.DIRECTORY;
@@ -28,27 +30,32 @@ public record Attr(long ino, FileType type, int mode, int uid, int gid, int nlin
     }
 
     public Attr withSize(long newSize) {
-        return new Attr(ino, type, mode, uid, gid, nlink, newSize, atimeNs, mtimeNs, ctimeNs, rdev, parent);
+        return new Attr(ino, type, mode, uid, gid, nlink, newSize, atimeNs, mtimeNs, ctimeNs, rdev, parent, dataVersion);
     }
 
     public Attr withNlink(int n) {
-        return new Attr(ino, type, mode, uid, gid, n, size, atimeNs, mtimeNs, ctimeNs, rdev, parent);
+        return new Attr(ino, type, mode, uid, gid, n, size, atimeNs, mtimeNs, ctimeNs, rdev, parent, dataVersion);
     }
 
     public Attr withParent(long p) {
-        return new Attr(ino, type, mode, uid, gid, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, p);
+        return new Attr(ino, type, mode, uid, gid, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, p, dataVersion);
     }
 
     public Attr withMode(int m) {
-        return new Attr(ino, type, m & 07777, uid, gid, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, parent);
+        return new Attr(ino, type, m & 07777, uid, gid, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, parent, dataVersion);
     }
 
     public Attr withOwner(int u, int g) {
-        return new Attr(ino, type, mode, u, g, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, parent);
+        return new Attr(ino, type, mode, u, g, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, parent, dataVersion);
     }
 
     public Attr withTimes(long a, long m, long c) {
-        return new Attr(ino, type, mode, uid, gid, nlink, size, a, m, c, rdev, parent);
+        return new Attr(ino, type, mode, uid, gid, nlink, size, a, m, c, rdev, parent, dataVersion);
+    }
+
+    /** The attributes after a change of content: size, mtime and ctime, and the next data version. */
+    public Attr contentChanged(long newSize, long now) {
+        return new Attr(ino, type, mode, uid, gid, nlink, newSize, atimeNs, now, now, rdev, parent, dataVersion + 1);
     }
 
     /** Same attributes with mtime and ctime set to {@code now} (a content or entry change). */
@@ -65,7 +72,7 @@ public record Attr(long ino, FileType type, int mode, int uid, int gid, int nlin
         ByteBuffer b = ByteBuffer.allocate(ENCODED_SIZE);
         b.put(VERSION).put((byte) type.ordinal());
         b.putInt(mode).putInt(uid).putInt(gid).putInt(nlink).putInt(rdev);
-        b.putLong(size).putLong(atimeNs).putLong(mtimeNs).putLong(ctimeNs).putLong(parent);
+        b.putLong(size).putLong(atimeNs).putLong(mtimeNs).putLong(ctimeNs).putLong(parent).putLong(dataVersion);
         return b.array();
     }
 
@@ -86,6 +93,7 @@ public record Attr(long ino, FileType type, int mode, int uid, int gid, int nlin
         long mtime = b.getLong();
         long ctime = b.getLong();
         long parent = b.getLong();
-        return new Attr(ino, type, mode, uid, gid, nlink, size, atime, mtime, ctime, rdev, parent);
+        long dataVersion = b.getLong();
+        return new Attr(ino, type, mode, uid, gid, nlink, size, atime, mtime, ctime, rdev, parent, dataVersion);
     }
 }

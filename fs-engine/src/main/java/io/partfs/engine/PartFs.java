@@ -325,6 +325,32 @@ public final class PartFs implements Closeable {
         }
     }
 
+    /** The whole content of the file at an absolute path (for small files: DDL, metadata). */
+    public byte[] readFile(String path) throws IOException {
+        Attr a = resolve(path);
+        if (a.isDirectory()) {
+            throw new FsException.IsDirectory(path);
+        }
+        if (a.size() > Integer.MAX_VALUE - 16) {
+            throw new FsException.TooLarge(path);
+        }
+        long fh = open(a.ino(), O_RDONLY);
+        try {
+            byte[] out = new byte[(int) a.size()];
+            int done = 0;
+            while (done < out.length) {
+                int n = read(fh, done, out, done, out.length - done);
+                if (n <= 0) {
+                    return java.util.Arrays.copyOf(out, done);
+                }
+                done += n;
+            }
+            return out;
+        } finally {
+            release(fh);
+        }
+    }
+
     // ---- extended attributes ----
 
     public byte[] getxattr(long ino, String name) throws IOException {

@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The RocksDB store of the part-metadata cache: key {@code disk:relative_path}, value the
- * file's bytes with what proves them current (inode, size, mtime) and a CRC32C of the bytes.
+ * file's bytes with what proves them current (inode, size, data version) and a CRC32C of the bytes.
  *
  * <p>It is a cache: every value is a copy of a file on the volume, so losing the store loses
  * nothing. A directory that cannot be opened is moved aside and replaced by an empty store when
@@ -46,10 +46,10 @@ public final class PartMetadataStore implements Closeable {
     }
 
     /** A cached file: its bytes and the attributes they were read or written with. */
-    public record Entry(long ino, long size, long mtimeNs, byte[] bytes) {
+    public record Entry(long ino, long size, long version, byte[] bytes) {
         @Override
         public boolean equals(Object o) {
-            return o instanceof Entry e && e.ino == ino && e.size == size && e.mtimeNs == mtimeNs && Arrays.equals(e.bytes, bytes);
+            return o instanceof Entry e && e.ino == ino && e.size == size && e.version == version && Arrays.equals(e.bytes, bytes);
         }
 
         @Override
@@ -59,7 +59,7 @@ public final class PartMetadataStore implements Closeable {
 
         @Override
         public String toString() {
-            return "Entry{ino=" + ino + ", size=" + size + ", mtimeNs=" + mtimeNs + ", " + bytes.length + " bytes}";
+            return "Entry{ino=" + ino + ", size=" + size + ", version=" + version + ", " + bytes.length + " bytes}";
         }
     }
 
@@ -139,7 +139,7 @@ public final class PartMetadataStore implements Closeable {
         CRC32C crc = new CRC32C();
         crc.update(e.bytes());
         return ByteBuffer.allocate(HEADER + e.bytes().length).put(VERSION).putLong(e.ino()).putLong(e.size())
-                .putLong(e.mtimeNs()).putInt((int) crc.getValue()).put(e.bytes()).array();
+                .putLong(e.version()).putInt((int) crc.getValue()).put(e.bytes()).array();
     }
 
     /** The entry, or null when the value is not one this build wrote or its checksum fails. */
@@ -151,7 +151,7 @@ public final class PartMetadataStore implements Closeable {
         b.get();
         long ino = b.getLong();
         long size = b.getLong();
-        long mtime = b.getLong();
+        long version = b.getLong();
         int crc = b.getInt();
         byte[] bytes = Arrays.copyOfRange(v, HEADER, v.length);
         CRC32C c = new CRC32C();
@@ -159,7 +159,7 @@ public final class PartMetadataStore implements Closeable {
         if ((int) c.getValue() != crc || bytes.length != size) {
             return null;
         }
-        return new Entry(ino, size, mtime, bytes);
+        return new Entry(ino, size, version, bytes);
     }
 
     private IOException wrap(String op, RocksDBException e) {

@@ -28,6 +28,7 @@ import ru.serce.jnrfuse.struct.FileStat;
 import ru.serce.jnrfuse.struct.FuseFileInfo;
 import ru.serce.jnrfuse.struct.Statvfs;
 import ru.serce.jnrfuse.struct.Timespec;
+import io.partfs.engine.spi.PathObserver;
 
 /**
  * The FUSE adapter (jnr-fuse on libfuse2, high-level path API): translates each callback into a
@@ -45,10 +46,21 @@ public final class PartFsFuse extends FuseStubFS {
     private static final long UTIME_OMIT = (1L << 30) - 2;
     private static final long NO_ID = 0xFFFFFFFFL;
 
+    private static final int MAX_OBSERVED_FILE = 64 << 20;
+
     private final PartFs fs;
+    private final PathObserver observer;
+    /** Handles that wrote since their last flush, to tell the observer about committed content. */
+    private final java.util.Map<Long, Boolean> dirty = new java.util.concurrent.ConcurrentHashMap<>();
 
     public PartFsFuse(PartFs fs) {
+        this(fs, null);
+    }
+
+    /** A filesystem whose file events also go to {@code observer} (null for none). */
+    public PartFsFuse(PartFs fs, PathObserver observer) {
         this.fs = fs;
+        this.observer = observer;
         // struct fuse_operations bit field: flag_nullpath_ok (bit 0) and flag_utime_omit_ok (bit 2).
         // jnr-fuse declares the bit field as padding, so it is set through the struct's memory.
         Struct.getMemory(fuseOperations).putInt(flagsOffset(), 0b101);
@@ -109,6 +121,76 @@ public final class PartFsFuse extends FuseStubFS {
 
     private int gid() {
         return getContext().gid.intValue();
+    }
+
+    // ---- observer ----
+
+    /** Mount-relative form of a FUSE path ("/a/b" is "a/b"). */
+    private static String rel(String path) {
+        return path.startsWith("/") ? path.substring(1) : path;
+    }
+
+    private interface Notice {
+        void run() throws Exception;
+    }
+
+    /** Tells the observer something; its failures never fail the filesystem operation. */
+    private void notice(String what, String path, Notice n) {
+        if (observer == null || path == null) {
+            return;
+        }
+        try {
+            n.run();
+        } catch (Exception | Error e) {
+            log.warn("observer failed on {} {}: {}", what, path, e.toString());
+        }
+    }
+
+    private boolean observed(String path) {
+        if (observer == null || path == null) {
+            return false;
+        }
+        try {
+            return observer.caches(rel(path));
+        } catch (RuntimeException e) {
+            log.warn("observer failed on {}: {}", path, e.toString());
+            return false;
+        }
+    }
+
+    /** The whole file behind an open handle, as committed now (after a flush). */
+    private byte[] readWhole(long fh, long size) throws IOException {
+        byte[] all = new byte[(int) size];
+        int done = 0;
+        while (done < all.length) {
+            int n = fs.read(fh, done, all, done, all.length - done);
+            if (n <= 0) {
+                break;
+            }
+            done += n;
+        }
+        return done == all.length ? all : java.util.Arrays.copyOf(all, done);
+    }
+
+    /** After a flush that committed writes of an observed file, hands its content over. */
+    private void committed(String path, long fh) {
+        if (dirty.remove(fh) == null || !observed(path)) {
+            return;
+        }
+        notice("commit", path, () -> {
+            Attr a = fs.getattr(fs.inodeOf(fh));
+            if (a.size() <= MAX_OBSERVED_FILE) {
+                long rh = fs.open(a.ino(), PartFs.O_RDONLY);
+                try {
+                    byte[] content = readWhole(rh, a.size());
+                    if (content.length == a.size()) {
+                        observer.store(rel(path), a, content);
+                    }
+                } finally {
+                    fs.release(rh);
+                }
+            }
+        });
     }
 
     // ---- attributes ----
@@ -192,6 +274,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int truncate(String path, @off_t long size) {
         return call("truncate", path, () -> {
             fs.truncate(fs.resolve(path).ino(), size);
+            notice("truncate", path, () -> observer.removed(rel(path)));
             return 0;
         });
     }
@@ -200,6 +283,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int ftruncate(String path, @off_t long size, FuseFileInfo fi) {
         return call("ftruncate", path, () -> {
             fs.truncate(fs.inodeOf(fi.fh.get()), size);
+            notice("truncate", path, () -> observer.removed(rel(path)));
             return 0;
         });
     }
@@ -236,6 +320,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int unlink(String path) {
         return call("unlink", path, () -> {
             fs.unlink(parentIno(path), nameOf(path));
+            notice("unlink", path, () -> observer.removed(rel(path)));
             return 0;
         });
     }
@@ -244,6 +329,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int rmdir(String path) {
         return call("rmdir", path, () -> {
             fs.rmdir(parentIno(path), nameOf(path));
+            notice("rmdir", path, () -> observer.removed(rel(path)));
             return 0;
         });
     }
@@ -271,6 +357,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int rename(String oldPath, String newPath) {
         return call("rename", oldPath, () -> {
             fs.rename(parentIno(oldPath), nameOf(oldPath), parentIno(newPath), nameOf(newPath), 0);
+            notice("rename", oldPath, () -> observer.renamed(rel(oldPath), rel(newPath)));
             return 0;
         });
     }
@@ -278,7 +365,8 @@ public final class PartFsFuse extends FuseStubFS {
     @Override
     public int link(String oldPath, String newPath) {
         return call("link", newPath, () -> {
-            fs.link(fs.resolve(oldPath).ino(), parentIno(newPath), nameOf(newPath));
+            Attr a = fs.link(fs.resolve(oldPath).ino(), parentIno(newPath), nameOf(newPath));
+            notice("link", newPath, () -> observer.linked(rel(oldPath), rel(newPath), a));
             return 0;
         });
     }
@@ -347,11 +435,54 @@ public final class PartFsFuse extends FuseStubFS {
     @Override
     public int read(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
         return call("read", path, () -> {
+            long fh = fi.fh.get();
+            if (observed(path)) {
+                byte[] whole = observedContent(path, fh);
+                if (whole != null) {
+                    int n = (int) Math.max(0, Math.min(size, whole.length - offset));
+                    if (n > 0) {
+                        buf.put(0, whole, (int) offset, n);
+                    }
+                    return n;
+                }
+            }
             byte[] tmp = new byte[(int) size];
-            int n = fs.read(fi.fh.get(), offset, tmp, 0, (int) size);
+            int n = fs.read(fh, offset, tmp, 0, (int) size);
             buf.put(0, tmp, 0, n);
             return n;
         });
+    }
+
+    /**
+     * The whole content of an observed file: the observer's copy when it is current, else read
+     * here (after flushing this handle's writes) and handed to the observer. Null when too large.
+     */
+    private byte[] observedContent(String path, long fh) throws IOException {
+        fs.flush(fh);
+        Attr a = fs.getattr(fs.inodeOf(fh));
+        if (a.size() > MAX_OBSERVED_FILE || dirty.containsKey(fh)) {
+            return null;
+        }
+        String p = rel(path);
+        try {
+            byte[] hit = observer.cached(p, a);
+            if (hit != null) {
+                return hit;
+            }
+        } catch (RuntimeException e) {
+            log.warn("observer failed on read {}: {}", path, e.toString());
+        }
+        long rh = fs.open(a.ino(), PartFs.O_RDONLY);
+        byte[] content;
+        try {
+            content = readWhole(rh, a.size());
+        } finally {
+            fs.release(rh);
+        }
+        if (content.length == a.size()) {
+            notice("fill", path, () -> observer.store(p, a, content));
+        }
+        return content;
     }
 
     @Override
@@ -359,7 +490,12 @@ public final class PartFsFuse extends FuseStubFS {
         return call("write", path, () -> {
             byte[] tmp = new byte[(int) size];
             buf.get(0, tmp, 0, (int) size);
-            return fs.write(fi.fh.get(), offset, tmp, 0, (int) size);
+            long fh = fi.fh.get();
+            int n = fs.write(fh, offset, tmp, 0, (int) size);
+            if (observer != null) {
+                dirty.put(fh, Boolean.TRUE);
+            }
+            return n;
         });
     }
 
@@ -367,6 +503,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int flush(String path, FuseFileInfo fi) {
         return call("flush", path, () -> {
             fs.flush(fi.fh.get());
+            committed(path, fi.fh.get());
             return 0;
         });
     }
@@ -382,7 +519,14 @@ public final class PartFsFuse extends FuseStubFS {
     @Override
     public int release(String path, FuseFileInfo fi) {
         return call("release", path, () -> {
-            fs.release(fi.fh.get());
+            long fh = fi.fh.get();
+            try {
+                fs.flush(fh);
+                committed(path, fh);
+            } finally {
+                dirty.remove(fh);
+                fs.release(fh);
+            }
             return 0;
         });
     }

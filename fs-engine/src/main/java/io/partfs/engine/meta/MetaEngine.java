@@ -91,7 +91,7 @@ public final class MetaEngine implements Closeable {
             tx.put(SETTING, wanted.encode());
             long now = clock.nowNanos();
             tx.put(inodeKey(ROOT), new Attr(ROOT, FileType.DIRECTORY, 0755, rootUid, rootGid, 2, 4096,
-                    now, now, now, 0, ROOT).encode());
+                    now, now, now, 0, ROOT, 0).encode());
             tx.add(TOTAL_INODES, 1);
             return wanted;
         });
@@ -277,7 +277,7 @@ public final class MetaEngine implements Closeable {
                 size = target.length;
                 tx.put(symlinkKey(ino), target);
             }
-            Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField);
+            Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField, 0);
             put(tx, a);
             tx.hset(dirKey(parent), name, encodeEntry(type, ino));
             Attr np = p.modified(now);
@@ -645,7 +645,7 @@ public final class MetaEngine implements Closeable {
                 }
             }
             tx.add(USED_SPACE, align4k(length) - align4k(old));
-            Attr na = a.withSize(length).modified(now);
+            Attr na = a.contentChanged(length, now);
             put(tx, na);
             return na;
         });
@@ -701,7 +701,7 @@ public final class MetaEngine implements Closeable {
                 tx.put(chunkKey(ino, e.getKey()), e.getValue());
             }
             tx.add(USED_SPACE, align4k(end) - align4k(a.size()));
-            Attr na = a.withSize(end).modified(now);
+            Attr na = a.contentChanged(end, now);
             put(tx, na);
             if (na.nlink() == 0) {
                 tx.hset(DELFILES, String.valueOf(ino), ByteBuffer.allocate(8).putLong(end).array());

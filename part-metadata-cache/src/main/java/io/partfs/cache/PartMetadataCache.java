@@ -1,0 +1,163 @@
+package io.partfs.cache;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.spi.PathObserver;
+import java.io.IOException;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The part-metadata cache as the filesystem sees it: keeps the part-metadata files of the
+ * selected tables in a {@link PartMetadataStore} under {@code disk:relative_path}, filled when
+ * such a file is written (at commit), on first read and by warmup; re-keyed when a part
+ * directory is renamed; removed on unlink, rmdir and truncate. A copy is served only when its
+ * inode, size and data version equal the file's current attributes, so it is never stale even
+ * if an event was missed (another client, a crash): then it is a miss, read and stored again.
+ *
+ * <p>It also reads table DDL ({@code metadata/<db>/<table>.sql}) as it is written, to learn
+ * which tables ask for the cache. Thread-safe.
+ */
+public final class PartMetadataCache implements PathObserver {
+    private static final Logger log = LoggerFactory.getLogger(PartMetadataCache.class);
+
+    /** Reads a whole file of the volume by mount-relative path (for table DDL). */
+    @FunctionalInterface
+    public interface FileReader {
+        byte[] read(String relativePath) throws IOException;
+    }
+
+    private final PartMetadataStore store;
+    private final String disk;
+    private final TableSelector tables;
+    private final FileReader reader;
+    private final AtomicLong served = new AtomicLong();
+    private final AtomicLong filled = new AtomicLong();
+
+    public PartMetadataCache(PartMetadataStore store, String disk, TableSelector tables, FileReader reader) {
+        if (disk == null || !disk.matches("[A-Za-z0-9_.-]+")) {
+            throw new IllegalArgumentException("invalid disk name '" + disk + "': use letters, digits, '_', '.' or '-'");
+        }
+        this.store = store;
+        this.disk = disk;
+        this.tables = tables;
+        this.reader = reader;
+    }
+
+    public PartMetadataStore store() {
+        return store;
+    }
+
+    public TableSelector tables() {
+        return tables;
+    }
+
+    public String disk() {
+        return disk;
+    }
+
+    private String key(String path) {
+        return MergeTreePaths.key(disk, path);
+    }
+
+    @Override
+    public boolean caches(String path) {
+        if (!MergeTreePaths.isPartMetadataFile(path)) {
+            return false;
+        }
+        return MergeTreePaths.parse(path).map(t -> tables.selected(t.table())).orElse(false);
+    }
+
+    @Override
+    public byte[] cached(String path, Attr attr) {
+        try {
+            Optional<PartMetadataStore.Entry> e = store.get(key(path));
+            if (e.isPresent() && matches(e.get(), attr)) {
+                served.incrementAndGet();
+                return e.get().bytes();
+            }
+        } catch (IOException ex) {
+            log.warn("part-metadata cache read of {} failed, reading the file: {}", path, ex.toString());
+        }
+        return null;
+    }
+
+    static boolean matches(PartMetadataStore.Entry e, Attr a) {
+        return e.ino() == a.ino() && e.size() == a.size() && e.version() == a.dataVersion() && e.bytes().length == a.size();
+    }
+
+    @Override
+    public void store(String path, Attr attr, byte[] content) {
+        if (content.length != attr.size() || !caches(path)) {
+            return;
+        }
+        try {
+            store.put(key(path), new PartMetadataStore.Entry(attr.ino(), attr.size(), attr.dataVersion(), content));
+            filled.incrementAndGet();
+        } catch (IOException e) {
+            log.warn("cannot cache {}: {}", path, e.toString());
+        }
+    }
+
+    @Override
+    public void renamed(String from, String to) {
+        try {
+            store.renamePrefix(key(from) + "/", key(to) + "/");
+            Optional<PartMetadataStore.Entry> file = store.peek(key(from));
+            if (file.isPresent()) {
+                store.delete(key(from));
+                if (caches(to)) {
+                    store.put(key(to), file.get());
+                }
+            } else {
+                store.delete(key(to)); // the rename replaced whatever was there
+            }
+            if (TableSelector.isTableDdl(from)) {
+                tables.forget(from);
+            }
+            if (TableSelector.isTableDdl(to)) {
+                tables.learn(to, reader.read(to));
+            }
+        } catch (IOException e) {
+            log.warn("cannot re-key the cache after renaming {} to {}: {}", from, to, e.toString());
+        }
+    }
+
+    @Override
+    public void removed(String path) {
+        try {
+            store.delete(key(path));
+            store.deletePrefix(key(path) + "/");
+            if (TableSelector.isTableDdl(path)) {
+                tables.forget(path);
+            }
+        } catch (IOException e) {
+            log.warn("cannot drop cache entries of {}: {}", path, e.toString());
+        }
+    }
+
+    @Override
+    public void linked(String existing, String added, Attr attr) {
+        if (!caches(added)) {
+            return;
+        }
+        try {
+            Optional<PartMetadataStore.Entry> e = store.peek(key(existing));
+            if (e.isPresent() && matches(e.get(), attr)) {
+                store.put(key(added), e.get());
+            }
+        } catch (IOException ex) {
+            log.warn("cannot cache the new link {}: {}", added, ex.toString());
+        }
+    }
+
+    /** Copies served from the cache and copies stored since start. */
+    public long served() {
+        return served.get();
+    }
+
+    public long filled() {
+        return filled.get();
+    }
+}

@@ -1,0 +1,126 @@
+package io.partfs.cache;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Which tables have their part metadata cached: those named by the mount option
+ * ({@code all}, or {@code db.table} and {@code db.*} entries), and those whose DDL in
+ * {@code metadata/<db>/<table>.sql} says {@code SETTINGS use_metadata_cache = true} (ClickHouse
+ * 23.9+ keeps that obsolete setting there). Atomic tables are matched through the UUID in their
+ * DDL. Thread-safe.
+ */
+public final class TableSelector {
+    private static final Pattern SQL_PATH = Pattern.compile("^metadata/([^/]+)/([^/]+)\\.sql$");
+    private static final Pattern USE_CACHE = Pattern.compile("(?i)\\buse_metadata_cache\\s*=\\s*(1|true|'1'|'true')\\b");
+    private static final Pattern UUID_CLAUSE = Pattern.compile("(?i)\\bUUID\\s+'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'");
+
+    private final boolean all;
+    private final Set<String> named;
+    /** db.table of tables whose DDL asks for the cache. */
+    private final Set<String> byDdl = ConcurrentHashMap.newKeySet();
+    /** UUID of an Atomic table to its db.table. */
+    private final Map<String, String> uuids = new ConcurrentHashMap<>();
+
+    private TableSelector(boolean all, Set<String> named) {
+        this.all = all;
+        this.named = named;
+    }
+
+    /**
+     * Parses the mount option: {@code all}, empty (only tables whose DDL asks), or a comma list
+     * of {@code db.table} / {@code db.*}.
+     */
+    public static TableSelector parse(String option) {
+        if (option == null || option.isBlank()) {
+            return new TableSelector(false, Set.of());
+        }
+        if (option.trim().equalsIgnoreCase("all")) {
+            return new TableSelector(true, Set.of());
+        }
+        Set<String> names = ConcurrentHashMap.newKeySet();
+        for (String item : option.split(",")) {
+            String t = item.trim();
+            if (!t.matches("[^.\\s]+\\.([^.\\s]+|\\*)")) {
+                throw new IllegalArgumentException("invalid table '" + t + "' in --metadata-cache-tables: use all, or db.table and db.* separated by commas");
+            }
+            names.add(t);
+        }
+        return new TableSelector(false, names);
+    }
+
+    public boolean selectsAll() {
+        return all;
+    }
+
+    public boolean selected(MergeTreePaths.TableRef table) {
+        if (all) {
+            return true;
+        }
+        String name = table.isAtomic() ? uuids.get(table.uuid()) : table.database() + "." + table.table();
+        if (name == null) {
+            return false;
+        }
+        return byDdl.contains(name) || named.contains(name) || named.contains(name.substring(0, name.indexOf('.')) + ".*");
+    }
+
+    /** Whether {@code db.table} is selected (for listing tables). */
+    public boolean selected(String database, String table) {
+        return selected(MergeTreePaths.TableRef.ordinary(database, table));
+    }
+
+    /** True for paths of table DDL files, which {@link #learn} reads. */
+    public static boolean isTableDdl(String relativePath) {
+        return SQL_PATH.matcher(relativePath).matches();
+    }
+
+    /** Reads a table's DDL ({@code metadata/<db>/<table>.sql}): its UUID and whether it asks for the cache. */
+    public void learn(String relativePath, byte[] ddl) {
+        Matcher m = SQL_PATH.matcher(relativePath);
+        if (!m.matches()) {
+            return;
+        }
+        String name = unescape(m.group(1)) + "." + unescape(m.group(2));
+        String text = new String(ddl, StandardCharsets.UTF_8);
+        Matcher u = UUID_CLAUSE.matcher(text);
+        if (u.find()) {
+            uuids.put(u.group(1), name);
+        }
+        if (USE_CACHE.matcher(text).find()) {
+            byDdl.add(name);
+        } else {
+            byDdl.remove(name);
+        }
+    }
+
+    /** Forgets a table whose DDL file was removed (DROP moves it to metadata_dropped/). */
+    public void forget(String relativePath) {
+        Matcher m = SQL_PATH.matcher(relativePath);
+        if (m.matches()) {
+            String name = unescape(m.group(1)) + "." + unescape(m.group(2));
+            byDdl.remove(name);
+            uuids.values().removeIf(name::equals);
+        }
+    }
+
+    /** The db.table an Atomic table's UUID belongs to, if its DDL was seen. */
+    public Optional<String> tableOf(String uuid) {
+        return Optional.ofNullable(uuids.get(uuid));
+    }
+
+    /** Tables selected through their DDL so far. */
+    public List<String> ddlSelected() {
+        return byDdl.stream().sorted().toList();
+    }
+
+    /** ClickHouse escapes special characters in file names as %XX. */
+    private static String unescape(String s) {
+        return java.net.URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    }
+}
