@@ -73,8 +73,13 @@ public final class TestVolume {
 
     /** Opens the volume, formatting it on first use. */
     public PartFs open() throws IOException {
+        return open(o -> o);
+    }
+
+    /** Opens the volume with its object store wrapped (to count or fail requests). */
+    public PartFs open(java.util.function.UnaryOperator<ObjectStore> wrap) throws IOException {
         MetaEngine engine = new MetaEngine(newKvStore(), TimeSource.SYSTEM);
-        ObjectStore objects = newObjectStore();
+        ObjectStore objects = wrap.apply(newObjectStore());
         engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
         return PartFs.open(engine, objects, config);
     }

@@ -1,0 +1,151 @@
+package io.partfs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.cache.MergeTreePaths;
+import io.partfs.cache.PartMetadataCache;
+import io.partfs.cache.PartMetadataStore;
+import io.partfs.cache.TableSelector;
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.PartFs;
+import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.fuse.FuseOptions;
+import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.meta.Slice;
+import io.partfs.engine.testing.Backends;
+import io.partfs.engine.testing.CountingObjectStore;
+import io.partfs.engine.testing.TempDirs;
+import io.partfs.engine.testing.TestVolume;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The point of the part-metadata cache: ClickHouse 18.16 on Redis + S3 creates tables and
+ * parts; then the sidecar (PartFS and its cache) and ClickHouse restart, and loading the tables
+ * makes no object-store GET for any part-metadata file. The block cache is off, so every byte
+ * not in the part-metadata cache would have to come from S3.
+ */
+class MetadataCacheStartupIT {
+    private Path dir;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        dir = Files.createTempDirectory("partfs-mdcache-");
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        TempDirs.deleteRecursively(dir);
+    }
+
+    /** PartFS mounted in this JVM with a part-metadata cache, as the sidecar runs it. */
+    private static final class Sidecar implements AutoCloseable {
+        final PartFs fs;
+        final PartMetadataCache cache;
+        final PartFsFuse fuse;
+
+        Sidecar(TestVolume volume, Path mnt, Path cacheDir, CountingObjectStore[] counter) throws Exception {
+            fs = volume.open(o -> counter[0] = new CountingObjectStore(o));
+            cache = new PartMetadataCache(PartMetadataStore.open(cacheDir, 64 << 20, false), "default",
+                    TableSelector.parse("all"), p -> fs.readFile("/" + p));
+            fuse = new PartFsFuse(fs, cache);
+            fuse.mountAndWait(mnt, FuseOptions.builder().build());
+        }
+
+        @Override
+        public void close() throws Exception {
+            fs.syncAll();
+            fuse.unmount();
+            fs.close();
+            cache.store().close();
+        }
+    }
+
+    @Test
+    void warmRestartReadsNoPartMetadataFromS3() throws Exception {
+        Path mnt = Files.createDirectories(dir.resolve("mnt"));
+        Path cacheDir = dir.resolve("metadata-cache");
+        try (Backends servers = Backends.start(TestVolume.Meta.REDIS, TestVolume.Store.S3)) {
+            PartFsConfig noBlockCache = PartFsConfig.builder().ioThreads(8).build();
+            TestVolume volume = new TestVolume(TestVolume.Meta.REDIS, TestVolume.Store.S3, dir, servers.redis, servers.s3, noBlockCache);
+            CountingObjectStore[] counter = new CountingObjectStore[1];
+            String before;
+            try (ClickHouseServer ch = new ClickHouseServer(dir.resolve("conf"), mnt)) {
+                try (Sidecar sidecar = new Sidecar(volume, mnt, cacheDir, counter)) {
+                    ch.start();
+                    ch.query("CREATE DATABASE w");
+                    for (int t = 0; t < 3; t++) {
+                        ch.query("CREATE TABLE w.t" + t + " (day Date, k UInt64, a String, b String) ENGINE = MergeTree "
+                                + "PARTITION BY toYYYYMMDD(day) ORDER BY k");
+                        ch.query("INSERT INTO w.t" + t + " SELECT toDate('2020-01-01') + (number % 8), number, "
+                                + "toString(number), toString(number * 3) FROM system.numbers LIMIT 20000");
+                    }
+                    before = ch.query("SELECT _table, count(), sum(k) FROM merge('w', '^t') GROUP BY _table ORDER BY _table");
+                    ch.stop();
+                    assertTrue(sidecar.cache.filled() > 0, "parts written through the mount filled the cache");
+                }
+                List<String> keys = new ArrayList<>();
+                try (PartMetadataStore s = PartMetadataStore.open(cacheDir, 8 << 20, false)) {
+                    keys.addAll(s.keys(""));
+                }
+                assertTrue(keys.size() >= 3 * 8 * 4, "every part's metadata files are cached: " + keys.size());
+                for (String k : keys) {
+                    assertTrue(k.matches("default:data/w/t[0-2]/2020010[1-8]_\\d+_\\d+_\\d+/[a-z_.0-9]+"), "key form disk:relative_path: " + k);
+                }
+
+                try (Sidecar sidecar = new Sidecar(volume, mnt, cacheDir, counter)) {
+                    counter[0].reset();
+                    ch.start();
+                    List<String> startupGets = counter[0].gets();
+                    assertEquals(before, ch.query("SELECT _table, count(), sum(k) FROM merge('w', '^t') GROUP BY _table ORDER BY _table"));
+                    Set<Long> metadataSlices = partMetadataSlices(sidecar.fs);
+                    assertFalse(metadataSlices.isEmpty());
+                    List<String> metadataGets = new ArrayList<>();
+                    for (String key : startupGets) {
+                        String last = key.substring(key.lastIndexOf('/') + 1);
+                        if (metadataSlices.contains(Long.parseLong(last.substring(0, last.indexOf('_'))))) {
+                            metadataGets.add(key);
+                        }
+                    }
+                    assertEquals(List.of(), metadataGets, "object GETs for part-metadata files while ClickHouse loaded its tables");
+                    assertTrue(sidecar.cache.served() >= 3 * 8 * 3, "ClickHouse's reads were served from the cache: " + sidecar.cache.served());
+                    System.out.printf("warm start: %d object GETs in all (none for part metadata), %d part-metadata reads served from the cache%n",
+                            startupGets.size(), sidecar.cache.served());
+                    ch.stop();
+                }
+                assertEquals(List.of(), ch.errors(), "ClickHouse logged errors");
+            }
+        }
+    }
+
+    /** Slice ids of every part-metadata file of the volume. */
+    private static Set<Long> partMetadataSlices(PartFs fs) throws Exception {
+        Set<Long> ids = new HashSet<>();
+        collect(fs, fs.resolve("/data"), "data", ids);
+        return ids;
+    }
+
+    private static void collect(PartFs fs, Attr dir, String path, Set<Long> ids) throws Exception {
+        for (DirEntry e : fs.readdir(dir.ino())) {
+            Attr a = fs.getattr(e.ino());
+            String p = path + "/" + e.name();
+            if (a.isDirectory()) {
+                collect(fs, a, p, ids);
+            } else if (MergeTreePaths.isPartMetadataFile(p)) {
+                for (Slice s : fs.meta().readChunk(a.ino(), 0)) {
+                    ids.add(s.id());
+                }
+            }
+        }
+    }
+}
