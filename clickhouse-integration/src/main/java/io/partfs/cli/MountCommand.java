@@ -196,7 +196,22 @@ final class MountCommand implements Callable<Integer> {
             out.printf("partfs: mounted volume %s at %s (metadata %s, storage %s)%n", fs.format().name(), mp,
                     volume.metaUrl(), fs.format().storage());
             out.flush();
+            java.util.concurrent.ScheduledExecutorService saver = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread th = new Thread(r, "partfs-cache-counters");
+                th.setDaemon(true);
+                return th;
+            });
+            if (cache != null) {
+                saver.scheduleAtFixedRate(() -> {
+                    try {
+                        cache.store().saveCounters(); // for 'partfs cache stats' while mounted
+                    } catch (IOException e) {
+                        log.debug("cache counters not saved: {}", e.toString());
+                    }
+                }, 10, 10, java.util.concurrent.TimeUnit.SECONDS);
+            }
             stop.await();
+            saver.shutdownNow();
             log.info("unmounting {}: flushing buffered writes", mp);
         } finally {
             try {

@@ -53,7 +53,9 @@ public final class PartFs implements Closeable {
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile());
         this.reclaimer = new Reclaimer(meta, chunks);
         meta.setOrphanListener(reclaimer::fileOrphaned);
-        reclaimer.resumePending();
+        if (!config.readOnly()) {
+            reclaimer.resumePending();
+        }
     }
 
     /**
@@ -247,7 +249,7 @@ public final class PartFs implements Closeable {
             throw new FsException.IsDirectory("inode " + h.ino);
         }
         int n = chunks.read(h.ino, a.size(), off, dst, dstOff, len);
-        if (meta.atimeStale(a)) {
+        if (!config.readOnly() && meta.atimeStale(a)) {
             meta.touchAtime(h.ino); // checked first, so a stream of reads costs one update at most
         }
         if (off == h.lastReadEnd && config.readaheadBlocks() > 0) {

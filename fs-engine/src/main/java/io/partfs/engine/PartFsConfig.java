@@ -13,8 +13,10 @@ public final class PartFsConfig {
     private final long writeBufferPerFile;
     private final int readaheadBlocks;
     private final long capacity;
+    private final boolean readOnly;
 
     private PartFsConfig(Builder b) {
+        this.readOnly = b.readOnly;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.ioThreads = b.ioThreads;
@@ -41,9 +43,15 @@ public final class PartFsConfig {
     /** Size reported by statfs. */
     public long capacity() { return capacity; }
 
+    /**
+     * Reads only: no background deletion is resumed and reads leave atime alone, so a tool may
+     * open a volume that a mount is serving (verify, inspect).
+     */
+    public boolean readOnly() { return readOnly; }
+
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity);
+                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly);
     }
 
     public static final class Builder {
@@ -53,6 +61,9 @@ public final class PartFsConfig {
         private long writeBufferPerFile = 64L << 20;
         private int readaheadBlocks = 2;
         private long capacity = 1L << 50;
+        private boolean readOnly;
+
+        public Builder readOnly(boolean b) { this.readOnly = b; return this; }
 
         /** A block cache of {@code size} bytes in {@code dir}; null or 0 for none. */
         public Builder blockCache(Path dir, long size) {

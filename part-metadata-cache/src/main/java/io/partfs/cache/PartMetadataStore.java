@@ -76,11 +76,15 @@ public final class PartMetadataStore implements Closeable {
     private final AtomicLong misses = new AtomicLong();
     private final AtomicLong corrupt = new AtomicLong();
 
-    private PartMetadataStore(Path dir, RocksDB db, Options options, LRUCache blockCache) {
+    private final boolean readOnly;
+
+    private PartMetadataStore(Path dir, RocksDB db, Options options, LRUCache blockCache, boolean readOnly) {
+        this.readOnly = readOnly;
         this.dir = dir;
         this.db = db;
         this.options = options;
         this.blockCache = blockCache;
+        loadCounters();
     }
 
     /**
@@ -114,12 +118,33 @@ public final class PartMetadataStore implements Closeable {
         }
     }
 
+    /**
+     * Opens an existing store for reading only; works while a mount has it open for writing,
+     * and sees what was written before this open.
+     */
+    public static PartMetadataStore openReadOnly(Path dir) throws IOException {
+        Path d = dir.toAbsolutePath().normalize();
+        if (!Files.isDirectory(d)) {
+            throw new IOException("no part-metadata cache at " + d + ": check --metadata-cache-dir");
+        }
+        LRUCache cache = new LRUCache(8L << 20);
+        Options options = new Options().setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache));
+        try {
+            return new PartMetadataStore(d, RocksDB.openReadOnly(options, d.toString()), options, cache, true);
+        } catch (RocksDBException e) {
+            options.close();
+            cache.close();
+            throw new CacheCorruptedException("part-metadata cache " + d + " cannot be opened (" + e.getMessage()
+                    + "): it holds only copies, so it can be deleted without losing table data", e);
+        }
+    }
+
     private static PartMetadataStore tryOpen(Path d, long lruCacheSize) throws RocksDBException {
         LRUCache cache = new LRUCache(lruCacheSize);
         Options options = new Options().setCreateIfMissing(true).setParanoidChecks(true)
                 .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache));
         try {
-            return new PartMetadataStore(d, RocksDB.open(options, d.toString()), options, cache);
+            return new PartMetadataStore(d, RocksDB.open(options, d.toString()), options, cache, false);
         } catch (RocksDBException e) {
             options.close();
             cache.close();
@@ -129,6 +154,33 @@ public final class PartMetadataStore implements Closeable {
 
     public Path dir() {
         return dir;
+    }
+
+    /** Reserved key (not a disk:path) holding the hit/miss counters of the last mount. */
+    private static final String COUNTERS = "\u0000counters";
+
+    /** Saves hits, misses and corrupt counts, so {@code partfs cache stats} can show them. */
+    public void saveCounters() throws IOException {
+        try {
+            db.put(writeOptions, k(COUNTERS), ByteBuffer.allocate(24).putLong(hits.get()).putLong(misses.get())
+                    .putLong(corrupt.get()).array());
+        } catch (RocksDBException e) {
+            throw wrap("save counters", e);
+        }
+    }
+
+    private void loadCounters() {
+        try {
+            byte[] v = db.get(k(COUNTERS));
+            if (v != null && v.length == 24) {
+                ByteBuffer b = ByteBuffer.wrap(v);
+                hits.set(b.getLong());
+                misses.set(b.getLong());
+                corrupt.set(b.getLong());
+            }
+        } catch (RocksDBException e) {
+            log.debug("no saved counters: {}", e.getMessage());
+        }
     }
 
     private static byte[] k(String key) {
@@ -232,7 +284,9 @@ public final class PartMetadataStore implements Closeable {
         byte[] p = k(prefix);
         try (RocksIterator it = db.newIterator()) {
             for (it.seek(p); it.isValid() && startsWith(it.key(), p); it.next()) {
-                each.accept(new String(it.key(), StandardCharsets.UTF_8));
+                if (it.key().length > 0 && it.key()[0] != 0) {
+                    each.accept(new String(it.key(), StandardCharsets.UTF_8));
+                }
             }
         }
     }
@@ -292,6 +346,9 @@ public final class PartMetadataStore implements Closeable {
         long bytes = 0;
         try (RocksIterator it = db.newIterator()) {
             for (it.seekToFirst(); it.isValid(); it.next()) {
+                if (it.key().length > 0 && it.key()[0] == 0) {
+                    continue;
+                }
                 entries++;
                 bytes += Math.max(0, it.value().length - HEADER);
             }
@@ -301,6 +358,13 @@ public final class PartMetadataStore implements Closeable {
 
     @Override
     public void close() {
+        if (!readOnly) {
+            try {
+                saveCounters();
+            } catch (IOException e) {
+                log.debug("counters not saved: {}", e.toString());
+            }
+        }
         db.close();
         writeOptions.close();
         options.close();
