@@ -102,6 +102,25 @@ final class CacheCommand {
         }
     }
 
+    /** A cache command over the cache of a volume and an optional list of tables. */
+    abstract static class TableCommand implements java.util.concurrent.Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        CacheOptions cache;
+
+        @Parameters(paramLabel = "DB.TABLE", arity = "0..*", description = "Only these tables (default: all).")
+        List<String> tables;
+
+        @Override
+        public Integer call() throws Exception {
+            return run(spec.commandLine().getOut(), new TableFilter(tables));
+        }
+
+        abstract int run(PrintWriter out, TableFilter filter) throws Exception;
+    }
+
     @Command(name = "stats", mixinStandardHelpOptions = true,
             description = "Entries and bytes in the cache, and the hits and misses counted by the last mount.")
     static final class Stats implements java.util.concurrent.Callable<Integer> {
@@ -127,20 +146,9 @@ final class CacheCommand {
             description = {"Compare every cached value with the file on the volume (as ClickHouse's",
                     "checkPartMetadataCache did). Lists keys whose cached bytes differ from the file",
                     "although their attributes say they are current; exits 1 when there is any."})
-    static final class Verify implements java.util.concurrent.Callable<Integer> {
-        @Spec
-        CommandSpec spec;
-
-        @Mixin
-        CacheOptions cache;
-
-        @Parameters(paramLabel = "DB.TABLE", arity = "0..*", description = "Only these tables (default: all).")
-        List<String> tables;
-
+    static final class Verify extends TableCommand {
         @Override
-        public Integer call() throws Exception {
-            PrintWriter out = spec.commandLine().getOut();
-            TableFilter filter = new TableFilter(tables);
+        int run(PrintWriter out, TableFilter filter) throws Exception {
             long ok = 0;
             long outdated = 0;
             List<String> mismatches = new ArrayList<>();
@@ -253,20 +261,9 @@ final class CacheCommand {
     @Command(name = "drop", mixinStandardHelpOptions = true,
             description = {"Delete cached entries (of the given tables, or all) while the volume is not mounted.",
                     "The cache holds only copies: dropping loses no table data."})
-    static final class Drop implements java.util.concurrent.Callable<Integer> {
-        @Spec
-        CommandSpec spec;
-
-        @Mixin
-        CacheOptions cache;
-
-        @Parameters(paramLabel = "DB.TABLE", arity = "0..*", description = "Only these tables (default: all).")
-        List<String> tables;
-
+    static final class Drop extends TableCommand {
         @Override
-        public Integer call() throws Exception {
-            PrintWriter out = spec.commandLine().getOut();
-            TableFilter filter = new TableFilter(tables);
+        int run(PrintWriter out, TableFilter filter) throws Exception {
             Path dir = cache.cacheDir();
             if (!Files.isDirectory(dir)) {
                 throw new IllegalArgumentException("no part-metadata cache at " + dir);
