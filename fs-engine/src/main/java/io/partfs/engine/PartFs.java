@@ -48,6 +48,12 @@ public final class PartFs implements Closeable {
         this.objects = objects;
         this.config = config;
         this.format = meta.load();
+        java.time.Duration ttl = config.metaCacheTtl();
+        if (ttl == null) {
+            meta.enableCache(meta.store().exclusive() ? null : java.time.Duration.ofSeconds(1));
+        } else {
+            meta.enableCache(ttl);
+        }
         BlockCache cache = new BlockCache(config.blockCacheDir() == null
                 ? java.nio.file.Path.of("/nonexistent") : config.blockCacheDir(), config.blockCacheSize());
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile());

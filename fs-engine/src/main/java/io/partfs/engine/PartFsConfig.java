@@ -14,8 +14,10 @@ public final class PartFsConfig {
     private final int readaheadBlocks;
     private final long capacity;
     private final boolean readOnly;
+    private final java.time.Duration metaCacheTtl;
 
     private PartFsConfig(Builder b) {
+        this.metaCacheTtl = b.metaCacheTtl;
         this.readOnly = b.readOnly;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
@@ -49,9 +51,16 @@ public final class PartFsConfig {
      */
     public boolean readOnly() { return readOnly; }
 
+    /**
+     * How long attributes and listings held in memory may be used before they are read again;
+     * null chooses: forever for an exclusive (embedded) volume, where every change passes through
+     * this process, and 1 s for a shared one. Zero turns the cache off.
+     */
+    public java.time.Duration metaCacheTtl() { return metaCacheTtl; }
+
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly);
+                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).metaCacheTtl(metaCacheTtl);
     }
 
     public static final class Builder {
@@ -64,6 +73,10 @@ public final class PartFsConfig {
         private boolean readOnly;
 
         public Builder readOnly(boolean b) { this.readOnly = b; return this; }
+
+        private java.time.Duration metaCacheTtl;
+
+        public Builder metaCacheTtl(java.time.Duration ttl) { this.metaCacheTtl = ttl; return this; }
 
         /** A block cache of {@code size} bytes in {@code dir}; null or 0 for none. */
         public Builder blockCache(Path dir, long size) {
@@ -92,6 +105,9 @@ public final class PartFsConfig {
             }
             if (readaheadBlocks < 0) {
                 throw new IllegalArgumentException("readahead blocks must not be negative");
+            }
+            if (metaCacheTtl != null && metaCacheTtl.isNegative()) {
+                throw new IllegalArgumentException("metadata cache TTL must not be negative");
             }
             if (capacity <= 0) {
                 throw new IllegalArgumentException("capacity must be positive");

@@ -62,8 +62,8 @@ public final class Reclaimer implements Closeable {
         return worker.submit(() -> {
             try {
                 w.run();
-            } catch (IOException | RuntimeException e) {
-                log.warn("background deletion failed, will retry at the next deletion or start: {}", e.toString());
+            } catch (IOException | RuntimeException | Error e) {
+                log.warn("background deletion failed, will retry at the next deletion or start: {}", e.toString(), e);
             }
         });
     }

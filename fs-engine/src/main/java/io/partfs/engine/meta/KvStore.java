@@ -30,6 +30,11 @@ public interface KvStore extends java.io.Closeable {
     /** Where the metadata lives, without credentials. */
     String describe();
 
+    /** True when no other process can change this store while it is open (an embedded database). */
+    default boolean exclusive() {
+        return false;
+    }
+
     @Override
     void close() throws IOException;
 
@@ -49,6 +54,15 @@ public interface KvStore extends java.io.Closeable {
 
         /** Number of fields in a hash. */
         long hlen(String hash) throws IOException;
+
+        /** Values of several plain keys in one request (null where missing), in the order asked. */
+        default java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
+            java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());
+            for (String k : keys) {
+                out.add(get(k));
+            }
+            return out;
+        }
     }
 
     /** A transaction: reads see the transaction's own writes; writes apply at commit, all or none. */

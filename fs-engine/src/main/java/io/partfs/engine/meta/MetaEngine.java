@@ -55,6 +55,12 @@ public final class MetaEngine implements Closeable {
     /** Open handles per inode in this process; an unlinked inode's data waits for zero. */
     private final Map<Long, Integer> openCount = new ConcurrentHashMap<>();
     private volatile LongConsumer orphanListener = ino -> { };
+    /** Inodes unlinked while open here: only these need a look at nlink when released. */
+    private final java.util.Set<Long> unlinkedWhileOpen = ConcurrentHashMap.newKeySet();
+    /** In-memory attributes and listings, or null when caching is off. */
+    private volatile MetaCache cache;
+    /** Inodes written by the transaction running on this thread. */
+    private static final ThreadLocal<java.util.Set<Long>> TOUCHED = ThreadLocal.withInitial(java.util.HashSet::new);
     private VolumeFormat format;
 
     public MetaEngine(KvStore kv, TimeSource clock) {
@@ -69,6 +75,36 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
+     * Keeps attributes and directory listings in memory (see {@link MetaCache}): exact for the
+     * only client of a volume ({@code ttl} null: forever), and for a volume shared with other
+     * clients, their changes show after {@code ttl}. Zero turns caching off.
+     */
+    public void enableCache(java.time.Duration ttl) {
+        if (ttl != null && ttl.isZero()) {
+            cache = null;
+            return;
+        }
+        cache = new MetaCache(ttl == null ? Long.MAX_VALUE : ttl.toNanos());
+    }
+
+    /** Runs a transaction and drops the cached state of every inode it wrote. */
+    private <T> T mutate(KvStore.Txn<T> body) throws IOException {
+        MetaCache c = cache;
+        if (c == null) {
+            return kv.update(body);
+        }
+        java.util.Set<Long> touched = TOUCHED.get();
+        touched.clear();
+        c.begin();
+        try {
+            return kv.update(body);
+        } finally {
+            c.end(java.util.List.copyOf(touched));
+            touched.clear();
+        }
+    }
+
+    /**
      * Formats the volume, or checks that it already has this format. Idempotent for the same
      * name, block size and storage.
      *
@@ -76,7 +112,7 @@ public final class MetaEngine implements Closeable {
      * @throws IOException when the volume exists with another name, block size or storage
      */
     public VolumeFormat format(VolumeFormat wanted, int rootUid, int rootGid) throws IOException {
-        VolumeFormat result = kv.update(tx -> {
+        VolumeFormat result = mutate(tx -> {
             byte[] existing = tx.get(SETTING);
             if (existing != null) {
                 VolumeFormat have = VolumeFormat.decode(existing);
@@ -183,29 +219,95 @@ public final class MetaEngine implements Closeable {
     }
 
     private static void put(KvStore.Writer tx, Attr a) {
+        TOUCHED.get().add(a.ino());
         tx.put(inodeKey(a.ino()), a.encode());
+    }
+
+    private static void deleteInode(KvStore.Writer tx, long ino) {
+        TOUCHED.get().add(ino);
+        tx.delete(inodeKey(ino));
     }
 
     // ---- reads ----
 
     public Attr getattr(long ino) throws IOException {
-        return kv.read(r -> attr(r, ino));
+        MetaCache c = cache;
+        if (c == null) {
+            return kv.read(r -> attr(r, ino));
+        }
+        Attr hit = c.attr(ino);
+        if (hit != null) {
+            return hit;
+        }
+        long gen = c.generation();
+        Attr a = kv.read(r -> attr(r, ino));
+        c.install(gen, List.of(a), null, null);
+        return a;
     }
 
     /** The entry {@code name} in directory {@code parent} and its attributes. */
     public Attr lookup(long parent, String name) throws IOException {
-        return kv.read(r -> {
-            byte[] e = r.hget(dirKey(parent), name);
-            if (e == null) {
-                dir(r, parent);
-                throw new FsException.NoSuchEntry(name);
+        if (cache == null) {
+            return kv.read(r -> {
+                byte[] e = r.hget(dirKey(parent), name);
+                if (e == null) {
+                    dir(r, parent);
+                    throw new FsException.NoSuchEntry(name);
+                }
+                return attr(r, decodeEntry(name, e).ino());
+            });
+        }
+        DirEntry e = listing(parent).get(name);
+        if (e == null) {
+            throw new FsException.NoSuchEntry(name);
+        }
+        return getattr(e.ino());
+    }
+
+    /**
+     * A directory's entries by name, from the cache or read with every child's attributes in
+     * two requests (the whole listing, then all attributes at once): one round trip pair per
+     * directory instead of one per file.
+     */
+    private Map<String, DirEntry> listing(long dirIno) throws IOException {
+        MetaCache c = cache;
+        Map<String, DirEntry> hit = c.dir(dirIno);
+        if (hit != null) {
+            return hit;
+        }
+        long gen = c.generation();
+        Map<String, DirEntry> entries = new java.util.HashMap<>();
+        List<Attr> attrs = new ArrayList<>();
+        kv.read(r -> {
+            Attr d = dir(r, dirIno);
+            attrs.add(d);
+            for (Map.Entry<String, byte[]> e : r.hgetAll(dirKey(dirIno)).entrySet()) {
+                entries.put(e.getKey(), decodeEntry(e.getKey(), e.getValue()));
             }
-            return attr(r, decodeEntry(name, e).ino());
+            List<DirEntry> list = new ArrayList<>(entries.values());
+            List<String> keys = new ArrayList<>(list.size());
+            for (DirEntry e : list) {
+                keys.add(inodeKey(e.ino()));
+            }
+            List<byte[]> raw = r.getAll(keys);
+            for (int i = 0; i < list.size(); i++) {
+                if (raw.get(i) != null) {
+                    attrs.add(Attr.decode(list.get(i).ino(), raw.get(i)));
+                }
+            }
+            return null;
         });
+        c.install(gen, attrs, dirIno, entries);
+        return entries;
     }
 
     /** The entries of a directory, sorted by name, without "." and "..". */
     public List<DirEntry> readdir(long ino) throws IOException {
+        if (cache != null) {
+            List<DirEntry> out = new ArrayList<>(listing(ino).values());
+            out.sort(Comparator.comparing(DirEntry::name));
+            return out;
+        }
         return kv.read(r -> {
             dir(r, ino);
             List<DirEntry> out = new ArrayList<>();
@@ -245,7 +347,7 @@ public final class MetaEngine implements Closeable {
             throws IOException {
         checkName(name);
         long ino = inodeIds.next();
-        return kv.update(tx -> {
+        return mutate(tx -> {
             Attr p = dir(tx, parent);
             if (p.nlink() == 0) {
                 throw new FsException.NoSuchEntry("directory inode " + parent + " was removed");
@@ -293,7 +395,7 @@ public final class MetaEngine implements Closeable {
     /** Adds the name {@code newName} in {@code newParent} for file {@code ino}. */
     public Attr link(long ino, long newParent, String newName) throws IOException {
         checkName(newName);
-        return kv.update(tx -> {
+        return mutate(tx -> {
             // Checks in the order Linux makes them: the new name first, then the source.
             Attr a = attr(tx, ino);
             Attr p = dir(tx, newParent);
@@ -323,7 +425,7 @@ public final class MetaEngine implements Closeable {
 
     /** Removes a non-directory name; returns the inode's attributes after the change. */
     public Attr unlink(long parent, String name) throws IOException {
-        Attr result = kv.update(tx -> {
+        Attr result = mutate(tx -> {
             Attr p = dir(tx, parent);
             byte[] e = tx.hget(dirKey(parent), name);
             if (e == null) {
@@ -345,7 +447,7 @@ public final class MetaEngine implements Closeable {
 
     /** Removes an empty directory. */
     public void rmdir(long parent, String name) throws IOException {
-        kv.update(tx -> {
+        mutate(tx -> {
             Attr p = dir(tx, parent);
             byte[] e = tx.hget(dirKey(parent), name);
             if (e == null) {
@@ -367,7 +469,7 @@ public final class MetaEngine implements Closeable {
     }
 
     private void removeDirectory(KvStore.Writer tx, Attr a) {
-        tx.delete(inodeKey(a.ino()));
+        deleteInode(tx, a.ino());
         tx.hdelAll(dirKey(a.ino()));
         tx.hdelAll(xattrKey(a.ino()));
         tx.add(TOTAL_INODES, -1);
@@ -381,7 +483,7 @@ public final class MetaEngine implements Closeable {
             if (a.type() == FileType.FILE) {
                 tx.hset(DELFILES, String.valueOf(a.ino()), ByteBuffer.allocate(8).putLong(a.size()).array());
             } else {
-                tx.delete(inodeKey(a.ino()));
+                deleteInode(tx, a.ino());
                 tx.delete(symlinkKey(a.ino()));
                 tx.hdelAll(xattrKey(a.ino()));
                 tx.add(TOTAL_INODES, -1);
@@ -391,8 +493,12 @@ public final class MetaEngine implements Closeable {
     }
 
     private void afterDrop(Attr a) {
-        if (a != null && a.nlink() == 0 && a.type() == FileType.FILE && !openCount.containsKey(a.ino())) {
-            orphanListener.accept(a.ino());
+        if (a != null && a.nlink() == 0 && a.type() == FileType.FILE) {
+            if (openCount.containsKey(a.ino())) {
+                unlinkedWhileOpen.add(a.ino());
+            } else {
+                orphanListener.accept(a.ino());
+            }
         }
     }
 
@@ -414,7 +520,7 @@ public final class MetaEngine implements Closeable {
                 || flags == (RENAME_NOREPLACE | RENAME_EXCHANGE)) {
             throw new FsException.InvalidArgument("rename flags " + flags);
         }
-        Attr replaced = kv.update(tx -> {
+        Attr replaced = mutate(tx -> {
             Attr sp = dir(tx, srcParent);
             Attr dp = srcParent == dstParent ? sp : dir(tx, dstParent);
             byte[] se = tx.hget(dirKey(srcParent), srcName);
@@ -544,7 +650,7 @@ public final class MetaEngine implements Closeable {
      * {@link SetAttr#NOW} means the current time.
      */
     public Attr setattr(long ino, SetAttr req) throws IOException {
-        return kv.update(tx -> {
+        return mutate(tx -> {
             Attr a = attr(tx, ino);
             long now = clock.nowNanos();
             if (req.mode() != null) {
@@ -566,7 +672,7 @@ public final class MetaEngine implements Closeable {
      * than mtime or ctime, or more than a day old. Changes nothing else (not ctime).
      */
     public void touchAtime(long ino) throws IOException {
-        kv.update(tx -> {
+        mutate(tx -> {
             byte[] raw = tx.get(inodeKey(ino));
             if (raw == null) {
                 return null;
@@ -618,7 +724,7 @@ public final class MetaEngine implements Closeable {
         if (length > MAX_FILE_SIZE) {
             throw new FsException.TooLarge("length " + length);
         }
-        return kv.update(tx -> {
+        return mutate(tx -> {
             Attr a = attr(tx, ino);
             if (a.isDirectory()) {
                 throw new FsException.IsDirectory("inode " + ino);
@@ -679,7 +785,7 @@ public final class MetaEngine implements Closeable {
      * exists the slices are handed straight to deletion.
      */
     public Attr commitWrite(long ino, List<ChunkSlice> slices) throws IOException {
-        return kv.update(tx -> {
+        return mutate(tx -> {
             byte[] raw = tx.get(inodeKey(ino));
             long now = clock.nowNanos();
             if (raw == null) {
@@ -720,7 +826,7 @@ public final class MetaEngine implements Closeable {
     /** Notes a closed handle; the data of an unlinked file is released with the last one. */
     public void released(long ino) throws IOException {
         Integer left = openCount.computeIfPresent(ino, (k, n) -> n == 1 ? null : n - 1);
-        if (left == null) {
+        if (left == null && unlinkedWhileOpen.remove(ino)) {
             byte[] raw = kv.read(r -> r.get(inodeKey(ino)));
             if (raw != null && Attr.decode(ino, raw).nlink() == 0) {
                 orphanListener.accept(ino);
@@ -761,7 +867,7 @@ public final class MetaEngine implements Closeable {
         long chunks = (length + CHUNK - 1) / CHUNK;
         for (long idx = 0; idx < chunks; idx++) {
             long i = idx;
-            kv.update(tx -> {
+            mutate(tx -> {
                 byte[] raw = tx.get(inodeKey(ino));
                 if (raw != null && Attr.decode(ino, raw).nlink() > 0) {
                     return null;
@@ -770,7 +876,7 @@ public final class MetaEngine implements Closeable {
                 return null;
             });
         }
-        kv.update(tx -> {
+        mutate(tx -> {
             byte[] raw = tx.get(inodeKey(ino));
             if (raw != null) {
                 Attr a = Attr.decode(ino, raw);
@@ -781,7 +887,7 @@ public final class MetaEngine implements Closeable {
                 tx.add(USED_SPACE, -align4k(a.size()));
                 tx.add(TOTAL_INODES, -1);
             }
-            tx.delete(inodeKey(ino));
+            deleteInode(tx, ino);
             tx.hdelAll(xattrKey(ino));
             tx.hdel(DELFILES, String.valueOf(ino));
             return null;
@@ -805,7 +911,7 @@ public final class MetaEngine implements Closeable {
 
     /** Forgets a slice whose objects are deleted. */
     public void sliceDeleted(long id, long size) throws IOException {
-        kv.update(tx -> {
+        mutate(tx -> {
             tx.hdel(DELSLICES, id + "_" + size);
             return null;
         });
@@ -843,7 +949,7 @@ public final class MetaEngine implements Closeable {
         if (value.length > MAX_XATTR_VALUE) {
             throw new FsException.OutOfRange("xattr value of " + value.length + " bytes");
         }
-        kv.update(tx -> {
+        mutate(tx -> {
             Attr a = attr(tx, ino);
             boolean exists = tx.hget(xattrKey(ino), name) != null;
             if ((flags & XATTR_CREATE) != 0 && exists) {
@@ -859,7 +965,7 @@ public final class MetaEngine implements Closeable {
     }
 
     public void removexattr(long ino, String name) throws IOException {
-        kv.update(tx -> {
+        mutate(tx -> {
             Attr a = attr(tx, ino);
             if (tx.hget(xattrKey(ino), name) == null) {
                 throw new FsException.NoAttribute(name);
@@ -877,7 +983,7 @@ public final class MetaEngine implements Closeable {
     /** Registers a mount of this volume; {@code info} describes it for {@code partfs status}. */
     public long registerSession(String info) throws IOException {
         long sid = kv.increment("nextSession", 1);
-        kv.update(tx -> {
+        mutate(tx -> {
             tx.hset(SESSIONS, String.valueOf(sid), info.getBytes(StandardCharsets.UTF_8));
             return null;
         });
@@ -885,7 +991,7 @@ public final class MetaEngine implements Closeable {
     }
 
     public void unregisterSession(long sid) throws IOException {
-        kv.update(tx -> {
+        mutate(tx -> {
             tx.hdel(SESSIONS, String.valueOf(sid));
             return null;
         });

@@ -164,6 +164,26 @@ public final class RedisKvStore implements KvStore {
         }
 
         @Override
+        public java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
+            if (keys.isEmpty()) {
+                return java.util.List.of();
+            }
+            byte[][] ks = new byte[keys.size()][];
+            for (int i = 0; i < ks.length; i++) {
+                ks[i] = key(keys.get(i));
+            }
+            try {
+                java.util.List<byte[]> out = new java.util.ArrayList<>(ks.length);
+                for (io.lettuce.core.KeyValue<byte[], byte[]> kv : cmd.mget(ks)) {
+                    out.add(kv.hasValue() ? kv.getValue() : null);
+                }
+                return out;
+            } catch (RedisException e) {
+                throw wrap("MGET", e);
+            }
+        }
+
+        @Override
         public long hlen(String hash) throws IOException {
             try {
                 return cmd.hlen(key(hash));

@@ -162,6 +162,22 @@ public final class RocksKvStore implements KvStore {
         }
 
         @Override
+        public java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
+            if (keys.isEmpty()) {
+                return java.util.List.of(); // multiGetAsList rejects an empty list
+            }
+            java.util.List<byte[]> raw = new java.util.ArrayList<>(keys.size());
+            for (String k : keys) {
+                raw.add(plain(k));
+            }
+            try {
+                return db.multiGetAsList(readOptions, raw);
+            } catch (RocksDBException e) {
+                throw wrap("multiget", e);
+            }
+        }
+
+        @Override
         public long hlen(String hash) {
             long n = 0;
             byte[] prefix = fieldPrefix(hash);
@@ -263,6 +279,11 @@ public final class RocksKvStore implements KvStore {
     @Override
     public String describe() {
         return "rocksdb://" + dir;
+    }
+
+    @Override
+    public boolean exclusive() {
+        return !readOnly; // the LOCK file keeps every other writer out
     }
 
     @Override

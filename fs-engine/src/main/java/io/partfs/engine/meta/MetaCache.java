@@ -1,0 +1,101 @@
+package io.partfs.engine.meta;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import java.util.Collection;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Attributes and directory listings held in memory by the metadata engine, so that a file
+ * operation after the first in a directory needs no round trip to the store (ClickHouse loading
+ * a part stats every file in it).
+ *
+ * <p>Consistency: every transaction of this process invalidates the inodes it wrote (a changed
+ * directory always has its attributes written too), so for the only client of a volume the
+ * cache is exact. Changes by other clients of a shared volume are seen once an entry is older
+ * than {@code ttlNanos}. A reader that fetched from the store installs its result only if no
+ * transaction started or ended meanwhile ({@link #generation}), so a slow read never puts back
+ * what a concurrent change invalidated.
+ */
+final class MetaCache {
+    /** Entries beyond this many are dropped all at once (a crude bound on memory). */
+    private static final int MAX_ENTRIES = 1_000_000;
+
+    private record Timed<T>(T value, long at) {
+    }
+
+    private final long ttlNanos;
+    private final Map<Long, Timed<Attr>> attrs = new ConcurrentHashMap<>();
+    private final Map<Long, Timed<Map<String, DirEntry>>> dirs = new ConcurrentHashMap<>();
+    private final AtomicLong generation = new AtomicLong();
+
+    /** @param ttlNanos how long an entry may be used; {@code Long.MAX_VALUE} for an exclusive volume */
+    MetaCache(long ttlNanos) {
+        this.ttlNanos = ttlNanos;
+    }
+
+    private boolean fresh(Timed<?> t) {
+        return t != null && (ttlNanos == Long.MAX_VALUE || System.nanoTime() - t.at() < ttlNanos);
+    }
+
+    Attr attr(long ino) {
+        Timed<Attr> t = attrs.get(ino);
+        return fresh(t) ? t.value() : null;
+    }
+
+    Map<String, DirEntry> dir(long ino) {
+        Timed<Map<String, DirEntry>> t = dirs.get(ino);
+        return fresh(t) ? t.value() : null;
+    }
+
+    /** The generation to pass to {@link #install} after reading from the store. */
+    long generation() {
+        return generation.get();
+    }
+
+    /** Installs what was read at {@code gen}, unless a transaction ran since. */
+    void install(long gen, Collection<Attr> read, Long dirIno, Map<String, DirEntry> listing) {
+        if (attrs.size() + dirs.size() > MAX_ENTRIES) {
+            attrs.clear();
+            dirs.clear();
+        }
+        long now = System.nanoTime();
+        synchronized (this) {
+            if (generation.get() != gen) {
+                return;
+            }
+            for (Attr a : read) {
+                attrs.put(a.ino(), new Timed<>(a, now));
+            }
+            if (dirIno != null) {
+                dirs.put(dirIno, new Timed<>(Map.copyOf(listing), now));
+            }
+        }
+    }
+
+    /** Called before a transaction starts. */
+    void begin() {
+        generation.incrementAndGet();
+    }
+
+    /** Called after a transaction ended (committed or not) with the inodes it wrote. */
+    void end(Collection<Long> touched) {
+        synchronized (this) {
+            generation.incrementAndGet();
+            for (Long ino : touched) {
+                attrs.remove(ino);
+                dirs.remove(ino);
+            }
+        }
+    }
+
+    void clear() {
+        synchronized (this) {
+            generation.incrementAndGet();
+            attrs.clear();
+            dirs.clear();
+        }
+    }
+}
