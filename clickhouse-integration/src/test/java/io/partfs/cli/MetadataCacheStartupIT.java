@@ -16,6 +16,7 @@ import io.partfs.engine.fuse.FuseOptions;
 import io.partfs.engine.fuse.PartFsFuse;
 import io.partfs.engine.meta.Slice;
 import io.partfs.engine.testing.Backends;
+import io.partfs.engine.testing.CountingKvStore;
 import io.partfs.engine.testing.CountingObjectStore;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
@@ -54,8 +55,12 @@ class MetadataCacheStartupIT {
         final PartMetadataCache cache;
         final PartFsFuse fuse;
 
+        final CountingKvStore metaRequests;
+
         Sidecar(TestVolume volume, Path mnt, Path cacheDir, CountingObjectStore[] counter) throws Exception {
-            fs = volume.open(o -> counter[0] = new CountingObjectStore(o));
+            CountingKvStore[] kv = new CountingKvStore[1];
+            fs = volume.open(o -> counter[0] = new CountingObjectStore(o), k -> kv[0] = new CountingKvStore(k));
+            metaRequests = kv[0];
             cache = new PartMetadataCache(PartMetadataStore.open(cacheDir, 64 << 20, false), "default",
                     TableSelector.parse("all"), p -> fs.readFile("/" + p));
             fuse = new PartFsFuse(fs, cache);
@@ -105,8 +110,12 @@ class MetadataCacheStartupIT {
 
                 try (Sidecar sidecar = new Sidecar(volume, mnt, cacheDir, counter)) {
                     counter[0].reset();
+                    sidecar.metaRequests.reset();
                     ch.start();
                     List<String> startupGets = counter[0].gets();
+                    long metaReads = sidecar.metaRequests.reads();
+                    long metaTxns = sidecar.metaRequests.transactions();
+                    System.out.println("metadata reads by kind: " + sidecar.metaRequests.readsByKind());
                     assertEquals(before, ch.query("SELECT _table, count(), sum(k) FROM merge('w', '^t') GROUP BY _table ORDER BY _table"));
                     Set<Long> metadataSlices = partMetadataSlices(sidecar.fs);
                     assertFalse(metadataSlices.isEmpty());
@@ -119,11 +128,35 @@ class MetadataCacheStartupIT {
                     }
                     assertEquals(List.of(), metadataGets, "object GETs for part-metadata files while ClickHouse loaded its tables");
                     assertTrue(sidecar.cache.served() >= 3 * 8 * 3, "ClickHouse's reads were served from the cache: " + sidecar.cache.served());
-                    System.out.printf("warm start: %d object GETs in all (none for part metadata), %d part-metadata reads served from the cache%n",
-                            startupGets.size(), sidecar.cache.served());
+                    int[] tree = countTree(sidecar.fs);
+                    System.out.printf("warm start: %d object GETs in all (none for part metadata), %d part-metadata reads served "
+                            + "from the cache; %d metadata reads and %d transactions for %d directories and %d files%n",
+                            startupGets.size(), sidecar.cache.served(), metaReads, metaTxns, tree[0], tree[1]);
+                    // Per directory (a listing and its attributes), not per file: far fewer than the files loaded.
+                    assertTrue(metaReads < tree[1] / 2, "metadata reads are per directory, not per file: "
+                            + metaReads + " reads for " + tree[0] + " directories and " + tree[1] + " files");
                     ch.stop();
                 }
                 assertEquals(List.of(), ch.errors(), "ClickHouse logged errors");
+            }
+        }
+    }
+
+    /** Directories and files of the whole volume. */
+    private static int[] countTree(PartFs fs) throws Exception {
+        int[] n = new int[2];
+        count(fs, fs.resolve("/"), n);
+        return n;
+    }
+
+    private static void count(PartFs fs, Attr dir, int[] n) throws Exception {
+        n[0]++;
+        for (DirEntry e : fs.readdir(dir.ino())) {
+            Attr a = fs.getattr(e.ino());
+            if (a.isDirectory()) {
+                count(fs, a, n);
+            } else {
+                n[1]++;
             }
         }
     }

@@ -1014,9 +1014,23 @@ public final class MetaEngine implements Closeable {
     public record Usage(long usedBytes, long inodes) {
     }
 
+    /**
+     * Space and inodes in use. With caching on, a value up to 1 s old may be returned:
+     * applications (ClickHouse among them) call statfs far more often than it changes.
+     */
     public Usage usage() throws IOException {
-        return kv.read(r -> new Usage(r.counter(USED_SPACE), r.counter(TOTAL_INODES)));
+        Usage last = lastUsage;
+        if (cache != null && last != null && System.nanoTime() - lastUsageAt < 1_000_000_000L) {
+            return last;
+        }
+        Usage u = kv.read(r -> new Usage(r.counter(USED_SPACE), r.counter(TOTAL_INODES)));
+        lastUsageAt = System.nanoTime();
+        lastUsage = u;
+        return u;
     }
+
+    private volatile Usage lastUsage;
+    private volatile long lastUsageAt;
 
     /** Makes all committed metadata durable. */
     public void sync() throws IOException {

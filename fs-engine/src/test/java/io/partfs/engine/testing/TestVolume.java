@@ -78,7 +78,13 @@ public final class TestVolume {
 
     /** Opens the volume with its object store wrapped (to count or fail requests). */
     public PartFs open(java.util.function.UnaryOperator<ObjectStore> wrap) throws IOException {
-        MetaEngine engine = new MetaEngine(newKvStore(), TimeSource.SYSTEM);
+        return open(wrap, kv -> kv);
+    }
+
+    /** Opens the volume with its object store and its metadata store wrapped (to count requests). */
+    public PartFs open(java.util.function.UnaryOperator<ObjectStore> wrap, java.util.function.UnaryOperator<KvStore> wrapKv)
+            throws IOException {
+        MetaEngine engine = new MetaEngine(wrapKv.apply(newKvStore()), TimeSource.SYSTEM);
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
         return PartFs.open(engine, objects, config);

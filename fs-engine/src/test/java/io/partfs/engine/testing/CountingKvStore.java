@@ -1,0 +1,121 @@
+package io.partfs.engine.testing;
+
+import io.partfs.engine.meta.KvStore;
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Passes every call to a real metadata store and counts requests: each read (get, hget,
+ * hgetAll, hlen, getAll) of a read-only view and each transaction is one round trip.
+ */
+public final class CountingKvStore implements KvStore {
+    private final KvStore real;
+    private final AtomicLong reads = new AtomicLong();
+    private final AtomicLong transactions = new AtomicLong();
+    private final Map<String, AtomicLong> byKind = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Reads by operation and key kind (the key's leading letters), for diagnosing where requests go. */
+    public Map<String, Long> readsByKind() {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        byKind.forEach((k, v) -> out.put(k, v.get()));
+        return out;
+    }
+
+    private void count(String op, String key) {
+        reads.incrementAndGet();
+        byKind.computeIfAbsent(op + ":" + key.replaceAll("[0-9_].*$", ""), k -> new AtomicLong()).incrementAndGet();
+    }
+
+    public CountingKvStore(KvStore real) {
+        this.real = real;
+    }
+
+    public long reads() {
+        return reads.get();
+    }
+
+    public long transactions() {
+        return transactions.get();
+    }
+
+    public void reset() {
+        byKind.clear();
+        reads.set(0);
+        transactions.set(0);
+    }
+
+    @Override
+    public <T> T update(Txn<T> body) throws IOException {
+        transactions.incrementAndGet();
+        return real.update(body);
+    }
+
+    @Override
+    public <T> T read(ReadBody<T> body) throws IOException {
+        return real.read(r -> body.run(new Reader() {
+            @Override
+            public byte[] get(String key) throws IOException {
+                count("get", key);
+                return r.get(key);
+            }
+
+            @Override
+            public long counter(String key) throws IOException {
+                count("counter", key);
+                return r.counter(key);
+            }
+
+            @Override
+            public byte[] hget(String hash, String field) throws IOException {
+                count("hget", hash);
+                return r.hget(hash, field);
+            }
+
+            @Override
+            public Map<String, byte[]> hgetAll(String hash) throws IOException {
+                count("hgetAll", hash);
+                return r.hgetAll(hash);
+            }
+
+            @Override
+            public long hlen(String hash) throws IOException {
+                count("hlen", hash);
+                return r.hlen(hash);
+            }
+
+            @Override
+            public List<byte[]> getAll(List<String> keys) throws IOException {
+                count("getAll", keys.isEmpty() ? "" : keys.get(0));
+                return r.getAll(keys);
+            }
+        }));
+    }
+
+    @Override
+    public long increment(String key, long delta) throws IOException {
+        transactions.incrementAndGet();
+        return real.increment(key, delta);
+    }
+
+    @Override
+    public void sync() throws IOException {
+        real.sync();
+    }
+
+    @Override
+    public String describe() {
+        return real.describe();
+    }
+
+    @Override
+    public boolean exclusive() {
+        return real.exclusive();
+    }
+
+    @Override
+    public void close() throws IOException {
+        real.close();
+    }
+}
