@@ -32,7 +32,25 @@ public final class Main {
             }
             return 1;
         });
+        configFile(args).ifPresent(f -> cl.setDefaultValueProvider(new CommandLine.PropertiesDefaultProvider(f.toFile())));
         return cl.execute(args);
+    }
+
+    /**
+     * The file named by {@code --config FILE} (or {@code --config=FILE}): its properties give
+     * option defaults by long name without dashes ({@code metadata-cache-lru-size=512M}), and
+     * options on the command line win.
+     */
+    static java.util.Optional<java.nio.file.Path> configFile(String... args) {
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--config") && i + 1 < args.length) {
+                return java.util.Optional.of(java.nio.file.Path.of(args[i + 1]));
+            }
+            if (args[i].startsWith("--config=")) {
+                return java.util.Optional.of(java.nio.file.Path.of(args[i].substring("--config=".length())));
+            }
+        }
+        return java.util.Optional.empty();
     }
 
     /** A one-line description of a failure that says what went wrong where. */

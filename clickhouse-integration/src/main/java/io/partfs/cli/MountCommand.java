@@ -101,11 +101,19 @@ final class MountCommand implements Callable<Integer> {
             description = "ClickHouse disk name of this mount: the prefix of cache keys disk:relative_path (default: ${DEFAULT-VALUE}).")
     String diskName;
 
+    @Option(names = "--config", paramLabel = "FILE",
+            description = {"Properties file of option defaults by long name, e.g. metadata-cache-tables=all;",
+                    "options given on the command line win."})
+    Path config;
+
     @Option(names = "-o", paramLabel = "OPTION", description = "Extra libfuse mount option, one per -o (e.g. -o nonempty).")
     List<String> fuseOptions = new ArrayList<>();
 
     @Override
     public Integer call() throws Exception {
+        if (config != null && !Files.isReadable(config)) {
+            throw new IllegalArgumentException("cannot read the config file " + config + ": check the path");
+        }
         Path mp = mountPoint.toAbsolutePath().normalize();
         checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();

@@ -56,6 +56,17 @@ class DemoCommandTest {
     }
 
     @Test
+    void mountTakesOptionDefaultsFromAConfigFile() throws Exception {
+        Path conf = Files.writeString(home.resolve("partfs.properties"), "cache-size=lots\n");
+        Result r = run("mount", "--home", home.toString(), "--config", conf.toString(), home.resolve("mnt").toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("invalid cache size 'lots'"), "the file was read: " + r.err());
+        Result missing = run("mount", "--home", home.toString(), "--config", home.resolve("nope").toString(), home.resolve("mnt").toString());
+        assertEquals(1, missing.exit());
+        assertTrue(missing.err().contains("config file"), missing.err());
+    }
+
+    @Test
     void helpExplainsEveryCommand() {
         Result r = run("--help");
         assertEquals(0, r.exit());

@@ -101,6 +101,7 @@ public final class MetaEngine implements Closeable {
         } finally {
             c.end(java.util.List.copyOf(touched));
             touched.clear();
+            lastUsage = null; // this process changed something: statfs reads again
         }
     }
 
@@ -1015,8 +1016,9 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * Space and inodes in use. With caching on, a value up to 1 s old may be returned:
-     * applications (ClickHouse among them) call statfs far more often than it changes.
+     * Space and inodes in use. With caching on, the value is reused for up to 1 s until this
+     * process changes something: applications (ClickHouse among them) call statfs far more often
+     * than it changes. Other clients' changes show within that second.
      */
     public Usage usage() throws IOException {
         Usage last = lastUsage;

@@ -76,6 +76,14 @@ public final class TestVolume {
         return open(o -> o);
     }
 
+    /** Opens the volume as another client would, with its own configuration. */
+    public PartFs openAs(PartFsConfig other) throws IOException {
+        MetaEngine engine = new MetaEngine(newKvStore(), TimeSource.SYSTEM);
+        ObjectStore objects = newObjectStore();
+        engine.load();
+        return PartFs.open(engine, objects, other);
+    }
+
     /** Opens the volume with its object store wrapped (to count or fail requests). */
     public PartFs open(java.util.function.UnaryOperator<ObjectStore> wrap) throws IOException {
         return open(wrap, kv -> kv);
