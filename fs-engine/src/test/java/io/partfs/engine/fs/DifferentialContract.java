@@ -9,7 +9,6 @@ import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.meta.MetaEngine;
-import io.partfs.engine.testing.Backends;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -34,7 +33,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -47,28 +45,13 @@ import org.junit.jupiter.api.io.TempDir;
  * <p>Reproduce a failure with {@code -Dpartfs.seed=<seed printed in the message>}; change the
  * length with {@code -Dpartfs.ops=N}.
  */
-abstract class DifferentialContract {
+abstract class DifferentialContract extends OnBackends {
     static final int OPS = Integer.getInteger("partfs.ops", 10_000);
     static final String[] NAMES = {"a", "b", "c", "d", "e", "all_1_1_0", "tmp_insert_2", "checksums.txt"};
     static final int MAX_DEPTH = 2;
-    static Backends backends;
 
     @TempDir
     Path tmp;
-
-    abstract TestVolume.Meta meta();
-
-    abstract TestVolume.Store store();
-
-    static void start(TestVolume.Meta meta, TestVolume.Store store) throws Exception {
-        backends = Backends.start(meta, store);
-    }
-
-    @AfterAll
-    static void stopBackends() throws IOException {
-        Backends.closeQuietly(backends);
-        backends = null;
-    }
 
     private Path ref;
     private PartFs fs;

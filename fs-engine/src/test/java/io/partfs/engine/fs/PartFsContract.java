@@ -10,7 +10,6 @@ import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.object.ObjectStore;
-import io.partfs.engine.testing.Backends;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -21,7 +20,6 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,29 +29,14 @@ import org.junit.jupiter.api.io.TempDir;
  * The filesystem API over the whole data path, on one metadata engine and object store chosen
  * by the subclass. Volumes use 1 MiB blocks so multi-block files stay small.
  */
-abstract class PartFsContract {
+abstract class PartFsContract extends OnBackends {
     static final long ROOT = MetaEngine.ROOT;
     static final int RW = PartFs.O_RDWR;
-    static Backends backends;
 
     @TempDir
     Path dir;
     TestVolume volume;
     PartFs fs;
-
-    abstract TestVolume.Meta meta();
-
-    abstract TestVolume.Store store();
-
-    static void start(TestVolume.Meta meta, TestVolume.Store store) throws Exception {
-        backends = Backends.start(meta, store);
-    }
-
-    @AfterAll
-    static void stopBackends() throws IOException {
-        Backends.closeQuietly(backends);
-        backends = null;
-    }
 
     @BeforeEach
     void openVolume() throws IOException {
