@@ -91,18 +91,22 @@ public final class ChunkStore implements Closeable {
 
     /** Buffers {@code len} bytes at {@code off} of file {@code ino}. */
     public void write(long ino, long off, byte[] src, int srcOff, int len) throws IOException {
-        FileWriter w = writers.computeIfAbsent(ino, i -> new FileWriter(this, meta, i));
-        w.write(off, src, srcOff, len);
-        if (w.pendingBytes() >= writeBufferPerFile) {
-            w.flush();
+        while (true) {
+            FileWriter w = writers.computeIfAbsent(ino, i -> new FileWriter(this, meta, i));
+            // A writer retired by a concurrent flush takes no more data: take the next one.
+            if (w.write(off, src, srcOff, len)) {
+                if (w.pendingBytes() >= writeBufferPerFile) {
+                    w.flush();
+                }
+                return;
+            }
         }
     }
 
     /** Uploads and commits what was written to {@code ino}; a no-op when nothing is pending. */
     public void flush(long ino) throws IOException {
         FileWriter w = writers.get(ino);
-        if (w != null) {
-            w.flush();
+        if (w != null && w.flushAndRetire()) {
             writers.remove(ino, w);
         }
     }

@@ -17,7 +17,9 @@ import java.util.concurrent.ExecutionException;
  * transaction, in the order they were started, so later writes cover earlier ones.
  *
  * <p>Concurrency: all methods synchronize on the writer. A failed upload keeps its bytes, so
- * a later flush tries it again; nothing is committed until all uploads succeed.
+ * a later flush tries it again; nothing is committed until all uploads succeed. Once flushed
+ * empty a writer is retired (under its lock) and refuses further writes, so the store can drop
+ * it from its map without losing a write that raced with the flush.
  */
 final class FileWriter {
     private static final int UPLOAD_ATTEMPTS = 3;
@@ -28,6 +30,7 @@ final class FileWriter {
     private final List<PendingSlice> slices = new ArrayList<>();
     private long pendingBytes;
     private long end = -1;
+    private boolean retired;
 
     FileWriter(ChunkStore store, MetaEngine meta, long ino) {
         this.store = store;
@@ -44,7 +47,11 @@ final class FileWriter {
         return slices.isEmpty() ? -1 : end;
     }
 
-    synchronized void write(long off, byte[] src, int srcOff, int len) throws IOException {
+    /** Buffers the write; false (nothing written) when this writer was retired. */
+    synchronized boolean write(long off, byte[] src, int srcOff, int len) throws IOException {
+        if (retired) {
+            return false;
+        }
         int done = 0;
         while (done < len) {
             long pos = off + done;
@@ -61,6 +68,7 @@ final class FileWriter {
         }
         pendingBytes += len;
         end = Math.max(end, off + len);
+        return true;
     }
 
     /** The last slice, if this write continues it exactly within its chunk. */
@@ -72,6 +80,13 @@ final class FileWriter {
         boolean contiguous = !last.finished && last.chunk == idx && last.pos + last.length == inChunk
                 && (long) last.length + n <= ChunkStore.CHUNK;
         return contiguous ? last : null;
+    }
+
+    /** Flushes, then retires the writer; true when it is retired (nothing left pending). */
+    synchronized boolean flushAndRetire() throws IOException {
+        flush();
+        retired = slices.isEmpty();
+        return retired;
     }
 
     synchronized void flush() throws IOException {

@@ -315,6 +315,41 @@ abstract class PartFsContract extends OnBackends {
         }
     }
 
+    /** Reads flush the file's writer; a write racing with that flush must not be lost. */
+    @Test
+    void writesRacingWithFlushesOfTheSameFileAreKept() throws Exception {
+        long fh = create("raced");
+        long ino = ino("raced");
+        int pieces = 400;
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<?> reader = pool.submit(() -> {
+                byte[] buf = new byte[16];
+                long rh = fs.open(ino, PartFs.O_RDONLY);
+                try {
+                    for (int i = 0; i < pieces; i++) {
+                        fs.read(rh, 0, buf, 0, buf.length); // flushes the writer
+                    }
+                } finally {
+                    fs.release(rh);
+                }
+                return null;
+            });
+            for (int i = 0; i < pieces; i++) {
+                fs.write(fh, i * 100L, random(100, i), 0, 100);
+            }
+            reader.get();
+        } finally {
+            pool.shutdownNow();
+        }
+        fs.release(fh);
+        byte[] all = readAll(ino);
+        assertEquals(pieces * 100, all.length);
+        for (int i = 0; i < pieces; i++) {
+            assertArrayEquals(random(100, i), Arrays.copyOfRange(all, i * 100, i * 100 + 100), "piece " + i);
+        }
+    }
+
     @Test
     void resolveWalksPaths() throws IOException {
         Attr a = fs.mkdir(ROOT, "a", 0755, 0, 0);
