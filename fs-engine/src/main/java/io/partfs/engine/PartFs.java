@@ -54,8 +54,8 @@ public final class PartFs implements Closeable {
         } else {
             meta.enableCache(ttl);
         }
-        BlockCache cache = new BlockCache(config.blockCacheDir() == null
-                ? java.nio.file.Path.of("/nonexistent") : config.blockCacheDir(), config.blockCacheSize());
+        BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
+                ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize());
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile());
         this.reclaimer = new Reclaimer(meta, chunks);
         meta.setOrphanListener(reclaimer::fileOrphaned);

@@ -76,6 +76,11 @@ public final class BlockCache {
         log.debug("block cache {}: {} blocks, {} bytes", dir, found.size(), used);
     }
 
+    /** A cache that holds nothing. */
+    public static BlockCache disabled() throws IOException {
+        return new BlockCache(Path.of("."), 0);
+    }
+
     public boolean enabled() {
         return capacity > 0;
     }

@@ -10,6 +10,7 @@ import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.object.ObjectStore;
+import io.partfs.engine.testing.Concurrently;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -287,27 +288,14 @@ abstract class PartFsContract extends OnBackends {
 
     @Test
     void concurrentWritersOnDifferentFiles() throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < 4; t++) {
-                int thread = t;
-                futures.add(pool.submit(() -> {
-                    for (int i = 0; i < 10; i++) {
-                        long fh = create("t" + thread + "_" + i);
-                        byte[] data = random(50_000 + i, thread * 100L + i);
-                        fs.write(fh, 0, data, 0, data.length);
-                        fs.release(fh);
-                    }
-                    return null;
-                }));
+        Concurrently.run(4, thread -> {
+            for (int i = 0; i < 10; i++) {
+                long fh = create("t" + thread + "_" + i);
+                byte[] data = random(50_000 + i, thread * 100L + i);
+                fs.write(fh, 0, data, 0, data.length);
+                fs.release(fh);
             }
-            for (Future<?> f : futures) {
-                f.get();
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         for (int t = 0; t < 4; t++) {
             for (int i = 0; i < 10; i++) {
                 assertArrayEquals(random(50_000 + i, t * 100L + i), readAll(ino("t" + t + "_" + i)));

@@ -12,6 +12,7 @@ import io.partfs.engine.DirEntry;
 import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
 import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.testing.Concurrently;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -456,25 +457,12 @@ abstract class MetaEngineContract {
     @Test
     void concurrentCreatesAndMkdirsInOneDirectoryAreAllKept() throws Exception {
         Attr d = dir(ROOT, "d");
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        try {
-            List<Future<?>> fs = new ArrayList<>();
-            for (int t = 0; t < 4; t++) {
-                int thread = t;
-                fs.add(pool.submit(() -> {
-                    for (int i = 0; i < 50; i++) {
-                        file(d.ino(), "f" + thread + "_" + i);
-                        dir(d.ino(), "d" + thread + "_" + i);
-                    }
-                    return null;
-                }));
+        Concurrently.run(4, thread -> {
+            for (int i = 0; i < 50; i++) {
+                file(d.ino(), "f" + thread + "_" + i);
+                dir(d.ino(), "d" + thread + "_" + i);
             }
-            for (Future<?> f : fs) {
-                f.get();
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         assertEquals(400, meta.readdir(d.ino()).size());
         assertEquals(2 + 200, meta.getattr(d.ino()).nlink());
     }
@@ -482,30 +470,17 @@ abstract class MetaEngineContract {
     @Test
     void concurrentRenamesOfOneFileLeaveExactlyOneName() throws Exception {
         Attr f = file(ROOT, "x0");
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        try {
-            List<Future<?>> fs = new ArrayList<>();
-            for (int t = 0; t < 4; t++) {
-                int thread = t;
-                fs.add(pool.submit(() -> {
-                    for (int i = 0; i < 50; i++) {
-                        for (String n : names(ROOT)) {
-                            try {
-                                meta.rename(ROOT, n, ROOT, "x" + thread + "_" + i, 0);
-                            } catch (FsException.NoSuchEntry e) {
-                                // another thread moved it first
-                            }
-                        }
+        Concurrently.run(4, thread -> {
+            for (int i = 0; i < 50; i++) {
+                for (String n : names(ROOT)) {
+                    try {
+                        meta.rename(ROOT, n, ROOT, "x" + thread + "_" + i, 0);
+                    } catch (FsException.NoSuchEntry e) {
+                        // another thread moved it first
                     }
-                    return null;
-                }));
+                }
             }
-            for (Future<?> fut : fs) {
-                fut.get();
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         List<DirEntry> left = meta.readdir(ROOT);
         assertEquals(1, left.size(), left.toString());
         assertEquals(f.ino(), left.get(0).ino());

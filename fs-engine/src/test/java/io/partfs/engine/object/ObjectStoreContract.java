@@ -142,27 +142,14 @@ abstract class ObjectStoreContract {
 
     @Test
     void concurrentPutsAndGetsOfDistinctKeys() throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(8);
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < 8; t++) {
-                int thread = t;
-                futures.add(pool.submit(() -> {
-                    for (int i = 0; i < 20; i++) {
-                        String k = "c/" + thread + "/" + i;
-                        byte[] data = bytes(4096 + i, thread * 100L + i);
-                        store.put(k, data);
-                        assertArrayEquals(data, store.get(k, 0, -1));
-                    }
-                    return null;
-                }));
+        io.partfs.engine.testing.Concurrently.run(8, thread -> {
+            for (int i = 0; i < 20; i++) {
+                String k = "c/" + thread + "/" + i;
+                byte[] data = bytes(4096 + i, thread * 100L + i);
+                store.put(k, data);
+                assertArrayEquals(data, store.get(k, 0, -1));
             }
-            for (Future<?> f : futures) {
-                f.get();
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         assertEquals(160, store.listAll("c/").size());
     }
 }
