@@ -101,6 +101,18 @@ final class MountCommand implements Callable<Integer> {
             description = "ClickHouse disk name of this mount: the prefix of cache keys disk:relative_path (default: ${DEFAULT-VALUE}).")
     String diskName;
 
+    @Option(names = "--http-address", paramLabel = "HOST:PORT", defaultValue = "127.0.0.1:9569",
+            description = {"Serve /metrics (Prometheus), the part-metadata cache rows behind the ClickHouse view, and",
+                    "table registration here (default: ${DEFAULT-VALUE}; 'none' turns it off). Any address",
+                    "other than loopback needs a bearer token in $" + HTTP_TOKEN_ENV + "."})
+    String httpAddress;
+
+    /** The server whose running queries tell which rows a read of the view needs. */
+    @Mixin
+    ClickHouseOptions clickhouse;
+
+    static final String HTTP_TOKEN_ENV = "PARTFS_HTTP_TOKEN";
+
     @Option(names = "--config", paramLabel = "FILE",
             description = {"Properties file of option defaults by long name, e.g. metadata-cache-tables=all;",
                     "options given on the command line win."})
@@ -118,6 +130,10 @@ final class MountCommand implements Callable<Integer> {
         checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
         config(null, false); // checks the sizes before anything starts
+        if (!httpAddress.equals("none")) {
+            io.partfs.cli.http.SidecarHttpServer.parseAddress(httpAddress);
+        }
+        clickhouse.client(); // checks the URL
         io.partfs.cache.TableSelector.parse(metadataCacheTables);
         Sizes.parse(metadataCacheLruSize, "metadata cache LRU size");
         return background ? startInBackground(mp) : serve(mp, fuse);
@@ -150,11 +166,13 @@ final class MountCommand implements Callable<Integer> {
         return b.build();
     }
 
+    private final io.partfs.engine.metrics.Metrics metrics = new io.partfs.engine.metrics.Metrics();
+
     private PartFsConfig config(String uuid, boolean s3) {
         long cache = cacheSize != null ? Sizes.parse(cacheSize, "cache size") : s3 ? 10L << 30 : 0;
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
-        return PartFsConfig.builder().blockCache(dir, cache).ioThreads(ioThreads)
+        return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).ioThreads(ioThreads)
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer")).build();
     }
 
@@ -163,6 +181,7 @@ final class MountCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PartFsConfig config;
         PartFs fs;
+        volume.metrics = metrics;
         try (var meta = volume.openMeta(volume.embedded())) {
             boolean s3 = io.partfs.engine.object.StorageUrl.parse(meta.volumeFormat().storage()).isS3();
             config = config(meta.volumeFormat().uuid(), s3);
@@ -185,7 +204,9 @@ final class MountCommand implements Callable<Integer> {
         }
         long session = -1;
         CountDownLatch stop = new CountDownLatch(1);
+        io.partfs.cli.http.SidecarHttpServer http = null;
         try {
+            http = startHttp(cache);
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
             session = fs.meta().registerSession(String.format("%s pid %d at %s since %s",
@@ -223,6 +244,9 @@ final class MountCommand implements Callable<Integer> {
             log.info("unmounting {}: flushing buffered writes", mp);
         } finally {
             try {
+                if (http != null) {
+                    http.close();
+                }
                 fs.syncAll();
                 fuse.unmount();
                 if (session >= 0) {
@@ -240,6 +264,39 @@ final class MountCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** Starts the HTTP endpoint unless turned off; its failure stops the mount before it starts. */
+    private io.partfs.cli.http.SidecarHttpServer startHttp(io.partfs.cache.PartMetadataCache cache) throws IOException {
+        if (httpAddress.equals("none")) {
+            return null;
+        }
+        if (cache != null) {
+            metrics.counterFrom("partfs_metadata_cache_hits_total", "Part-metadata files served from the part-metadata cache.", cache::served);
+            metrics.counterFrom("partfs_metadata_cache_misses_total", "Part-metadata file reads of cached tables the cache could not serve.",
+                    () -> cache.lookups() - cache.served());
+            metrics.counterFrom("partfs_metadata_cache_fills_total", "Part-metadata files stored into the cache.", cache::filled);
+            metrics.gauge("partfs_metadata_cache_entries", "Entries in the part-metadata cache (counted at most a minute ago).",
+                    () -> cache.store().approximate().entries());
+            metrics.gauge("partfs_metadata_cache_bytes", "Bytes of the part-metadata cache (counted at most a minute ago).",
+                    () -> cache.store().approximate().bytes());
+        }
+        var sources = new io.partfs.cli.http.SidecarHttpServer.Sources(metrics, cache,
+                new io.partfs.cli.http.RunningQueries(clickhouse.client()), ClickHouseCommand.VIEW);
+        io.partfs.cli.http.SidecarHttpServer http;
+        try {
+            http = io.partfs.cli.http.SidecarHttpServer.start(httpAddress, System.getenv(HTTP_TOKEN_ENV), sources);
+        } catch (IllegalArgumentException e) {
+            if (spec.commandLine().getParseResult().hasMatchedOption("--http-address") || !e.getMessage().startsWith("cannot listen")) {
+                throw e;
+            }
+            // the default port is taken (another mount on this machine): serve the files anyway
+            log.warn("HTTP endpoint not started: {} is in use (another mount?); give this mount its own --http-address "
+                    + "for /metrics and the ClickHouse view", httpAddress);
+            return null;
+        }
+        log.info("HTTP endpoint on {}:{} (/metrics, /metadata-cache, /tables)", http.host(), http.port());
+        return http;
+    }
+
     /** Opens the part-metadata cache and learns from the table DDL already on the volume. */
     private io.partfs.cache.PartMetadataCache openCache(PartFs fs) throws IOException {
         Path dir = metadataCacheDir != null ? metadataCacheDir
@@ -252,9 +309,11 @@ final class MountCommand implements Callable<Integer> {
             io.partfs.cache.PartMetadataCache cache = new io.partfs.cache.PartMetadataCache(store, diskName, tables,
                     p -> fs.readFile("/" + p));
             TableDdl.learnAll(fs, tables);
-            log.info("part-metadata cache {}: disk '{}', tables: {}{}", dir, diskName,
+            store.registeredTables().forEach(tables::register);
+            log.info("part-metadata cache {}: disk '{}', tables: {}{}{}", dir, diskName,
                     tables.selectsAll() ? "all" : metadataCacheTables == null ? "" : metadataCacheTables + " ",
-                    tables.ddlSelected().isEmpty() ? "" : " and by DDL " + tables.ddlSelected());
+                    tables.ddlSelected().isEmpty() ? "" : " and by DDL " + tables.ddlSelected(),
+                    tables.registered().isEmpty() ? "" : ", registered " + tables.registered());
             return cache;
         } catch (IOException | RuntimeException e) {
             store.close();

@@ -83,13 +83,20 @@ final class VolumeOptions {
         }
     }
 
+    /** Where a mount records metadata transactions; null for commands that do not serve metrics. */
+    io.partfs.engine.metrics.Metrics metrics;
+
+    private io.partfs.engine.meta.KvStore metered(io.partfs.engine.meta.KvStore kv) {
+        return metrics == null ? kv : new io.partfs.engine.metrics.MeteredKvStore(kv, metrics);
+    }
+
     /** Opens the metadata engine and checks the volume is formatted (formatting the embedded one on first use). */
     MetaEngine openMeta(boolean formatEmbedded) throws IOException {
         if (!embedded()) {
-            return loaded(metaUrl().open());
+            return loaded(metered(metaUrl().open()));
         }
         Files.createDirectories(embeddedDir());
-        MetaEngine m = new MetaEngine(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open(), TimeSource.SYSTEM);
+        MetaEngine m = new MetaEngine(metered(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open()), TimeSource.SYSTEM);
         try {
             if (formatEmbedded) {
                 String storage = StorageUrl.parse(embeddedDir().resolve("objects").toString()).url();

@@ -45,6 +45,7 @@ public final class PartFs implements Closeable {
 
     private PartFs(MetaEngine meta, ObjectStore objects, PartFsConfig config) throws IOException {
         this.meta = meta;
+        objects = new io.partfs.engine.metrics.MeteredObjectStore(objects, config.metrics());
         this.objects = objects;
         this.config = config;
         this.format = meta.load();
@@ -57,6 +58,7 @@ public final class PartFs implements Closeable {
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
                 ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize());
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile());
+        registerCacheMetrics(config.metrics(), cache);
         this.reclaimer = new Reclaimer(meta, chunks);
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
@@ -70,6 +72,17 @@ public final class PartFs implements Closeable {
      */
     public static PartFs open(MetaEngine meta, ObjectStore objects, PartFsConfig config) throws IOException {
         return new PartFs(meta, objects, config);
+    }
+
+    private static void registerCacheMetrics(io.partfs.engine.metrics.Metrics m, BlockCache cache) {
+        m.counterFrom("partfs_block_cache_hits_total", "Block reads served from the local block cache.", () -> cache.stats().hits());
+        m.counterFrom("partfs_block_cache_misses_total", "Block reads the local block cache could not serve.", () -> cache.stats().misses());
+        m.gauge("partfs_block_cache_bytes", "Bytes held in the local block cache.", () -> cache.stats().bytes());
+        m.gauge("partfs_block_cache_blocks", "Blocks held in the local block cache.", () -> cache.stats().blocks());
+    }
+
+    public PartFsConfig config() {
+        return config;
     }
 
     public VolumeFormat format() {

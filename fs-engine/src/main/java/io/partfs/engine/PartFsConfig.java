@@ -15,8 +15,10 @@ public final class PartFsConfig {
     private final long capacity;
     private final boolean readOnly;
     private final java.time.Duration metaCacheTtl;
+    private final io.partfs.engine.metrics.Metrics metrics;
 
     private PartFsConfig(Builder b) {
+        this.metrics = b.metrics;
         this.metaCacheTtl = b.metaCacheTtl;
         this.readOnly = b.readOnly;
         this.blockCacheDir = b.blockCacheDir;
@@ -58,9 +60,12 @@ public final class PartFsConfig {
      */
     public java.time.Duration metaCacheTtl() { return metaCacheTtl; }
 
+    /** Where the filesystem records its operations (object requests, block cache, FUSE calls). */
+    public io.partfs.engine.metrics.Metrics metrics() { return metrics; }
+
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).metaCacheTtl(metaCacheTtl);
+                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).metaCacheTtl(metaCacheTtl).metrics(metrics);
     }
 
     public static final class Builder {
@@ -71,6 +76,9 @@ public final class PartFsConfig {
         private int readaheadBlocks = 2;
         private long capacity = 1L << 50;
         private boolean readOnly;
+        private io.partfs.engine.metrics.Metrics metrics = io.partfs.engine.metrics.Metrics.none();
+
+        public Builder metrics(io.partfs.engine.metrics.Metrics m) { this.metrics = java.util.Objects.requireNonNull(m); return this; }
 
         public Builder readOnly(boolean b) { this.readOnly = b; return this; }
 

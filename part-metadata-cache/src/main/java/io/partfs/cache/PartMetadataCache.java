@@ -32,6 +32,7 @@ public final class PartMetadataCache implements PathObserver {
     private final String disk;
     private final TableSelector tables;
     private final FileReader reader;
+    private final AtomicLong lookups = new AtomicLong();
     private final AtomicLong served = new AtomicLong();
     private final AtomicLong filled = new AtomicLong();
 
@@ -71,6 +72,7 @@ public final class PartMetadataCache implements PathObserver {
 
     @Override
     public byte[] cached(String path, Attr attr) {
+        lookups.incrementAndGet();
         try {
             Optional<PartMetadataStore.Entry> e = store.get(key(path));
             if (e.isPresent() && matches(e.get(), attr)) {
@@ -150,6 +152,11 @@ public final class PartMetadataCache implements PathObserver {
         } catch (IOException ex) {
             log.warn("cannot cache the new link {}: {}", added, ex.toString());
         }
+    }
+
+    /** Reads of cached tables' metadata files looked up in the cache since start. */
+    public long lookups() {
+        return lookups.get();
     }
 
     /** Copies served from the cache and copies stored since start. */

@@ -169,6 +169,31 @@ public final class PartMetadataStore implements Closeable {
         }
     }
 
+    /** Reserved key holding the tables registered with the sidecar ({@code partfs sql}), one db.table per line. */
+    private static final String REGISTERED = "\u0000registered-tables";
+
+    /** The tables registered to be cached, as saved by {@link #saveRegisteredTables}. */
+    public java.util.Set<String> registeredTables() throws IOException {
+        try {
+            byte[] v = db.get(k(REGISTERED));
+            java.util.Set<String> out = new java.util.TreeSet<>();
+            if (v != null) {
+                new String(v, StandardCharsets.UTF_8).lines().filter(l -> !l.isBlank()).forEach(out::add);
+            }
+            return out;
+        } catch (RocksDBException e) {
+            throw wrap("read registered tables", e);
+        }
+    }
+
+    public void saveRegisteredTables(java.util.Collection<String> tables) throws IOException {
+        try {
+            db.put(writeOptions, k(REGISTERED), String.join("\n", new java.util.TreeSet<>(tables)).getBytes(StandardCharsets.UTF_8));
+        } catch (RocksDBException e) {
+            throw wrap("save registered tables", e);
+        }
+    }
+
     private void loadCounters() {
         try {
             byte[] v = db.get(k(COUNTERS));
@@ -289,6 +314,49 @@ public final class PartMetadataStore implements Closeable {
                 }
             }
         }
+    }
+
+    /** Receives entries in key order; returns false to stop. */
+    @FunctionalInterface
+    public interface EntryVisitor {
+        boolean visit(String key, Entry entry) throws IOException;
+    }
+
+    /**
+     * Visits every entry whose key starts with {@code prefix}, in key order, from a consistent
+     * snapshot; corrupt values are skipped. For the system-table view, which streams them.
+     */
+    public void forEachEntry(String prefix, EntryVisitor visitor) throws IOException {
+        byte[] p = k(prefix);
+        try (RocksIterator it = db.newIterator()) {
+            for (it.seek(p); it.isValid() && startsWith(it.key(), p); it.next()) {
+                if (it.key().length == 0 || it.key()[0] == 0) {
+                    continue;
+                }
+                Entry e = decode(it.value());
+                if (e != null && !visitor.visit(new String(it.key(), StandardCharsets.UTF_8), e)) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Entries and value bytes, counted at most {@link #COUNT_MAX_AGE_NANOS} ago; for metrics. */
+    public record Approximate(long entries, long bytes) {
+    }
+
+    /** RocksDB's own key estimate is far off after many deletes (every part rename deletes), so count. */
+    private static final long COUNT_MAX_AGE_NANOS = 60_000_000_000L;
+    private Approximate lastCount;
+    private long lastCountAt;
+
+    public synchronized Approximate approximate() {
+        if (lastCount == null || System.nanoTime() - lastCountAt > COUNT_MAX_AGE_NANOS) {
+            Stats s = stats();
+            lastCount = new Approximate(s.entries(), s.bytes());
+            lastCountAt = System.nanoTime();
+        }
+        return lastCount;
     }
 
     public List<String> keys(String prefix) {

@@ -25,6 +25,8 @@ public final class TableSelector {
     private final Set<String> named;
     /** db.table of tables whose DDL asks for the cache. */
     private final Set<String> byDdl = ConcurrentHashMap.newKeySet();
+    /** db.table of tables registered at run time ({@code partfs sql} on servers that reject the setting). */
+    private final Set<String> registered = ConcurrentHashMap.newKeySet();
     /** UUID of an Atomic table to its db.table. */
     private final Map<String, String> uuids = new ConcurrentHashMap<>();
 
@@ -67,12 +69,54 @@ public final class TableSelector {
         if (name == null) {
             return false;
         }
-        return byDdl.contains(name) || named.contains(name) || named.contains(name.substring(0, name.indexOf('.')) + ".*");
+        return byDdl.contains(name) || registered.contains(name) || named.contains(name) || named.contains(name.substring(0, name.indexOf('.')) + ".*");
     }
 
     /** Whether {@code db.table} is selected (for listing tables). */
     public boolean selected(String database, String table) {
         return selected(MergeTreePaths.TableRef.ordinary(database, table));
+    }
+
+    /**
+     * Why {@code db.table} is cached: "all", "option", "ddl", "registered", or empty when it is
+     * not (for {@code partfs clickhouse tables}).
+     */
+    public Optional<String> reason(String database, String table) {
+        String name = database + "." + table;
+        if (all) {
+            return Optional.of("all");
+        }
+        if (byDdl.contains(name)) {
+            return Optional.of("ddl");
+        }
+        if (registered.contains(name)) {
+            return Optional.of("registered");
+        }
+        if (named.contains(name) || named.contains(database + ".*")) {
+            return Optional.of("option");
+        }
+        return Optional.empty();
+    }
+
+    /** Selects {@code db.table} from now on; returns false when it already was registered. */
+    public boolean register(String name) {
+        checkName(name);
+        return registered.add(name);
+    }
+
+    public boolean unregister(String name) {
+        return registered.remove(name);
+    }
+
+    /** Tables registered at run time, sorted. */
+    public List<String> registered() {
+        return registered.stream().sorted().toList();
+    }
+
+    private static void checkName(String name) {
+        if (name == null || !name.matches("[^.\\s]+\\.[^.\\s]+")) {
+            throw new IllegalArgumentException("invalid table '" + name + "': use db.table");
+        }
     }
 
     /** True for paths of table DDL files, which {@link #learn} reads. */

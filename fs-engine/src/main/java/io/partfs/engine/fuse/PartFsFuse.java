@@ -50,6 +50,7 @@ public final class PartFsFuse extends FuseStubFS {
 
     private final PartFs fs;
     private final PathObserver observer;
+    private final io.partfs.engine.metrics.OperationMetrics ops;
     /** Handles that wrote since their last flush, to tell the observer about committed content. */
     private final java.util.Map<Long, Boolean> dirty = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -61,6 +62,8 @@ public final class PartFsFuse extends FuseStubFS {
     public PartFsFuse(PartFs fs, PathObserver observer) {
         this.fs = fs;
         this.observer = observer;
+        this.ops = new io.partfs.engine.metrics.OperationMetrics(fs.config().metrics(), "partfs_fuse_operations",
+                "FUSE operations (errors are calls answered with an errno, ENOENT included)");
         // struct fuse_operations bit field: flag_nullpath_ok (bit 0) and flag_utime_omit_ok (bit 2).
         // jnr-fuse declares the bit field as padding, so it is set through the struct's memory.
         Struct.getMemory(fuseOperations).putInt(flagsOffset(), 0b101);
@@ -88,12 +91,16 @@ public final class PartFsFuse extends FuseStubFS {
         int run() throws Exception;
     }
 
-    private static int call(String op, String path, Body body) {
+    private int call(String op, String path, Body body) {
+        long start = System.nanoTime();
+        int result;
         try {
-            return body.run();
+            result = body.run();
         } catch (Throwable t) {
-            return Errnos.of(op, path, t);
+            result = Errnos.of(op, path, t);
         }
+        ops.record(op, System.nanoTime() - start, result < 0);
+        return result;
     }
 
     // ---- paths ----

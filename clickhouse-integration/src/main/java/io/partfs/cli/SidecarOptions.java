@@ -1,0 +1,67 @@
+package io.partfs.cli;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import picocli.CommandLine.Option;
+
+/** Where the running sidecar's HTTP endpoint is ({@code partfs mount --http-address}), and a small client for it. */
+final class SidecarOptions {
+    @Option(names = "--sidecar", paramLabel = "URL", defaultValue = "http://127.0.0.1:9569",
+            description = {"HTTP endpoint of the running mount (its --http-address) (default: ${DEFAULT-VALUE}).",
+                    "A token, if the mount requires one, is read from $" + MountCommand.HTTP_TOKEN_ENV + "."})
+    String url;
+
+    URI base() {
+        String u = url.trim();
+        if (!u.contains("://")) {
+            u = "http://" + u;
+        }
+        URI uri;
+        try {
+            uri = URI.create(u.endsWith("/") ? u.substring(0, u.length() - 1) : u);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid --sidecar URL '" + url + "': use http://host:port");
+        }
+        if (!"http".equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0) {
+            throw new IllegalArgumentException("invalid --sidecar URL '" + url + "': use http://host:port");
+        }
+        return uri;
+    }
+
+    static String token() {
+        String t = System.getenv(MountCommand.HTTP_TOKEN_ENV);
+        return t == null || t.isBlank() ? null : t.trim();
+    }
+
+    /** Sends a request to the sidecar and returns the body of a 200 answer. */
+    String call(String method, String pathAndQuery) throws IOException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base() + pathAndQuery)).timeout(Duration.ofSeconds(30))
+                .method(method, HttpRequest.BodyPublishers.noBody());
+        if (token() != null) {
+            b.header("Authorization", "Bearer " + token());
+        }
+        HttpResponse<String> r;
+        try {
+            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
+                    .send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        } catch (java.net.ConnectException e) {
+            throw new IOException("no PartFS sidecar answers at " + base() + ": mount the volume first (partfs mount), or pass --sidecar");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted");
+        }
+        if (r.statusCode() != 200) {
+            throw new IOException("the sidecar at " + base() + " answered " + r.statusCode() + ": " + r.body().trim());
+        }
+        return r.body();
+    }
+
+    static String enc(String s) {
+        return java.net.URLEncoder.encode(s, StandardCharsets.UTF_8);
+    }
+}
