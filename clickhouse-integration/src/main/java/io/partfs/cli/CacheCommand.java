@@ -259,9 +259,12 @@ final class CacheCommand {
     }
 
     @Command(name = "drop", mixinStandardHelpOptions = true,
-            description = {"Delete cached entries (of the given tables, or all) while the volume is not mounted.",
+            description = {"Delete cached entries (of the given tables, or all); while mounted, through the mount's --sidecar endpoint.",
                     "The cache holds only copies: dropping loses no table data."})
     static final class Drop extends TableCommand {
+        @Mixin
+        SidecarOptions sidecar;
+
         @Override
         int run(PrintWriter out, TableFilter filter) throws Exception {
             Path dir = cache.cacheDir();
@@ -283,11 +286,21 @@ final class CacheCommand {
                     }
                 }
             } catch (IOException e) {
-                if (String.valueOf(e.getMessage()).contains("in use")) {
-                    throw new IllegalStateException("the cache " + dir + " is in use by a running mount: unmount first "
-                            + "(partfs umount MOUNTPOINT); dropping while mounted is not supported yet");
+                if (!String.valueOf(e.getMessage()).contains("in use")) {
+                    throw e;
                 }
-                throw e;
+                // a running mount holds the cache: it drops the entries itself
+                StringBuilder q = new StringBuilder("/metadata-cache/drop?prefix=" + SidecarOptions.enc(cache.disk + ":"));
+                for (String t : tables == null ? List.<String>of() : tables) {
+                    q.append("&table=").append(SidecarOptions.enc(t));
+                }
+                try {
+                    n = Integer.parseInt(sidecar.call("POST", q.toString()).trim());
+                } catch (IOException s) {
+                    throw new IllegalStateException("the cache " + dir + " is in use by a running mount, and " + s.getMessage());
+                }
+                out.printf("dropped %d entries from %s (through the mount at %s)%n", n, dir, sidecar.base());
+                return 0;
             }
             out.printf("dropped %d entries from %s%n", n, dir);
             return 0;

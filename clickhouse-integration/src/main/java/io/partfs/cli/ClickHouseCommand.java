@@ -191,11 +191,8 @@ final class ClickHouseCommand implements Callable<Integer> {
             ClickHouseClient ch = clickhouse.client();
             List<List<String>> rows;
             String where = " FROM system.tables WHERE engine LIKE '%MergeTree%' AND database != 'system' ORDER BY database, name";
-            try {
-                rows = ch.query("SELECT database, name, engine, arrayStringConcat(data_paths, ',')" + where);
-            } catch (IOException e) {
-                rows = ch.query("SELECT database, name, engine, data_path" + where); // before data_paths (18.16)
-            }
+            rows = ch.query("SELECT database, name, engine, "
+                    + (ch.hasColumn("tables", "data_paths") ? "arrayStringConcat(data_paths, ',')" : "data_path") + where);
             List<String> cached = new ArrayList<>();
             String note = "";
             if (!rows.isEmpty()) {

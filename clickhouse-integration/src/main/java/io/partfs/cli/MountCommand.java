@@ -131,7 +131,7 @@ final class MountCommand implements Callable<Integer> {
         FuseOptions fuse = fuseOptions();
         config(null, false); // checks the sizes before anything starts
         if (!httpAddress.equals("none")) {
-            io.partfs.cli.http.SidecarHttpServer.parseAddress(httpAddress);
+            io.partfs.cli.http.SidecarHttpServer.checkAddress(httpAddress, System.getenv(HTTP_TOKEN_ENV));
         }
         clickhouse.client(); // checks the URL
         io.partfs.cache.TableSelector.parse(metadataCacheTables);
@@ -231,6 +231,8 @@ final class MountCommand implements Callable<Integer> {
                 return th;
             });
             if (cache != null) {
+                var serverTables = new io.partfs.cli.clickhouse.ServerTables(clickhouse.client(), cache.tables());
+                saver.scheduleWithFixedDelay(serverTables::sync, 0, 30, java.util.concurrent.TimeUnit.SECONDS);
                 saver.scheduleAtFixedRate(() -> {
                     try {
                         cache.store().saveCounters(); // for 'partfs cache stats' while mounted
@@ -309,7 +311,7 @@ final class MountCommand implements Callable<Integer> {
             io.partfs.cache.PartMetadataCache cache = new io.partfs.cache.PartMetadataCache(store, diskName, tables,
                     p -> fs.readFile("/" + p));
             TableDdl.learnAll(fs, tables);
-            store.registeredTables().forEach(tables::register);
+            store.registeredTables().forEach(tables::registerLine);
             log.info("part-metadata cache {}: disk '{}', tables: {}{}{}", dir, diskName,
                     tables.selectsAll() ? "all" : metadataCacheTables == null ? "" : metadataCacheTables + " ",
                     tables.ddlSelected().isEmpty() ? "" : " and by DDL " + tables.ddlSelected(),

@@ -16,15 +16,18 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code partfs sql "..."}: sends one statement to ClickHouse. A {@code CREATE TABLE} with
- * {@code SETTINGS use_metadata_cache = true} goes as written first; a server that rejects the
- * setting (18.16 cannot even parse {@code true}; 23.9+ accept it as obsolete) gets it without
- * that setting, and the table is registered with the running sidecar, which caches its part
- * metadata from then on. One code path for old and current servers.
+ * {@code SETTINGS use_metadata_cache = true} goes as written to a server that knows the setting
+ * ({@code system.merge_tree_settings} lists it: 22.2 and later, obsolete but accepted since
+ * 23.9); a server that does not (18.16 cannot even parse {@code true}) gets the statement
+ * without that setting. Either way the table (with its UUID, for Atomic databases) is then
+ * registered with the running sidecar, which caches its part metadata from then on: the DDL
+ * file is on the mount only when ClickHouse's whole path is. One code path for all servers.
  */
 @Command(name = "sql", mixinStandardHelpOptions = true,
         description = {"Run one ClickHouse statement (through clickhouse-jdbc) and print its rows, tab-separated.",
                 "CREATE TABLE ... SETTINGS use_metadata_cache = true works on every server: where ClickHouse",
-                "rejects the setting, the table is created without it and registered with the sidecar."})
+                "does not know the setting, the table is created without it; either way it is registered",
+                "with the running sidecar (--sidecar), which caches its part metadata from then on."})
 final class SqlCommand implements Callable<Integer> {
     static final Pattern SETTING = Pattern.compile("(?i)\\buse_metadata_cache\\s*=\\s*(true|false|1|0|'true'|'false'|'1'|'0')");
     private static final Pattern CREATE = Pattern.compile(
@@ -58,25 +61,31 @@ final class SqlCommand implements Callable<Integer> {
             run(ch, statement, out);
             return 0;
         }
-        try {
-            ch.execute(statement);
-            out.printf("partfs: created %s; ClickHouse keeps use_metadata_cache in its DDL, which PartFS reads%n", table.get());
+        String version = ch.version();
+        boolean known = ch.hasMergeTreeSetting("use_metadata_cache"); // 22.2 and later; obsolete but accepted since 23.9
+        ch.execute(known ? statement : withoutSetting(statement));
+        String how = known ? "with use_metadata_cache in its DDL" : "without use_metadata_cache (ClickHouse " + version + " does not know it)";
+        if (!wantsCache.get()) {
+            out.printf("partfs: created %s %s%n", table.get(), how);
             return 0;
-        } catch (IOException e) {
-            int code = ClickHouseClient.errorCode(e);
-            if (code != 115 && code != 62) { // UNKNOWN_SETTING, SYNTAX_ERROR (18.16 has no true/false literals)
-                throw e;
-            }
         }
-        ch.execute(withoutSetting(statement));
-        if (wantsCache.get()) {
-            sidecar.call("POST", "/tables?name=" + SidecarOptions.enc(table.get()));
-            out.printf("partfs: created %s without use_metadata_cache (ClickHouse %s rejects it) and registered it with "
-                    + "the sidecar at %s: its part metadata is cached%n", table.get(), ch.version(), sidecar.base());
-        } else {
-            out.printf("partfs: created %s without use_metadata_cache (ClickHouse %s rejects it)%n", table.get(), ch.version());
-        }
+        // Registered in both cases: the DDL file is on the mount only when ClickHouse's whole path is.
+        String uuid = uuidOf(ch, table.get());
+        sidecar.call("POST", "/tables?name=" + SidecarOptions.enc(table.get()) + (uuid == null ? "" : "&uuid=" + uuid));
+        out.printf("partfs: created %s %s and registered it with the sidecar at %s: its part metadata is cached%n",
+                table.get(), how, sidecar.base());
         return 0;
+    }
+
+    /** The table's UUID on servers that have them (Atomic databases), else null. */
+    private static String uuidOf(ClickHouseClient ch, String table) throws IOException {
+        if (!ch.hasColumn("tables", "uuid")) {
+            return null;
+        }
+        int dot = table.indexOf('.');
+        List<List<String>> rows = ch.query("SELECT toString(uuid) FROM system.tables WHERE database = "
+                + ClickHouseCommand.quote(table.substring(0, dot)) + " AND name = " + ClickHouseCommand.quote(table.substring(dot + 1)));
+        return rows.isEmpty() ? null : rows.get(0).get(0);
     }
 
     private static void run(ClickHouseClient ch, String sql, PrintWriter out) throws IOException {

@@ -92,11 +92,19 @@ class MetadataCacheCommandIT {
         assertTrue(drop.out().contains("dropped 4 entries"), drop.out());
         assertTrue(partfs.run("cache", "stats").out().contains("entries: 0"));
 
-        mount("--metadata-cache-tables", "db.*");
+        int port = io.partfs.engine.testing.RedisServer.freePort();
+        mount("--metadata-cache-tables", "db.*", "--http-address", "127.0.0.1:" + port);
         Partfs.Result warm = partfs.run("cache", "warmup", mnt.toString());
         assertEquals(0, warm.exit(), warm.all());
         assertTrue(warm.out().contains("read 4 part-metadata files"), warm.out());
-        assertEquals(1, partfs.run("cache", "drop").exit(), "drop refuses while the cache is in use by a mount");
+        Partfs.Result noSidecar = partfs.run("cache", "drop", "--sidecar", "127.0.0.1:" + io.partfs.engine.testing.RedisServer.freePort());
+        assertEquals(1, noSidecar.exit(), "the cache is in use and no sidecar answers: " + noSidecar.all());
+        Partfs.Result mountedDrop = partfs.run("cache", "drop", "db.t", "--sidecar", "127.0.0.1:" + port);
+        assertEquals(0, mountedDrop.exit(), mountedDrop.all());
+        assertTrue(mountedDrop.out().contains("dropped 4 entries") && mountedDrop.out().contains("through the mount"), mountedDrop.out());
+        for (String f : new String[] {"checksums.txt", "columns.txt", "count.txt", "primary.idx"}) {
+            Files.readAllBytes(mnt.resolve("data/db/t/all_1_1_0/" + f)); // a miss: read and stored again
+        }
         assertEquals(0, partfs.run("umount", mnt.toString()).exit());
         Partfs.Result after = partfs.run("cache", "verify");
         assertTrue(after.out().contains("4 match"), after.out());

@@ -71,6 +71,22 @@ final class Partfs {
         return new Result(p.exitValue(), outText, errText.get());
     }
 
+    /** Runs and requires exit 0. */
+    Result ok(String... args) throws Exception {
+        Result r = run(args);
+        org.junit.jupiter.api.Assertions.assertEquals(0, r.exit(), String.join(" ", args) + ": " + r.all());
+        return r;
+    }
+
+    /** Unmounts {@code mnt} (through partfs umount, then fusermount -z if needed) and deletes {@code dir}. */
+    void unmountAndDelete(Path mnt, Path dir) throws Exception {
+        if (io.partfs.engine.fuse.Mounts.isMounted(mnt)) {
+            run("umount", mnt.toString());
+        }
+        ensureUnmounted(mnt);
+        io.partfs.engine.testing.TempDirs.deleteRecursively(dir);
+    }
+
     /** The partfs: lines of stderr (the launcher's own build notice and logging left out). */
     static List<String> errorLines(Result r) {
         return r.err().lines().filter(l -> l.startsWith("partfs: ") && !l.startsWith("partfs: building")).toList();

@@ -169,7 +169,7 @@ public final class PartMetadataStore implements Closeable {
         }
     }
 
-    /** Reserved key holding the tables registered with the sidecar ({@code partfs sql}), one db.table per line. */
+    /** Reserved key holding the tables registered with the sidecar ({@code partfs sql}), one line each (db.table, a tab, its UUID if any). */
     private static final String REGISTERED = "\u0000registered-tables";
 
     /** The tables registered to be cached, as saved by {@link #saveRegisteredTables}. */

@@ -25,8 +25,8 @@ public final class TableSelector {
     private final Set<String> named;
     /** db.table of tables whose DDL asks for the cache. */
     private final Set<String> byDdl = ConcurrentHashMap.newKeySet();
-    /** db.table of tables registered at run time ({@code partfs sql} on servers that reject the setting). */
-    private final Set<String> registered = ConcurrentHashMap.newKeySet();
+    /** db.table of tables registered at run time ({@code partfs sql}), to their UUID or "" (Ordinary). */
+    private final Map<String, String> registered = new ConcurrentHashMap<>();
     /** UUID of an Atomic table to its db.table. */
     private final Map<String, String> uuids = new ConcurrentHashMap<>();
 
@@ -69,7 +69,7 @@ public final class TableSelector {
         if (name == null) {
             return false;
         }
-        return byDdl.contains(name) || registered.contains(name) || named.contains(name) || named.contains(name.substring(0, name.indexOf('.')) + ".*");
+        return byDdl.contains(name) || registered.containsKey(name) || named.contains(name) || named.contains(name.substring(0, name.indexOf('.')) + ".*");
     }
 
     /** Whether {@code db.table} is selected (for listing tables). */
@@ -89,7 +89,7 @@ public final class TableSelector {
         if (byDdl.contains(name)) {
             return Optional.of("ddl");
         }
-        if (registered.contains(name)) {
+        if (registered.containsKey(name)) {
             return Optional.of("registered");
         }
         if (named.contains(name) || named.contains(database + ".*")) {
@@ -98,19 +98,43 @@ public final class TableSelector {
         return Optional.empty();
     }
 
-    /** Selects {@code db.table} from now on; returns false when it already was registered. */
-    public boolean register(String name) {
+    /**
+     * Selects {@code db.table} from now on, and its data under {@code store/} when {@code uuid}
+     * is given (an Atomic table); returns false when it already was registered so.
+     */
+    public boolean register(String name, String uuid) {
         checkName(name);
-        return registered.add(name);
+        String u = uuid == null || uuid.isBlank() || uuid.equals(NIL_UUID) ? "" : uuid;
+        if (!u.isEmpty()) {
+            if (!isTableUuid(u)) {
+                throw new IllegalArgumentException("invalid table UUID '" + uuid + "'");
+            }
+            uuids.put(u, name);
+        }
+        return !u.equals(registered.put(name, u));
     }
 
     public boolean unregister(String name) {
-        return registered.remove(name);
+        return registered.remove(name) != null;
     }
 
-    /** Tables registered at run time, sorted. */
+    /** Registered tables as {@code db.table} or {@code db.table<TAB>uuid} lines, sorted (as saved). */
     public List<String> registered() {
-        return registered.stream().sorted().toList();
+        return registered.entrySet().stream().map(e -> e.getValue().isEmpty() ? e.getKey() : e.getKey() + "\t" + e.getValue())
+                .sorted().toList();
+    }
+
+    /** Registers a line of {@link #registered()}. */
+    public void registerLine(String line) {
+        String[] f = line.split("\t", 2);
+        register(f[0], f.length > 1 ? f[1] : null);
+    }
+
+    private static final String NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+    /** A UUID as Atomic databases name table directories (Ordinary tables report the nil UUID). */
+    private static boolean isTableUuid(String u) {
+        return u != null && u.matches("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}") && !u.equals(NIL_UUID);
     }
 
     private static void checkName(String name) {
@@ -130,11 +154,19 @@ public final class TableSelector {
         if (!m.matches()) {
             return;
         }
-        String name = unescape(m.group(1)) + "." + unescape(m.group(2));
-        String text = new String(ddl, StandardCharsets.UTF_8);
+        learnDdl(unescape(m.group(1)) + "." + unescape(m.group(2)), null, new String(ddl, StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Reads one table's DDL text (from its file, or {@code create_table_query} of the server's
+     * system.tables when the metadata is not on this volume), with its UUID when known.
+     */
+    public void learnDdl(String name, String uuid, String text) {
         Matcher u = UUID_CLAUSE.matcher(text);
         if (u.find()) {
             uuids.put(u.group(1), name);
+        } else if (isTableUuid(uuid)) {
+            uuids.put(uuid, name);
         }
         if (USE_CACHE.matcher(text).find()) {
             byDdl.add(name);

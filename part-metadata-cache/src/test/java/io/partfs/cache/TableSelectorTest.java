@@ -44,4 +44,28 @@ class TableSelectorTest {
         assertFalse(t.selected("db", "hits"), "DROP forgets it");
         assertFalse(TableSelector.isTableDdl("metadata/db/hits.sql.tmp"));
     }
+
+    @Test
+    void registeredTablesAndServerDdlSelectAtomicStoreDirectoriesByUuid() {
+        TableSelector t = TableSelector.parse("");
+        String uuid = "0a3f0c1e-1111-4222-8333-444455556666";
+        assertTrue(t.register("db.reg", uuid));
+        assertFalse(t.register("db.reg", uuid), "already registered");
+        assertTrue(t.selected(MergeTreePaths.TableRef.atomic(uuid)));
+        assertEquals(java.util.Optional.of("registered"), t.reason("db", "reg"));
+        assertEquals(List.of("db.reg\t" + uuid), t.registered());
+        TableSelector restored = TableSelector.parse("");
+        t.registered().forEach(restored::registerLine);
+        assertTrue(restored.selected(MergeTreePaths.TableRef.atomic(uuid)), "saved lines restore the UUID");
+        assertTrue(t.unregister("db.reg"));
+        assertFalse(t.selected("db", "reg"));
+
+        String other = "7b3f0c1e-1111-4222-8333-444455556666";
+        t.learnDdl("db.srv", other, "CREATE TABLE db.srv (`d` Date) ENGINE = MergeTree ORDER BY d "
+                + "SETTINGS storage_policy = 'partfs', use_metadata_cache = 1, index_granularity = 8192");
+        assertTrue(t.selected(MergeTreePaths.TableRef.atomic(other)), "create_table_query from system.tables");
+        assertEquals(java.util.Optional.of("ddl"), t.reason("db", "srv"));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> t.register("nodot", null));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> t.register("db.t", "not-a-uuid"));
+    }
 }

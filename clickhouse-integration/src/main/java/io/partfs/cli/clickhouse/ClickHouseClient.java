@@ -112,10 +112,15 @@ public final class ClickHouseClient {
         return Integer.parseInt(v[0]) * 100 + Integer.parseInt(v[1]);
     }
 
-    /** A ClickHouse error code from a failure of {@link #execute} or {@link #query}, or -1. */
-    public static int errorCode(IOException e) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("Code: (\\d+)").matcher(String.valueOf(e.getMessage()));
-        return m.find() ? Integer.parseInt(m.group(1)) : -1;
+    /** Whether the server knows a MergeTree table setting (asked without provoking an error). */
+    public boolean hasMergeTreeSetting(String name) throws IOException {
+        return !query("SELECT 1 FROM system.merge_tree_settings WHERE name = '" + name.replace("'", "") + "'").isEmpty();
+    }
+
+    /** Whether a system table has a column (to choose between server generations without an error). */
+    public boolean hasColumn(String systemTable, String column) throws IOException {
+        return !query("SELECT 1 FROM system.columns WHERE database = 'system' AND table = '" + systemTable.replace("'", "")
+                + "' AND name = '" + column.replace("'", "") + "'").isEmpty();
     }
 
     private IOException failure(SQLException e) {

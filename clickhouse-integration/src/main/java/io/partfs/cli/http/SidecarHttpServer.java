@@ -30,9 +30,11 @@ import org.slf4j.LoggerFactory;
  *        ?format=TabSeparated|JSONEachRow  &amp;key=K (repeatable) &amp;prefix=P (repeatable) &amp;limit=N &amp;values=0
  * GET  /metadata-cache/view       the same rows for ClickHouse's url() in the system-table view,
  *                                 filtered by the WHERE clauses of the queries reading the view
- * POST /metadata-cache/drop?prefix=P   deletes the entries under P (all of this disk without P)
+ * POST /metadata-cache/drop?prefix=P&amp;table=db.t   deletes the entries under P (default: this disk),
+ *                                 only those of the given tables when table= is given
  * GET  /tables?name=db.t          whether each table is cached, and why: name, cached (0/1), reason
- * POST /tables?name=db.t          caches db.t from now on (kept across restarts); DELETE undoes it
+ * POST /tables?name=db.t[&amp;uuid=U] caches db.t (its store/ directory by UUID) from now on, kept
+ *                                 across restarts; DELETE undoes it
  * </pre>
  *
  * A bearer token, when set, is required on every request ({@code Authorization: Bearer T}, or
@@ -67,11 +69,7 @@ public final class SidecarHttpServer implements AutoCloseable {
      * required unless the address is loopback.
      */
     public static SidecarHttpServer start(String address, String token, Sources sources) throws IOException {
-        InetSocketAddress addr = parseAddress(address);
-        if (!addr.getAddress().isLoopbackAddress() && (token == null || token.isBlank())) {
-            throw new IllegalArgumentException("--http-address " + address + " is not loopback: set a token in "
-                    + "$PARTFS_HTTP_TOKEN so that only those who know it can read the cache");
-        }
+        InetSocketAddress addr = checkAddress(address, token);
         HttpServer server;
         try {
             server = HttpServer.create(addr, 64);
@@ -91,10 +89,20 @@ public final class SidecarHttpServer implements AutoCloseable {
         return s;
     }
 
-    public static InetSocketAddress parseAddress(String address) {
+    /** The address to listen on; refuses one other than loopback without a token. */
+    public static InetSocketAddress checkAddress(String address, String token) {
+        InetSocketAddress addr = parseAddress(address);
+        if (!addr.getAddress().isLoopbackAddress() && (token == null || token.isBlank())) {
+            throw new IllegalArgumentException("--http-address " + address + " is not loopback: set a token in "
+                    + "$PARTFS_HTTP_TOKEN so that only those who know it can read the cache");
+        }
+        return addr;
+    }
+
+    static InetSocketAddress parseAddress(String address) {
         int colon = address == null ? -1 : address.lastIndexOf(':');
         if (colon < 0) {
-            throw new IllegalArgumentException("invalid --http-address '" + address + "': use host:port, e.g. 127.0.0.1:9567");
+            throw new IllegalArgumentException("invalid --http-address '" + address + "': use host:port, e.g. 127.0.0.1:9569");
         }
         String host = address.substring(0, colon).replace("[", "").replace("]", "");
         int port;
@@ -213,8 +221,23 @@ public final class SidecarHttpServer implements AutoCloseable {
             return;
         }
         PartMetadataCache cache = requireCache();
+        List<String> tables = params.getOrDefault("table", List.of());
         String prefix = first(params, "prefix") == null ? cache.disk() + ":" : first(params, "prefix");
-        int n = cache.store().deletePrefix(prefix);
+        int n = 0;
+        if (tables.isEmpty()) {
+            n = cache.store().deletePrefix(prefix);
+        } else {
+            for (String key : cache.store().keys(prefix)) {
+                String table = io.partfs.cache.MergeTreePaths.parse(key.substring(key.indexOf(':') + 1))
+                        .map(t -> t.table().isAtomic() ? cache.tables().tableOf(t.table().uuid()).orElse("") : t.table().toString())
+                        .orElse("");
+                if (tables.contains(table)) {
+                    cache.store().delete(key);
+                    n++;
+                }
+            }
+        }
+        log.info("dropped {} part-metadata cache entries (prefix {}{})", n, prefix, tables.isEmpty() ? "" : ", tables " + tables);
         text(ex, 200, n + "\n");
     }
 
@@ -222,9 +245,13 @@ public final class SidecarHttpServer implements AutoCloseable {
         PartMetadataCache cache = requireCache();
         List<String> names = params.getOrDefault("name", List.of());
         if (method.equals("POST") || method.equals("DELETE")) {
+            String uuid = first(params, "uuid");
+            if (uuid != null && names.size() != 1) {
+                throw new IllegalArgumentException("give uuid= with exactly one name=");
+            }
             for (String n : names) {
                 if (method.equals("POST")) {
-                    cache.tables().register(n);
+                    cache.tables().register(n, uuid);
                 } else {
                     cache.tables().unregister(n);
                 }

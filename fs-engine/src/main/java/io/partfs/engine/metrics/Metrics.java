@@ -180,7 +180,7 @@ public final class Metrics {
         if (Double.isInfinite(v)) {
             return v > 0 ? "+Inf" : "-Inf";
         }
-        return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : Double.toString(v);
+        return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
     }
 
     private static String escapeLabel(String s) {
