@@ -16,10 +16,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * A real clickhouse-server (Debian's 18.16 package) on free loopback ports, with its config and
  * logs in {@code confDir} and its whole {@code <path>} in {@code dataDir}. Queries go over HTTP.
- * Stopped with SIGTERM by its own process handle.
+ * Stopped with SIGTERM by its own process handle. Shared with the benchmarks (test-jar).
  */
-final class ClickHouseServer implements AutoCloseable {
-    static final Path BINARY = Path.of("/usr/sbin/clickhouse-server");
+public final class ClickHouseServer implements AutoCloseable {
+    public static final Path BINARY = Path.of("/usr/sbin/clickhouse-server");
 
     private final Path confDir;
     private final Path dataDir;
@@ -28,7 +28,7 @@ final class ClickHouseServer implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private Process process;
 
-    ClickHouseServer(Path confDir, Path dataDir) throws IOException {
+    public ClickHouseServer(Path confDir, Path dataDir) throws IOException {
         if (!Files.isExecutable(BINARY)) {
             throw new IOException("clickhouse-server is not installed: apt-get install clickhouse-server (scripts/test does)");
         }
@@ -76,16 +76,21 @@ final class ClickHouseServer implements AutoCloseable {
                 """);
     }
 
-    int httpPort() {
+    public int httpPort() {
         return httpPort;
     }
 
     /** Starts the server and waits (polling SELECT 1, 120 s at most) until it answers. */
-    void start() throws Exception {
+    public void start() throws Exception {
+        start(Duration.ofSeconds(120));
+    }
+
+    /** Starts the server and waits (polling SELECT 1 every 10 ms) until it answers, {@code timeout} at most. */
+    public void start(Duration timeout) throws Exception {
         process = new ProcessBuilder(BINARY.toString(), "--config-file=" + confDir.resolve("config.xml"))
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(confDir.resolve("log/stdout.log").toFile()))
                 .start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             try {
                 if ("1".equals(query("SELECT 1").trim())) {
@@ -98,14 +103,14 @@ final class ClickHouseServer implements AutoCloseable {
                 throw new IOException("clickhouse-server exited with " + process.exitValue() + ": " + tail(confDir.resolve("log/server.err.log")));
             }
             if (System.nanoTime() > deadline) {
-                throw new IOException("clickhouse-server did not answer within 120 s");
+                throw new IOException("clickhouse-server did not answer within " + timeout.toSeconds() + " s");
             }
-            java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
+            java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval (the startup benchmark times this)
         }
     }
 
     /** Runs one statement over HTTP and returns its TabSeparated result. */
-    String query(String sql) throws IOException {
+    public String query(String sql) throws IOException {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/"))
                 .timeout(Duration.ofSeconds(120))
                 .POST(HttpRequest.BodyPublishers.ofString(sql)).build();
@@ -122,7 +127,7 @@ final class ClickHouseServer implements AutoCloseable {
     }
 
     /** Stops the server (SIGTERM) and waits for it to exit. */
-    void stop() throws Exception {
+    public void stop() throws Exception {
         if (process == null) {
             return;
         }
@@ -134,7 +139,7 @@ final class ClickHouseServer implements AutoCloseable {
     }
 
     /** Lines of the error log at level Error or worse. */
-    List<String> errors() throws IOException {
+    public List<String> errors() throws IOException {
         Path err = confDir.resolve("log/server.err.log");
         if (!Files.exists(err)) {
             return List.of();

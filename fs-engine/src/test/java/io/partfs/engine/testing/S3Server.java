@@ -24,10 +24,19 @@ public final class S3Server implements AutoCloseable {
     }
 
     public static S3Server start() throws Exception {
+        return start(new TransientNio2BlobStore());
+    }
+
+    /** An S3 server keeping its objects in files under {@code dir} (for data larger than memory). */
+    public static S3Server start(java.nio.file.Path dir) throws Exception {
+        return start(new org.gaul.s3proxy.nio2blob.FilesystemNio2BlobStore(dir.toString()));
+    }
+
+    private static S3Server start(org.gaul.s3proxy.nio2blob.AbstractNio2BlobStore store) throws Exception {
         int port = RedisServer.freePort();
         URI endpoint = URI.create("http://127.0.0.1:" + port);
         S3Proxy proxy = S3Proxy.builder()
-                .blobStore(new TransientNio2BlobStore())
+                .blobStore(store)
                 .endpoint(endpoint)
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
                 .build();

@@ -1,0 +1,118 @@
+package io.partfs.bench;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A loopback TCP proxy that adds a fixed delay to every request: WAN-like object-store latency
+ * where {@code tc netem} is not available. A request is the first bytes a client sends after
+ * the server last answered on that connection (HTTP/1.1 requests are sequential on a
+ * connection), so each S3 request costs one delay, whatever its size. The delay can be
+ * changed while running (data is loaded at 0 ms, startup measured at 20 ms).
+ */
+public final class LatencyProxy implements AutoCloseable {
+    private final ServerSocket server;
+    private final InetSocketAddress target;
+    private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private final AtomicLong requests = new AtomicLong();
+    private volatile long delayNanos;
+    private volatile boolean closed;
+
+    public LatencyProxy(int targetPort) throws IOException {
+        this.target = new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort);
+        this.server = new ServerSocket(0, 200, InetAddress.getLoopbackAddress());
+        Thread acceptor = new Thread(this::accept, "latency-proxy-accept");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    public int port() {
+        return server.getLocalPort();
+    }
+
+    public void setDelayMillis(double ms) {
+        this.delayNanos = (long) (ms * 1_000_000);
+    }
+
+    /** Requests seen since start. */
+    public long requests() {
+        return requests.get();
+    }
+
+    private void accept() {
+        while (!closed) {
+            try {
+                Socket client = server.accept();
+                Socket upstream = new Socket(target.getAddress(), target.getPort());
+                client.setTcpNoDelay(true);
+                upstream.setTcpNoDelay(true);
+                open.add(client);
+                open.add(upstream);
+                Connection c = new Connection();
+                start(() -> pump(client, upstream, c, true));
+                start(() -> pump(upstream, client, c, false));
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Per-connection state: whether the server answered since the client last sent. */
+    private static final class Connection {
+        volatile boolean answered = true;
+    }
+
+    private static void start(Runnable r) {
+        Thread t = new Thread(r, "latency-proxy-pump");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private void pump(Socket from, Socket to, Connection c, boolean fromClient) {
+        byte[] buf = new byte[64 << 10];
+        try (from; to) {
+            InputStream in = from.getInputStream();
+            OutputStream out = to.getOutputStream();
+            int n;
+            while ((n = in.read(buf)) >= 0) {
+                if (fromClient && c.answered) {
+                    c.answered = false;
+                    requests.incrementAndGet();
+                    long d = delayNanos;
+                    if (d > 0) {
+                        LockSupport.parkNanos(d); // the injected latency, once per request
+                    }
+                } else if (!fromClient) {
+                    c.answered = true;
+                }
+                out.write(buf, 0, n);
+                out.flush();
+            }
+        } catch (IOException e) {
+            // connection closed by either side
+        } finally {
+            open.remove(from);
+            open.remove(to);
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        closed = true;
+        server.close();
+        for (Socket s : open) {
+            s.close();
+        }
+    }
+}

@@ -1,0 +1,355 @@
+package io.partfs.bench;
+
+import io.partfs.cli.ClickHouseServer;
+import io.partfs.engine.object.S3ObjectStore;
+import io.partfs.engine.testing.RedisServer;
+import io.partfs.engine.testing.S3Server;
+import io.partfs.engine.testing.TempDirs;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * ClickHouse startup time on local disk, on PartFS with and without the part-metadata cache,
+ * and on other FUSE filesystems over the same S3 server: the classic test of ClickHouse's
+ * metadata-cache feature (2000 tables x 350 parts x 50 String columns), scaled by options.
+ *
+ * <p>One dataset is made by ClickHouse on local disk, then copied onto a PartFS volume (Redis
+ * metadata, S3 data) and uploaded as plain objects for rclone and s3fs. S3 is an s3proxy
+ * behind a {@link LatencyProxy}; loading runs at 0 ms, startups at each --latency. Every
+ * startup is timed from process start until {@code SELECT 1} answers (18.16 loads all tables
+ * before it listens), with the page cache dropped first; the parts are counted afterwards.
+ */
+@Command(name = "startup-bench", mixinStandardHelpOptions = true,
+        description = {"ClickHouse startup time: local disk, PartFS without/with the part-metadata cache,",
+                "PartFS with an empty cache after 'partfs cache warmup', rclone mount and s3fs, side by side.",
+                "Writes results.md, results.csv and startup.png into --out."})
+public final class StartupBench implements Callable<Integer> {
+    @Option(names = "--tables", defaultValue = "4", description = "Tables (classic test: 2000; default: ${DEFAULT-VALUE}).")
+    int tables;
+
+    @Option(names = "--parts", defaultValue = "350", description = "Parts per table, one per day partition (default: ${DEFAULT-VALUE}).")
+    int parts;
+
+    @Option(names = "--columns", defaultValue = "50", description = "String columns per table (default: ${DEFAULT-VALUE}).")
+    int columns;
+
+    @Option(names = "--rows", defaultValue = "10", description = "Rows per part (default: ${DEFAULT-VALUE}).")
+    int rowsPerPart;
+
+    @Option(names = "--runs", defaultValue = "3", description = "Startups per mode and latency; the median is reported (default: ${DEFAULT-VALUE}).")
+    int runs;
+
+    @Option(names = "--latency", split = ",", defaultValue = "0,20",
+            description = "S3 request latencies to measure at, in ms (default: ${DEFAULT-VALUE}).")
+    List<Double> latencies;
+
+    @Option(names = "--modes", split = ",", defaultValue = "local,partfs-nocache,partfs-cache,partfs-warmup,rclone,s3fs",
+            description = "Modes to run (default: ${DEFAULT-VALUE}); rclone and s3fs are skipped when not installed.")
+    List<String> modes;
+
+    @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use (e.g. --partfs-option=--attr-cache=1).")
+    List<String> partfsOptions = new ArrayList<>();
+
+    @Option(names = "--work", description = "Scratch directory (default: a new temp directory, deleted at the end).")
+    Path work;
+
+    @Option(names = "--out", defaultValue = "benchmarks/results/startup", description = "Where the reports go (default: ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--startup-timeout", defaultValue = "900", description = "Seconds a startup may take before it counts as failed (default: ${DEFAULT-VALUE}).")
+    int startupTimeout;
+
+    private RedisServer redis;
+    private S3Server s3;
+    private LatencyProxy proxy;
+    private final Map<String, String> env = new HashMap<>();
+    private Path local;
+    private Path mnt;
+    private boolean pageCacheDropped = true;
+    private final List<StartupReport.Row> rows = new ArrayList<>();
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new StartupBench()).execute(args));
+    }
+
+    private static void progress(String fmt, Object... args) {
+        System.err.printf("[%s] %s%n", LocalDateTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")), String.format(fmt, args));
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (!Procs.installed("clickhouse-server") || !Procs.installed("redis-server")) {
+            throw new IllegalStateException("clickhouse-server and redis-server are needed: apt-get install clickhouse-server redis-server");
+        }
+        List<String> skipped = new ArrayList<>();
+        for (String tool : List.of("rclone", "s3fs")) {
+            if (modes.contains(tool) && !Procs.installed(tool)) {
+                skipped.add(tool + " (not installed)");
+            }
+        }
+        modes = modes.stream().filter(m -> skipped.stream().noneMatch(s -> s.startsWith(m + " "))).toList();
+        boolean ownWork = work == null;
+        work = ownWork ? Files.createTempDirectory("partfs-startup-bench-") : Files.createDirectories(work);
+        local = work.resolve("local");
+        mnt = work.resolve("mnt");
+        Files.createDirectories(mnt);
+        long started = System.nanoTime();
+        try {
+            redis = RedisServer.start();
+            s3 = S3Server.start(Files.createDirectories(work.resolve("s3")));
+            proxy = new LatencyProxy(s3.endpoint().getPort());
+            env.put("PARTFS_HOME", work.resolve("home").toString());
+            env.put("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY);
+            env.put("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            progress("profile: %d tables x %d parts x %d String columns, %d rows per part; %d runs per mode at %s ms; modes %s",
+                    tables, parts, columns, rowsPerPart, runs, latencies, modes);
+            makeDataset();
+            loadPartFs();
+            if (modes.contains("rclone") || modes.contains("s3fs")) {
+                uploadPlain();
+            }
+            for (double latency : latencies) {
+                proxy.setDelayMillis(latency);
+                for (int run = 1; run <= runs; run++) {
+                    for (String mode : modes) {
+                        rows.add(measure(mode, latency, run));
+                    }
+                }
+            }
+            StartupReport report = new StartupReport(rows, tables, parts, columns, rowsPerPart, pageCacheDropped, skipped);
+            Files.createDirectories(out);
+            report.write(out);
+            System.out.println(report.markdown());
+            progress("done in %.0f s; reports in %s", (System.nanoTime() - started) / 1e9, out.toAbsolutePath());
+            return 0;
+        } finally {
+            Procs.unmount(mnt);
+            if (proxy != null) {
+                proxy.close();
+            }
+            if (s3 != null) {
+                s3.close();
+            }
+            if (redis != null) {
+                redis.close();
+            }
+            if (ownWork) {
+                TempDirs.deleteRecursively(work);
+            }
+        }
+    }
+
+    // ---- the dataset ----
+
+    private void makeDataset() throws Exception {
+        progress("creating the dataset with ClickHouse on local disk (%s)", local);
+        try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-load"), Files.createDirectories(local))) {
+            ch.start();
+            ch.query("CREATE DATABASE bench");
+            StringBuilder cols = new StringBuilder();
+            StringBuilder values = new StringBuilder();
+            for (int c = 0; c < columns; c++) {
+                cols.append(", c").append(c).append(" String");
+                values.append(", toString(number * ").append(c + 1).append(")");
+            }
+            for (int t = 0; t < tables; t++) {
+                ch.query("CREATE TABLE bench.t" + t + " (day Date, k UInt64" + cols + ") ENGINE = MergeTree "
+                        + "PARTITION BY toYYYYMMDD(day) ORDER BY k");
+                ch.query("INSERT INTO bench.t" + t + " SELECT toDate('2000-01-01') + (number % " + parts + "), number" + values
+                        + " FROM system.numbers LIMIT " + ((long) parts * rowsPerPart));
+                if ((t + 1) % Math.max(1, tables / 10) == 0 || t + 1 == tables) {
+                    progress("  %d/%d tables", t + 1, tables);
+                }
+            }
+            String count = ch.query("SELECT count() FROM system.parts WHERE active AND database = 'bench'").trim();
+            if (Long.parseLong(count) != (long) tables * parts) {
+                throw new IllegalStateException("expected " + tables * parts + " parts, ClickHouse made " + count);
+            }
+            ch.stop();
+        }
+        long[] files = {0, 0};
+        try (Stream<Path> s = Files.walk(local)) {
+            s.forEach(p -> files[Files.isDirectory(p) ? 0 : 1]++);
+        }
+        progress("dataset: %d parts, %d directories, %d files", (long) tables * parts, files[0], files[1]);
+    }
+
+    private String metaUrl() {
+        return "redis://127.0.0.1:" + redis.port() + "/1";
+    }
+
+    private List<String> mountArgs(boolean cache) {
+        List<String> a = new ArrayList<>(List.of("mount", mnt.toString(), "--background", "--meta", metaUrl(), "--cache-size", "0",
+                "--http-address", "none"));
+        if (cache) {
+            a.addAll(List.of("--metadata-cache-tables", "all"));
+        } else {
+            a.add("--no-metadata-cache");
+        }
+        a.addAll(partfsOptions);
+        return a;
+    }
+
+    /** Mounts PartFS; returns the sidecar's pid. */
+    private long mountPartFs(boolean cache) throws Exception {
+        String o = Procs.ok(Procs.partfs(mountArgs(cache).toArray(String[]::new)), env);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("pid (\\d+)").matcher(o);
+        if (!m.find()) {
+            throw new IOException("no pid in: " + o);
+        }
+        return Long.parseLong(m.group(1));
+    }
+
+    private void umountPartFs() throws Exception {
+        Procs.ok(Procs.partfs("umount", mnt.toString()), env);
+    }
+
+    private void loadPartFs() throws Exception {
+        progress("formatting a PartFS volume (Redis metadata, S3 data) and copying the dataset onto it");
+        String storage = "s3://partfs/bench?endpoint=http://127.0.0.1:" + proxy.port() + "&path-style=true&region=us-east-1";
+        Procs.ok(Procs.partfs("format", "bench", "--meta", metaUrl(), "--storage", storage), env);
+        mountPartFs(true);
+        long t0 = System.nanoTime();
+        Procs.ok(List.of("cp", "-a", local + "/.", mnt + "/"), env);
+        umountPartFs();
+        progress("copied onto PartFS in %.1f s (block uploads, Redis transactions and the cache fill included)",
+                (System.nanoTime() - t0) / 1e9);
+    }
+
+    private S3ObjectStore plainStore() {
+        return new S3ObjectStore(s3.config("plain").endpoint(URI.create("http://127.0.0.1:" + proxy.port())).prefix("ch/").build());
+    }
+
+    /** Uploads the dataset as plain objects (key = path) for rclone and s3fs, 32 at a time. */
+    private void uploadPlain() throws Exception {
+        progress("uploading the dataset as plain objects for rclone and s3fs");
+        List<Path> files;
+        try (Stream<Path> s = Files.walk(local)) {
+            files = s.filter(Files::isRegularFile).toList();
+        }
+        AtomicLong done = new AtomicLong();
+        ExecutorService pool = Executors.newFixedThreadPool(32);
+        try (S3ObjectStore store = plainStore()) {
+            store.ensureBucket();
+            List<Future<?>> fs = new ArrayList<>();
+            for (Path f : files) {
+                fs.add(pool.submit(() -> {
+                    store.put(local.relativize(f).toString(), Files.readAllBytes(f));
+                    long n = done.incrementAndGet();
+                    if (n % 20000 == 0) {
+                        progress("  %d/%d objects", n, files.size());
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        progress("uploaded %d objects", files.size());
+    }
+
+    // ---- one startup ----
+
+    private StartupReport.Row measure(String mode, double latency, int run) throws Exception {
+        progress("%s at %.0f ms, run %d/%d", mode, latency, run, runs);
+        long pid = -1;
+        Process tool = null;
+        double warmup = Double.NaN;
+        Path data = mnt;
+        try {
+            switch (mode) {
+                case "local" -> data = local;
+                case "partfs-nocache" -> pid = mountPartFs(false);
+                case "partfs-cache" -> pid = mountPartFs(true);
+                case "partfs-warmup" -> {
+                    Procs.ok(Procs.partfs("cache", "drop", "--meta", metaUrl()), env);
+                    pid = mountPartFs(true);
+                    long t0 = System.nanoTime();
+                    Procs.ok(Procs.partfs("cache", "warmup", mnt.toString()), env);
+                    warmup = (System.nanoTime() - t0) / 1e9;
+                }
+                case "rclone" -> tool = startRclone();
+                case "s3fs" -> tool = startS3fs();
+                default -> throw new IllegalArgumentException("unknown mode " + mode);
+            }
+            pageCacheDropped &= Procs.dropPageCache();
+            Path conf = work.resolve("conf-" + mode);
+            TempDirs.deleteRecursively(conf);
+            try (ClickHouseServer ch = new ClickHouseServer(conf, data)) {
+                long t0 = System.nanoTime();
+                ch.start(java.time.Duration.ofSeconds(startupTimeout));
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                long partsLoaded = Long.parseLong(ch.query("SELECT count() FROM system.parts WHERE active AND database = 'bench'").trim());
+                ch.stop();
+                long rss = pid > 0 ? Procs.peakRss(pid) : -1;
+                progress("  %.2f s, %d parts%s%s", seconds, partsLoaded, Double.isNaN(warmup) ? "" : String.format(", warmup %.2f s", warmup),
+                        rss > 0 ? String.format(", sidecar peak RSS %d MiB", rss >> 20) : "");
+                String error = partsLoaded == (long) tables * parts ? "" : "loaded " + partsLoaded + " of " + (long) tables * parts + " parts";
+                return new StartupReport.Row(mode, latency, run, seconds, partsLoaded, rss, warmup, error);
+            }
+        } catch (Exception e) {
+            progress("  failed: %s", e.getMessage());
+            return new StartupReport.Row(mode, latency, run, Double.NaN, 0, -1, warmup, String.valueOf(e.getMessage()).lines().findFirst().orElse(""));
+        } finally {
+            if (mode.startsWith("partfs")) {
+                umountPartFs();
+            } else if (tool != null) {
+                Procs.unmount(mnt);
+                tool.destroy();
+                tool.waitFor();
+            }
+        }
+    }
+
+    private Process startRclone() throws Exception {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("RCLONE_CONFIG_BENCH_TYPE", "s3");
+        e.put("RCLONE_CONFIG_BENCH_PROVIDER", "Other");
+        e.put("RCLONE_CONFIG_BENCH_ENV_AUTH", "false");
+        e.put("RCLONE_CONFIG_BENCH_ACCESS_KEY_ID", S3Server.ACCESS_KEY);
+        e.put("RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY", S3Server.SECRET_KEY);
+        e.put("RCLONE_CONFIG_BENCH_ENDPOINT", "http://127.0.0.1:" + proxy.port());
+        e.put("RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE", "true");
+        ProcessBuilder pb = new ProcessBuilder("rclone", "mount", "bench:plain/ch", mnt.toString(), "--vfs-cache-mode", "full",
+                "--cache-dir", work.resolve("rclone-cache").toString(), "--allow-other", "--log-file", work.resolve("rclone.log").toString())
+                .redirectErrorStream(true).redirectOutput(work.resolve("rclone.out").toFile());
+        pb.environment().putAll(e);
+        pb.environment().remove("AWS_CA_BUNDLE"); // rclone cannot use one with its own HTTP transport
+        Process p = pb.start();
+        Procs.awaitMounted(mnt, true, p);
+        return p;
+    }
+
+    private Process startS3fs() throws Exception {
+        Path passwd = work.resolve("s3fs.passwd");
+        Files.writeString(passwd, S3Server.ACCESS_KEY + ":" + S3Server.SECRET_KEY + "\n");
+        Files.setPosixFilePermissions(passwd, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Process p = new ProcessBuilder("s3fs", "plain:/ch", mnt.toString(), "-f", "-o", "url=http://127.0.0.1:" + proxy.port(),
+                "-o", "use_path_request_style", "-o", "passwd_file=" + passwd, "-o", "allow_other", "-o", "umask=0022",
+                "-o", "use_cache=" + Files.createDirectories(work.resolve("s3fs-cache")), "-o", "nonempty")
+                .redirectErrorStream(true).redirectOutput(work.resolve("s3fs.out").toFile()).start();
+        Procs.awaitMounted(mnt, true, p);
+        return p;
+    }
+}
