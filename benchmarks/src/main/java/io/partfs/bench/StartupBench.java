@@ -2,18 +2,13 @@ package io.partfs.bench;
 
 import io.partfs.cli.ClickHouseServer;
 import io.partfs.engine.object.S3ObjectStore;
-import io.partfs.engine.testing.RedisServer;
-import io.partfs.engine.testing.S3Server;
 import io.partfs.engine.testing.TempDirs;
 import java.io.IOException;
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -74,13 +69,10 @@ public final class StartupBench implements Callable<Integer> {
     @Option(names = "--out", defaultValue = "benchmarks/results/startup", description = "Where the reports go (default: ${DEFAULT-VALUE}).")
     Path out;
 
-    @Option(names = "--startup-timeout", defaultValue = "900", description = "Seconds a startup may take before it counts as failed (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--startup-timeout", defaultValue = "600", description = "Seconds a startup may take before it counts as failed (default: ${DEFAULT-VALUE}).")
     int startupTimeout;
 
-    private RedisServer redis;
-    private S3Server s3;
-    private LatencyProxy proxy;
-    private final Map<String, String> env = new HashMap<>();
+    private Stack stack;
     private Path local;
     private Path mnt;
     private boolean pageCacheDropped = true;
@@ -91,7 +83,7 @@ public final class StartupBench implements Callable<Integer> {
     }
 
     private static void progress(String fmt, Object... args) {
-        System.err.printf("[%s] %s%n", LocalDateTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")), String.format(fmt, args));
+        Stack.progress(fmt, args);
     }
 
     @Override
@@ -113,12 +105,7 @@ public final class StartupBench implements Callable<Integer> {
         Files.createDirectories(mnt);
         long started = System.nanoTime();
         try {
-            redis = RedisServer.start();
-            s3 = S3Server.start(Files.createDirectories(work.resolve("s3")));
-            proxy = new LatencyProxy(s3.endpoint().getPort());
-            env.put("PARTFS_HOME", work.resolve("home").toString());
-            env.put("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY);
-            env.put("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            stack = new Stack(work);
             progress("profile: %d tables x %d parts x %d String columns, %d rows per part; %d runs per mode at %s ms; modes %s",
                     tables, parts, columns, rowsPerPart, runs, latencies, modes);
             makeDataset();
@@ -127,10 +114,18 @@ public final class StartupBench implements Callable<Integer> {
                 uploadPlain();
             }
             for (double latency : latencies) {
-                proxy.setDelayMillis(latency);
+                stack.proxy.setDelayMillis(latency);
+                java.util.Set<String> gaveUp = new java.util.HashSet<>();
                 for (int run = 1; run <= runs; run++) {
                     for (String mode : modes) {
-                        rows.add(measure(mode, latency, run));
+                        if (gaveUp.contains(mode)) {
+                            continue; // it failed (or timed out) at this latency: repeating it tells nothing new
+                        }
+                        StartupReport.Row row = measure(mode, latency, run);
+                        rows.add(row);
+                        if (Double.isNaN(row.seconds())) {
+                            gaveUp.add(mode);
+                        }
                     }
                 }
             }
@@ -142,14 +137,8 @@ public final class StartupBench implements Callable<Integer> {
             return 0;
         } finally {
             Procs.unmount(mnt);
-            if (proxy != null) {
-                proxy.close();
-            }
-            if (s3 != null) {
-                s3.close();
-            }
-            if (redis != null) {
-                redis.close();
+            if (stack != null) {
+                stack.close();
             }
             if (ownWork) {
                 TempDirs.deleteRecursively(work);
@@ -192,13 +181,8 @@ public final class StartupBench implements Callable<Integer> {
         progress("dataset: %d parts, %d directories, %d files", (long) tables * parts, files[0], files[1]);
     }
 
-    private String metaUrl() {
-        return "redis://127.0.0.1:" + redis.port() + "/1";
-    }
-
-    private List<String> mountArgs(boolean cache) {
-        List<String> a = new ArrayList<>(List.of("mount", mnt.toString(), "--background", "--meta", metaUrl(), "--cache-size", "0",
-                "--http-address", "none"));
+    private List<String> mountOptions(boolean cache) {
+        List<String> a = new ArrayList<>(List.of("--cache-size", "0"));
         if (cache) {
             a.addAll(List.of("--metadata-cache-tables", "all"));
         } else {
@@ -208,34 +192,23 @@ public final class StartupBench implements Callable<Integer> {
         return a;
     }
 
-    /** Mounts PartFS; returns the sidecar's pid. */
     private long mountPartFs(boolean cache) throws Exception {
-        String o = Procs.ok(Procs.partfs(mountArgs(cache).toArray(String[]::new)), env);
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("pid (\\d+)").matcher(o);
-        if (!m.find()) {
-            throw new IOException("no pid in: " + o);
-        }
-        return Long.parseLong(m.group(1));
+        return stack.mountPartFs(mnt, mountOptions(cache));
     }
 
     private void umountPartFs() throws Exception {
-        Procs.ok(Procs.partfs("umount", mnt.toString()), env);
+        stack.umountPartFs(mnt);
     }
 
     private void loadPartFs() throws Exception {
         progress("formatting a PartFS volume (Redis metadata, S3 data) and copying the dataset onto it");
-        String storage = "s3://partfs/bench?endpoint=http://127.0.0.1:" + proxy.port() + "&path-style=true&region=us-east-1";
-        Procs.ok(Procs.partfs("format", "bench", "--meta", metaUrl(), "--storage", storage), env);
+        stack.formatPartFs();
         mountPartFs(true);
         long t0 = System.nanoTime();
-        Procs.ok(List.of("cp", "-a", local + "/.", mnt + "/"), env);
+        ParallelCopy.copy(local, mnt, 16);
         umountPartFs();
         progress("copied onto PartFS in %.1f s (block uploads, Redis transactions and the cache fill included)",
                 (System.nanoTime() - t0) / 1e9);
-    }
-
-    private S3ObjectStore plainStore() {
-        return new S3ObjectStore(s3.config("plain").endpoint(URI.create("http://127.0.0.1:" + proxy.port())).prefix("ch/").build());
     }
 
     /** Uploads the dataset as plain objects (key = path) for rclone and s3fs, 32 at a time. */
@@ -247,7 +220,7 @@ public final class StartupBench implements Callable<Integer> {
         }
         AtomicLong done = new AtomicLong();
         ExecutorService pool = Executors.newFixedThreadPool(32);
-        try (S3ObjectStore store = plainStore()) {
+        try (S3ObjectStore store = stack.plainStore()) {
             store.ensureBucket();
             List<Future<?>> fs = new ArrayList<>();
             for (Path f : files) {
@@ -283,73 +256,42 @@ public final class StartupBench implements Callable<Integer> {
                 case "partfs-nocache" -> pid = mountPartFs(false);
                 case "partfs-cache" -> pid = mountPartFs(true);
                 case "partfs-warmup" -> {
-                    Procs.ok(Procs.partfs("cache", "drop", "--meta", metaUrl()), env);
+                    Procs.ok(Procs.partfs("cache", "drop", "--meta", stack.metaUrl()), stack.env);
                     pid = mountPartFs(true);
                     long t0 = System.nanoTime();
-                    Procs.ok(Procs.partfs("cache", "warmup", mnt.toString()), env);
+                    Procs.ok(Procs.partfs("cache", "warmup", mnt.toString()), stack.env);
                     warmup = (System.nanoTime() - t0) / 1e9;
                 }
-                case "rclone" -> tool = startRclone();
-                case "s3fs" -> tool = startS3fs();
+                case "rclone" -> tool = stack.startRclone(mnt);
+                case "s3fs" -> tool = stack.startS3fs(mnt);
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             }
             pageCacheDropped &= Procs.dropPageCache();
             Path conf = work.resolve("conf-" + mode);
             TempDirs.deleteRecursively(conf);
             try (ClickHouseServer ch = new ClickHouseServer(conf, data)) {
+                Map<String, Double> before = mode.startsWith("partfs") ? SidecarMetrics.scrape(stack.httpPort) : Map.of();
                 long t0 = System.nanoTime();
                 ch.start(java.time.Duration.ofSeconds(startupTimeout));
                 double seconds = (System.nanoTime() - t0) / 1e9;
+                Map<String, Double> during = mode.startsWith("partfs") ? SidecarMetrics.delta(before, SidecarMetrics.scrape(stack.httpPort)) : Map.of();
                 long partsLoaded = Long.parseLong(ch.query("SELECT count() FROM system.parts WHERE active AND database = 'bench'").trim());
                 ch.stop();
                 long rss = pid > 0 ? Procs.peakRss(pid) : -1;
-                progress("  %.2f s, %d parts%s%s", seconds, partsLoaded, Double.isNaN(warmup) ? "" : String.format(", warmup %.2f s", warmup),
-                        rss > 0 ? String.format(", sidecar peak RSS %d MiB", rss >> 20) : "");
+                progress("  %.2f s, %d parts%s%s%s", seconds, partsLoaded, Double.isNaN(warmup) ? "" : String.format(", warmup %.2f s", warmup),
+                        rss > 0 ? String.format(", sidecar peak RSS %d MiB", rss >> 20) : "", SidecarMetrics.summary(during));
                 String error = partsLoaded == (long) tables * parts ? "" : "loaded " + partsLoaded + " of " + (long) tables * parts + " parts";
-                return new StartupReport.Row(mode, latency, run, seconds, partsLoaded, rss, warmup, error);
+                return new StartupReport.Row(mode, latency, run, seconds, partsLoaded, rss, warmup, error, SidecarMetrics.summary(during));
             }
         } catch (Exception e) {
             progress("  failed: %s", e.getMessage());
-            return new StartupReport.Row(mode, latency, run, Double.NaN, 0, -1, warmup, String.valueOf(e.getMessage()).lines().findFirst().orElse(""));
+            return new StartupReport.Row(mode, latency, run, Double.NaN, 0, -1, warmup, String.valueOf(e.getMessage()).lines().findFirst().orElse(""), "");
         } finally {
             if (mode.startsWith("partfs")) {
                 umountPartFs();
             } else if (tool != null) {
-                Procs.unmount(mnt);
-                tool.destroy();
-                tool.waitFor();
+                Stack.stopTool(tool, mnt);
             }
         }
-    }
-
-    private Process startRclone() throws Exception {
-        Map<String, String> e = new LinkedHashMap<>();
-        e.put("RCLONE_CONFIG_BENCH_TYPE", "s3");
-        e.put("RCLONE_CONFIG_BENCH_PROVIDER", "Other");
-        e.put("RCLONE_CONFIG_BENCH_ENV_AUTH", "false");
-        e.put("RCLONE_CONFIG_BENCH_ACCESS_KEY_ID", S3Server.ACCESS_KEY);
-        e.put("RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY", S3Server.SECRET_KEY);
-        e.put("RCLONE_CONFIG_BENCH_ENDPOINT", "http://127.0.0.1:" + proxy.port());
-        e.put("RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE", "true");
-        ProcessBuilder pb = new ProcessBuilder("rclone", "mount", "bench:plain/ch", mnt.toString(), "--vfs-cache-mode", "full",
-                "--cache-dir", work.resolve("rclone-cache").toString(), "--allow-other", "--log-file", work.resolve("rclone.log").toString())
-                .redirectErrorStream(true).redirectOutput(work.resolve("rclone.out").toFile());
-        pb.environment().putAll(e);
-        pb.environment().remove("AWS_CA_BUNDLE"); // rclone cannot use one with its own HTTP transport
-        Process p = pb.start();
-        Procs.awaitMounted(mnt, true, p);
-        return p;
-    }
-
-    private Process startS3fs() throws Exception {
-        Path passwd = work.resolve("s3fs.passwd");
-        Files.writeString(passwd, S3Server.ACCESS_KEY + ":" + S3Server.SECRET_KEY + "\n");
-        Files.setPosixFilePermissions(passwd, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-        Process p = new ProcessBuilder("s3fs", "plain:/ch", mnt.toString(), "-f", "-o", "url=http://127.0.0.1:" + proxy.port(),
-                "-o", "use_path_request_style", "-o", "passwd_file=" + passwd, "-o", "allow_other", "-o", "umask=0022",
-                "-o", "use_cache=" + Files.createDirectories(work.resolve("s3fs-cache")), "-o", "nonempty")
-                .redirectErrorStream(true).redirectOutput(work.resolve("s3fs.out").toFile()).start();
-        Procs.awaitMounted(mnt, true, p);
-        return p;
     }
 }

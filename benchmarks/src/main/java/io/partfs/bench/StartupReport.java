@@ -21,7 +21,8 @@ import javax.imageio.ImageIO;
 /** The startup benchmark's results: a markdown table of medians, every run as CSV, and a bar chart. */
 final class StartupReport {
     /** One startup; seconds is NaN when it failed (error says why). */
-    record Row(String mode, double latencyMs, int run, double seconds, long parts, long sidecarPeakRss, double warmupSeconds, String error) {
+    record Row(String mode, double latencyMs, int run, double seconds, long parts, long sidecarPeakRss, double warmupSeconds, String error,
+               String sidecarCounts) {
     }
 
     private static final Map<String, String> LABELS = Map.of(
@@ -104,11 +105,11 @@ final class StartupReport {
     }
 
     String csv() {
-        StringBuilder b = new StringBuilder("mode,latency_ms,run,startup_s,parts,sidecar_peak_rss_bytes,warmup_s,error\n");
+        StringBuilder b = new StringBuilder("mode,latency_ms,run,startup_s,parts,sidecar_peak_rss_bytes,warmup_s,error,sidecar_during_startup\n");
         for (Row r : rows) {
-            b.append(String.format(Locale.ROOT, "%s,%.0f,%d,%s,%d,%d,%s,\"%s\"%n", r.mode(), r.latencyMs(), r.run(),
+            b.append(String.format(Locale.ROOT, "%s,%.0f,%d,%s,%d,%d,%s,\"%s\",\"%s\"%n", r.mode(), r.latencyMs(), r.run(),
                     Double.isNaN(r.seconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.seconds()), r.parts(), r.sidecarPeakRss(),
-                    Double.isNaN(r.warmupSeconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.warmupSeconds()), r.error().replace("\"", "'")));
+                    Double.isNaN(r.warmupSeconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.warmupSeconds()), r.error().replace("\"", "'"), r.sidecarCounts()));
         }
         return b.toString();
     }

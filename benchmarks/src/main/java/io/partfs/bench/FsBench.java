@@ -1,0 +1,127 @@
+package io.partfs.bench;
+
+import io.partfs.engine.testing.TempDirs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code partfs bench} side by side on local disk, PartFS (Redis metadata, S3 data), rclone
+ * mount and s3fs, all three over the same s3proxy behind the same latency proxy; prints one
+ * markdown table per measure and writes it to --out.
+ */
+@Command(name = "fs-bench", mixinStandardHelpOptions = true,
+        description = "partfs bench on local disk, PartFS, rclone mount and s3fs over one S3 server, side by side.")
+public final class FsBench implements Callable<Integer> {
+    @Option(names = "--big-file-size", defaultValue = "256M", description = "Default: ${DEFAULT-VALUE}.")
+    String bigFileSize;
+
+    @Option(names = "--small-file-count", defaultValue = "100", description = "Small files per thread (default: ${DEFAULT-VALUE}).")
+    int smallFiles;
+
+    @Option(names = "-p", defaultValue = "1", description = "Threads (default: ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Option(names = "--latency", defaultValue = "0", description = "S3 request latency in ms (default: ${DEFAULT-VALUE}).")
+    double latency;
+
+    @Option(names = "--filesystems", split = ",", defaultValue = "local,partfs,rclone,s3fs", description = "Default: ${DEFAULT-VALUE}.")
+    List<String> filesystems;
+
+    @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
+    List<String> partfsOptions = new ArrayList<>();
+
+    @Option(names = "--out", defaultValue = "benchmarks/results/fs-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    Path out;
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new FsBench()).execute(args));
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        Path work = Files.createTempDirectory("partfs-fs-bench-");
+        Path mnt = Files.createDirectories(work.resolve("mnt"));
+        Map<String, Map<String, String[]>> results = new LinkedHashMap<>();
+        try (Stack stack = new Stack(work)) {
+            stack.proxy.setDelayMillis(latency);
+            stack.formatPartFs();
+            try (var plain = stack.plainStore()) {
+                plain.ensureBucket();
+            }
+            for (String fs : filesystems) {
+                Stack.progress("partfs bench on %s", fs);
+                Process tool = null;
+                Path dir = mnt;
+                try {
+                    switch (fs) {
+                        case "local" -> dir = Files.createDirectories(work.resolve("local"));
+                        case "partfs" -> stack.mountPartFs(mnt, partfsOptions);
+                        case "rclone" -> tool = stack.startRclone(mnt);
+                        case "s3fs" -> tool = stack.startS3fs(mnt);
+                        default -> throw new IllegalArgumentException("unknown filesystem " + fs);
+                    }
+                    String table = Procs.ok(Procs.partfs("bench", dir.toString(), "--big-file-size", bigFileSize,
+                            "--small-file-count", String.valueOf(smallFiles), "-p", String.valueOf(threads)), stack.env);
+                    System.err.println(table);
+                    results.put(fs, parse(table));
+                } catch (Exception e) {
+                    Stack.progress("  %s failed: %s", fs, e.getMessage());
+                    results.put(fs, Map.of());
+                } finally {
+                    if (fs.equals("partfs")) {
+                        stack.umountPartFs(mnt);
+                    } else if (tool != null) {
+                        Stack.stopTool(tool, mnt);
+                    }
+                }
+            }
+        } finally {
+            Procs.unmount(mnt);
+            TempDirs.deleteRecursively(work);
+        }
+        String md = markdown(results);
+        System.out.println(md);
+        Files.createDirectories(out.toAbsolutePath().getParent());
+        Files.writeString(out, md);
+        return 0;
+    }
+
+    /** ITEM -> {VALUE, COST} from partfs bench's table. */
+    static Map<String, String[]> parse(String table) {
+        Map<String, String[]> m = new LinkedHashMap<>();
+        for (String line : table.split("\n")) {
+            String[] f = line.split("\\|");
+            if (f.length >= 4 && !f[1].trim().equals("ITEM") && !f[1].isBlank()) {
+                m.put(f[1].trim(), new String[] {f[2].trim(), f[3].trim()});
+            }
+        }
+        return m;
+    }
+
+    private String markdown(Map<String, Map<String, String[]>> results) {
+        StringBuilder b = new StringBuilder(String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread, "
+                + "S3 latency %.0f ms%n%n| item |", threads, bigFileSize, smallFiles, latency));
+        results.keySet().forEach(fs -> b.append(' ').append(fs).append(" |"));
+        b.append("\n|---|");
+        results.keySet().forEach(fs -> b.append("---|"));
+        b.append('\n');
+        List<String> items = List.of("Write big file", "Read big file", "Write small file", "Read small file", "Stat file");
+        for (String item : items) {
+            b.append("| ").append(item).append(" |");
+            for (Map<String, String[]> r : results.values()) {
+                String[] v = r.get(item);
+                b.append(' ').append(v == null ? "failed" : v[0] + " (" + v[1] + ")").append(" |");
+            }
+            b.append('\n');
+        }
+        return b.toString();
+    }
+}

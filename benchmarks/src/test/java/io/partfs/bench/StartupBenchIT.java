@@ -1,0 +1,47 @@
+package io.partfs.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.testing.TempDirs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * scripts/startup-bench end to end at a tiny profile (2 tables x 3 parts x 2 columns, one run
+ * per mode at 0 and 5 ms), every mode that can run here: the numbers are not checked (that is
+ * what RESULTS.md is for), only that each mode started ClickHouse with all parts loaded and
+ * that the reports were written.
+ */
+class StartupBenchIT {
+    @Test
+    void tinyProfileRunsEveryModeAndWritesTheReports() throws Exception {
+        Path out = Files.createTempDirectory("partfs-startup-bench-out-");
+        try {
+            Process p = new ProcessBuilder(Procs.ROOT.resolve("scripts/startup-bench").toString(), "--tables", "2", "--parts", "3",
+                    "--columns", "2", "--rows", "5", "--runs", "1", "--latency", "0,5", "--out", out.toString())
+                    .redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
+            p.getOutputStream().close();
+            assertTrue(p.waitFor(15, java.util.concurrent.TimeUnit.MINUTES), "the tiny profile finishes");
+            String log = Files.readString(out.resolve("log.txt"));
+            assertEquals(0, p.exitValue(), log);
+            List<String> csv = Files.readAllLines(out.resolve("results.csv"));
+            List<String> modes = List.of("local", "partfs-nocache", "partfs-cache", "partfs-warmup", "rclone", "s3fs");
+            for (String mode : modes) {
+                for (String latency : List.of("0", "5")) {
+                    String row = csv.stream().filter(l -> l.startsWith(mode + "," + latency + ",")).findFirst()
+                            .orElseThrow(() -> new AssertionError("no row for " + mode + " at " + latency + " ms:\n" + log));
+                    assertTrue(row.matches("[^,]+,[^,]+,1,[0-9.]+,6,.*,\"\""), "started with all 6 parts, no error: " + row + "\n" + log);
+                }
+            }
+            String md = Files.readString(out.resolve("results.md"));
+            assertTrue(md.contains("| 5 ms | PartFS, cache on, sidecar restarted |"), md);
+            byte[] png = Files.readAllBytes(out.resolve("startup.png"));
+            assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "a PNG chart");
+        } finally {
+            TempDirs.deleteRecursively(out);
+        }
+    }
+}
