@@ -193,6 +193,32 @@ final class CacheCommand {
             description = {"Fill the cache of a running mount: read every part-metadata file of the",
                     "cached tables through the mount, in parallel, showing progress."})
     static final class Warmup implements java.util.concurrent.Callable<Integer> {
+        /**
+         * The part-metadata files under data/ (db/table/part/file) or store/ (xxx/uuid/part/file),
+         * found by listing directories only: names say what an entry is, so no file is stat'ed
+         * (a stat through the mount per file would cost more than the warmup's reads).
+         */
+        static void collect(Path mp, Path dir, int depth, TableFilter filter, List<Path> out) throws IOException {
+            if (depth > 5 || !Files.isDirectory(dir)) {
+                return;
+            }
+            try (java.nio.file.DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+                for (Path p : entries) {
+                    String rel = mp.relativize(p).toString();
+                    String name = p.getFileName().toString();
+                    if (MergeTreePaths.isPartMetadataFile(rel)) {
+                        if (filter.accepts(rel)) {
+                            out.add(p);
+                        }
+                    } else if (depth < 2 // databases and tables (store/: xxx/ and uuid/)
+                            || name.equals("detached") || name.endsWith(".proj")
+                            || (MergeTreePaths.isPartName(name) && !name.contains("."))) {
+                        collect(mp, p, depth + 1, filter, out);
+                    }
+                }
+            }
+        }
+
         @Spec
         CommandSpec spec;
 
@@ -215,18 +241,7 @@ final class CacheCommand {
             TableFilter filter = new TableFilter(tables);
             List<Path> files = new ArrayList<>();
             for (String top : new String[] {"data", "store"}) {
-                Path root = mp.resolve(top);
-                if (!Files.isDirectory(root)) {
-                    continue;
-                }
-                try (Stream<Path> walk = Files.walk(root)) {
-                    walk.filter(Files::isRegularFile).forEach(p -> {
-                        String rel = mp.relativize(p).toString();
-                        if (MergeTreePaths.isPartMetadataFile(rel) && filter.accepts(rel)) {
-                            files.add(p);
-                        }
-                    });
-                }
+                collect(mp, mp.resolve(top), 0, filter, files);
             }
             AtomicLong done = new AtomicLong();
             AtomicLong bytes = new AtomicLong();

@@ -77,6 +77,11 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--write-buffer", paramLabel = "SIZE", defaultValue = "64M", description = "Buffered writes per file before an upload is forced (default: ${DEFAULT-VALUE}).")
     String writeBuffer;
 
+    @Option(names = "--write-buffer-total", paramLabel = "SIZE", defaultValue = "256M",
+            description = {"Buffered writes of all files together before the writing file is flushed (default:",
+                    "${DEFAULT-VALUE}); with the JVM heap (-Xmx512m in scripts/partfs) it bounds the sidecar's memory."})
+    String writeBufferTotal;
+
     @Option(names = "--metadata-cache-dir", paramLabel = "DIR",
             description = "Part-metadata cache (RocksDB) directory (default: <home>/<name>/metadata-cache, or <home>/metadata-cache/<uuid>).")
     Path metadataCacheDir;
@@ -173,7 +178,8 @@ final class MountCommand implements Callable<Integer> {
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
         return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).ioThreads(ioThreads)
-                .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer")).build();
+                .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))
+                .writeBufferTotal(Sizes.parse(writeBufferTotal, "total write buffer")).build();
     }
 
     /** Runs the mount in this process until unmounted or signalled. */

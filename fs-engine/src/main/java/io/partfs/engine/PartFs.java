@@ -57,8 +57,11 @@ public final class PartFs implements Closeable {
         }
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
                 ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize());
-        this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile());
+        this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile(),
+                config.writeBufferTotal());
         registerCacheMetrics(config.metrics(), cache);
+        config.metrics().gauge("partfs_write_buffer_bytes", "Bytes written and not yet uploaded and committed, all files.",
+                chunks::bufferedBytes);
         this.reclaimer = new Reclaimer(meta, chunks);
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
@@ -147,14 +150,19 @@ public final class PartFs implements Closeable {
      */
     public Attr resolve(String path) throws IOException {
         Attr cur = meta.getattr(MetaEngine.ROOT);
-        for (String part : path.split("/")) {
-            if (part.isEmpty() || part.equals(".")) {
-                continue;
+        int from = 0;
+        int n = path.length();
+        while (from < n) { // the components between slashes, without splitting into an array (every FUSE call resolves)
+            int slash = path.indexOf('/', from);
+            int to = slash < 0 ? n : slash;
+            if (to > from && !(to == from + 1 && path.charAt(from) == '.')) {
+                if (!cur.isDirectory()) {
+                    throw new FsException.NotDirectory(path);
+                }
+                String part = path.substring(from, to);
+                cur = part.equals("..") ? meta.getattr(cur.parent()) : meta.lookup(cur.ino(), part);
             }
-            if (!cur.isDirectory()) {
-                throw new FsException.NotDirectory(path);
-            }
-            cur = part.equals("..") ? meta.getattr(cur.parent()) : meta.lookup(cur.ino(), part);
+            from = to + 1;
         }
         return withPending(cur);
     }

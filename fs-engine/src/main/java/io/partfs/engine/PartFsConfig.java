@@ -11,6 +11,7 @@ public final class PartFsConfig {
     private final long blockCacheSize;
     private final int ioThreads;
     private final long writeBufferPerFile;
+    private final long writeBufferTotal;
     private final int readaheadBlocks;
     private final long capacity;
     private final boolean readOnly;
@@ -25,6 +26,7 @@ public final class PartFsConfig {
         this.blockCacheSize = b.blockCacheSize;
         this.ioThreads = b.ioThreads;
         this.writeBufferPerFile = b.writeBufferPerFile;
+        this.writeBufferTotal = b.writeBufferTotal;
         this.readaheadBlocks = b.readaheadBlocks;
         this.capacity = b.capacity;
     }
@@ -41,6 +43,9 @@ public final class PartFsConfig {
     public int ioThreads() { return ioThreads; }
 
     public long writeBufferPerFile() { return writeBufferPerFile; }
+
+    /** Bytes all files together may buffer before writes are uploaded (bounds the sidecar's memory). */
+    public long writeBufferTotal() { return writeBufferTotal; }
 
     public int readaheadBlocks() { return readaheadBlocks; }
 
@@ -65,7 +70,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).metaCacheTtl(metaCacheTtl).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).metaCacheTtl(metaCacheTtl).metrics(metrics);
     }
 
     public static final class Builder {
@@ -73,6 +78,7 @@ public final class PartFsConfig {
         private long blockCacheSize;
         private int ioThreads = 16;
         private long writeBufferPerFile = 64L << 20;
+        private long writeBufferTotal = 256L << 20;
         private int readaheadBlocks = 2;
         private long capacity = 1L << 50;
         private boolean readOnly;
@@ -97,6 +103,8 @@ public final class PartFsConfig {
 
         public Builder writeBufferPerFile(long bytes) { this.writeBufferPerFile = bytes; return this; }
 
+        public Builder writeBufferTotal(long bytes) { this.writeBufferTotal = bytes; return this; }
+
         public Builder readaheadBlocks(int n) { this.readaheadBlocks = n; return this; }
 
         public Builder capacity(long bytes) { this.capacity = bytes; return this; }
@@ -110,6 +118,9 @@ public final class PartFsConfig {
             }
             if (writeBufferPerFile < 1 << 20) {
                 throw new IllegalArgumentException("write buffer per file must be at least 1 MiB");
+            }
+            if (writeBufferTotal < writeBufferPerFile) {
+                throw new IllegalArgumentException("the total write buffer must be at least the write buffer per file");
             }
             if (readaheadBlocks < 0) {
                 throw new IllegalArgumentException("readahead blocks must not be negative");

@@ -43,6 +43,9 @@ public final class ChunkStore implements Closeable {
     private final String volume;
     private final int blockSize;
     private final long writeBufferPerFile;
+    private final long writeBufferTotal;
+    /** Bytes written and not yet committed, over all files: bounded by writeBufferTotal. */
+    private final AtomicLong buffered = new AtomicLong();
     private final ExecutorService io;
     private final Map<Long, FileWriter> writers = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<byte[]>> fetching = new ConcurrentHashMap<>();
@@ -51,6 +54,18 @@ public final class ChunkStore implements Closeable {
 
     public ChunkStore(MetaEngine meta, ObjectStore objects, BlockCache cache, VolumeFormat format,
                       int ioThreads, long writeBufferPerFile) {
+        this(meta, objects, cache, format, ioThreads, writeBufferPerFile, Long.MAX_VALUE);
+    }
+
+    /**
+     * @param writeBufferPerFile bytes a file may buffer before its writes are uploaded and committed
+     * @param writeBufferTotal   bytes all files together may buffer: a write that goes over it
+     *                           flushes its own file first, so memory stays bounded however many
+     *                           files are open for writing (a merge writes every column at once)
+     */
+    public ChunkStore(MetaEngine meta, ObjectStore objects, BlockCache cache, VolumeFormat format,
+                      int ioThreads, long writeBufferPerFile, long writeBufferTotal) {
+        this.writeBufferTotal = writeBufferTotal;
         this.meta = meta;
         this.objects = objects;
         this.cache = cache;
@@ -95,7 +110,7 @@ public final class ChunkStore implements Closeable {
             FileWriter w = writers.computeIfAbsent(ino, i -> new FileWriter(this, meta, i));
             // A writer retired by a concurrent flush takes no more data: take the next one.
             if (w.write(off, src, srcOff, len)) {
-                if (w.pendingBytes() >= writeBufferPerFile) {
+                if (w.pendingBytes() >= writeBufferPerFile || buffered.get() > writeBufferTotal) {
                     w.flush();
                 }
                 return;
@@ -109,6 +124,15 @@ public final class ChunkStore implements Closeable {
         if (w != null && w.flushAndRetire()) {
             writers.remove(ino, w);
         }
+    }
+
+    void buffered(long delta) {
+        buffered.addAndGet(delta);
+    }
+
+    /** Bytes written to all files and not yet committed. */
+    public long bufferedBytes() {
+        return buffered.get();
     }
 
     /** Flushes every file. */

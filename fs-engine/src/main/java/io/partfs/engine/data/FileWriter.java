@@ -67,6 +67,7 @@ final class FileWriter {
             done += n;
         }
         pendingBytes += len;
+        store.buffered(len);
         end = Math.max(end, off + len);
         return true;
     }
@@ -105,6 +106,7 @@ final class FileWriter {
         }
         meta.commitWrite(ino, commit);
         slices.clear();
+        store.buffered(-pendingBytes);
         pendingBytes = 0;
         end = -1;
     }

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class MetaCache {
     /** Entries beyond this many are dropped all at once (a crude bound on memory). */
-    private static final int MAX_ENTRIES = 1_000_000;
+    private static final int MAX_ENTRIES = 500_000; // ~150 MB of heap at most
 
     private record Timed<T>(T value, long at) {
     }

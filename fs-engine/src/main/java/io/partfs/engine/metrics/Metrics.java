@@ -48,7 +48,12 @@ public final class Metrics {
         }
 
         public void add(long delta, String... labelValues) {
-            ((LongAdder) family.series.computeIfAbsent(key(family, labelValues), k -> new LongAdder())).add(delta);
+            series(labelValues).add(delta);
+        }
+
+        /** The series of these label values, to keep and add to without a lookup per call. */
+        public LongAdder series(String... labelValues) {
+            return (LongAdder) family.series.computeIfAbsent(key(family, labelValues), k -> new LongAdder());
         }
     }
 
@@ -61,11 +66,17 @@ public final class Metrics {
         }
 
         public void observeNanos(long nanos, String... labelValues) {
-            ((Buckets) family.series.computeIfAbsent(key(family, labelValues), k -> new Buckets())).observe(nanos / 1e9);
+            series(labelValues).observeNanos(nanos);
+        }
+
+        /** The series of these label values, to keep and observe into without a lookup per call. */
+        public Buckets series(String... labelValues) {
+            return (Buckets) family.series.computeIfAbsent(key(family, labelValues), k -> new Buckets());
         }
     }
 
-    private static final class Buckets {
+    /** One histogram series. */
+    public static final class Buckets {
         final LongAdder[] counts = new LongAdder[BUCKETS.length];
         final LongAdder count = new LongAdder();
         final java.util.concurrent.atomic.DoubleAdder sum = new java.util.concurrent.atomic.DoubleAdder();
@@ -74,6 +85,10 @@ public final class Metrics {
             for (int i = 0; i < counts.length; i++) {
                 counts[i] = new LongAdder();
             }
+        }
+
+        public void observeNanos(long nanos) {
+            observe(nanos / 1e9);
         }
 
         void observe(double seconds) {

@@ -16,6 +16,11 @@ public final class OperationMetrics {
     private final Metrics.Counter calls;
     private final Metrics.Counter errors;
     private final Metrics.Histogram latency;
+    /** Per operation, the series to record into: one map lookup per call (FUSE calls are many). */
+    private final java.util.Map<String, Series> byOp = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private record Series(java.util.concurrent.atomic.LongAdder calls, Metrics.Buckets latency) {
+    }
 
     public OperationMetrics(Metrics metrics, String prefix, String what) {
         this.calls = metrics.counter(prefix + "_total", what + " by operation.", "op");
@@ -45,8 +50,9 @@ public final class OperationMetrics {
 
     /** Records a call that took {@code nanos}; {@code failed} counts an error too. */
     public void record(String op, long nanos, boolean failed) {
-        calls.inc(op);
-        latency.observeNanos(nanos, op);
+        Series s = byOp.computeIfAbsent(op, o -> new Series(calls.series(o), latency.series(o)));
+        s.calls().increment();
+        s.latency().observeNanos(nanos);
         if (failed) {
             errors.inc(op);
         }

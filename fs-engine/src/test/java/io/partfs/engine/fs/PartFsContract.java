@@ -190,6 +190,29 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void buffersOfAllFilesTogetherStayWithinTheTotalBudget() throws IOException {
+        fs.close();
+        fs = volume.openAs(TestVolume.defaultConfig(dir).toBuilder().writeBufferPerFile(1 << 20).writeBufferTotal(2 << 20).build());
+        long[] handles = new long[6];
+        byte[][] data = new byte[handles.length][];
+        for (int i = 0; i < handles.length; i++) {
+            handles[i] = create("f" + i);
+            data[i] = random(900 << 10, i); // under the per-file limit: only the total budget flushes
+            fs.write(handles[i], 0, data[i], 0, data[i].length);
+            assertTrue(fs.chunks().bufferedBytes() <= (2 << 20) + data[i].length,
+                    "buffered " + fs.chunks().bufferedBytes() + " after file " + i);
+        }
+        assertTrue(fs.chunks().bufferedBytes() < handles.length * (900L << 10), "some files were flushed early");
+        for (int i = 0; i < handles.length; i++) {
+            fs.release(handles[i]);
+        }
+        assertEquals(0, fs.chunks().bufferedBytes(), "nothing buffered after every file was closed");
+        for (int i = 0; i < handles.length; i++) {
+            assertArrayEquals(data[i], readAll(ino("f" + i)));
+        }
+    }
+
+    @Test
     void sizeIncludesBufferedWritesAndOtherHandlesSeeThem() throws IOException {
         long w = create("f");
         fs.write(w, 0, new byte[5000], 0, 5000);
