@@ -104,6 +104,16 @@ public final class StartupBench implements Callable<Integer> {
         mnt = work.resolve("mnt");
         Files.createDirectories(mnt);
         long started = System.nanoTime();
+        Path mounted = mnt;
+        Thread cleanup = new Thread(() -> { // Ctrl-C or kill: stop ClickHouse, mounts and servers started here
+            ProcessHandle.current().descendants().forEach(ProcessHandle::destroy);
+            try {
+                Procs.unmount(mounted);
+            } catch (Exception e) {
+                System.err.println("startup-bench: could not unmount " + mounted + ": " + e.getMessage());
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             stack = new Stack(work);
             progress("profile: %d tables x %d parts x %d String columns, %d rows per part; %d runs per mode at %s ms; modes %s",
