@@ -38,6 +38,9 @@ public final class FsBench implements Callable<Integer> {
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
     List<String> partfsOptions = new ArrayList<>();
 
+    @Option(names = "--objbench", description = "Also run partfs objbench (-p threads) against the same S3 server.")
+    boolean objbench;
+
     @Option(names = "--out", defaultValue = "benchmarks/results/fs-bench.md", description = "Default: ${DEFAULT-VALUE}.")
     Path out;
 
@@ -50,6 +53,7 @@ public final class FsBench implements Callable<Integer> {
         Path work = Files.createTempDirectory("partfs-fs-bench-");
         Path mnt = Files.createDirectories(work.resolve("mnt"));
         Map<String, Map<String, String[]>> results = new LinkedHashMap<>();
+        String objTable = "";
         try (Stack stack = new Stack(work)) {
             stack.proxy.setDelayMillis(latency);
             stack.formatPartFs();
@@ -83,11 +87,16 @@ public final class FsBench implements Callable<Integer> {
                     }
                 }
             }
+            if (objbench) {
+                Stack.progress("partfs objbench on s3proxy at %.0f ms", latency);
+                objTable = Procs.ok(Procs.partfs("objbench", "--storage", "s3://partfs/objbench?endpoint=http://127.0.0.1:"
+                        + stack.proxy.port() + "&path-style=true&region=us-east-1", "-p", String.valueOf(threads)), stack.env);
+            }
         } finally {
             Procs.unmount(mnt);
             TempDirs.deleteRecursively(work);
         }
-        String md = markdown(results);
+        String md = markdown(results) + (objTable.isEmpty() ? "" : "\n```\n" + objTable.trim() + "\n```\n");
         System.out.println(md);
         Files.createDirectories(out.toAbsolutePath().getParent());
         Files.writeString(out, md);
