@@ -62,10 +62,6 @@ final class Procs {
         return cmd;
     }
 
-    static boolean dropPageCache() {
-        return io.partfs.cli.PageCache.drop();
-    }
-
     static void awaitMounted(Path mp, boolean mounted, Process owner) throws IOException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (Mounts.isMounted(mp) != mounted) {

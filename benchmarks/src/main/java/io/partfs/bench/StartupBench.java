@@ -3,11 +3,8 @@ package io.partfs.bench;
 import io.partfs.cli.ClickHouseServer;
 import io.partfs.engine.object.S3ObjectStore;
 import io.partfs.engine.testing.TempDirs;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -276,7 +273,7 @@ public final class StartupBench implements Callable<Integer> {
                 case "s3fs" -> tool = stack.startS3fs(mnt);
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             }
-            pageCacheDropped &= Procs.dropPageCache();
+            pageCacheDropped &= io.partfs.cli.PageCache.drop();
             Path conf = work.resolve("conf-" + mode);
             TempDirs.deleteRecursively(conf);
             try (ClickHouseServer ch = new ClickHouseServer(conf, data)) {
