@@ -13,8 +13,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * a part stats every file in it).
  *
  * <p>Consistency: every transaction of this process invalidates the inodes it wrote (a changed
- * directory always has its attributes written too), so for the only client of a volume the
- * cache is exact. Changes by other clients of a shared volume are seen once an entry is older
+ * directory always has its attributes written too), except that a cached listing is patched
+ * with the entries a committed transaction set or removed (so creating n files in a directory
+ * does not reload its listing n times); for the only client of a volume the cache is exact. Changes by other clients of a shared volume are seen once an entry is older
  * than {@code ttlNanos}. A reader that fetched from the store installs its result only if no
  * transaction started or ended meanwhile ({@link #generation}), so a slow read never puts back
  * what a concurrent change invalidated.
@@ -24,6 +25,10 @@ final class MetaCache {
     private static final int MAX_ENTRIES = 500_000; // ~150 MB of heap at most
 
     private record Timed<T>(T value, long at) {
+    }
+
+    /** A directory entry a committed transaction set ({@code entry} non-null) or removed; name null: the whole directory. */
+    record EntryChange(long dir, String name, DirEntry entry) {
     }
 
     private final long ttlNanos;
@@ -70,7 +75,7 @@ final class MetaCache {
                 attrs.put(a.ino(), new Timed<>(a, now));
             }
             if (dirIno != null) {
-                dirs.put(dirIno, new Timed<>(Map.copyOf(listing), now));
+                dirs.put(dirIno, new Timed<>(new ConcurrentHashMap<>(listing), now));
             }
         }
     }
@@ -80,13 +85,40 @@ final class MetaCache {
         generation.incrementAndGet();
     }
 
-    /** Called after a transaction ended (committed or not) with the inodes it wrote. */
-    void end(Collection<Long> touched) {
+    /**
+     * Called after a transaction ended with the inodes it wrote, and the entries it changed if it
+     * committed (null if it did not).
+     */
+    void end(Collection<Long> touched, Collection<EntryChange> changes) {
         synchronized (this) {
             generation.incrementAndGet();
+            java.util.Set<Long> patched = new java.util.HashSet<>();
+            if (changes != null) {
+                java.util.Set<Long> dropped = new java.util.HashSet<>();
+                for (EntryChange c : changes) {
+                    if (c.name() == null) {
+                        dropped.add(c.dir());
+                    }
+                }
+                for (EntryChange c : changes) {
+                    Map<String, DirEntry> listing = dropped.contains(c.dir()) ? null : dir(c.dir());
+                    if (listing == null) {
+                        dirs.remove(c.dir());
+                        continue;
+                    }
+                    if (c.entry() == null) {
+                        listing.remove(c.name());
+                    } else {
+                        listing.put(c.name(), c.entry());
+                    }
+                    patched.add(c.dir());
+                }
+            }
             for (Long ino : touched) {
                 attrs.remove(ino);
-                dirs.remove(ino);
+                if (!patched.contains(ino)) {
+                    dirs.remove(ino);
+                }
             }
         }
     }

@@ -87,7 +87,10 @@ public final class MetaEngine implements Closeable {
         cache = new MetaCache(ttl == null ? Long.MAX_VALUE : ttl.toNanos());
     }
 
-    /** Runs a transaction and drops the cached state of every inode it wrote. */
+    /**
+     * Runs a transaction and drops the cached state of every inode it wrote; cached listings of
+     * the directories whose entries it changed are patched instead, once it committed.
+     */
     private <T> T mutate(KvStore.Txn<T> body) throws IOException {
         MetaCache c = cache;
         if (c == null) {
@@ -95,13 +98,108 @@ public final class MetaEngine implements Closeable {
         }
         java.util.Set<Long> touched = TOUCHED.get();
         touched.clear();
+        List<MetaCache.EntryChange> changes = new ArrayList<>();
+        boolean committed = false;
         c.begin();
         try {
-            return kv.update(body);
+            T result = kv.update(tx -> {
+                changes.clear(); // a retried transaction starts over
+                return body.run(new EntryRecorder(tx, changes));
+            });
+            committed = true;
+            return result;
         } finally {
-            c.end(java.util.List.copyOf(touched));
+            c.end(List.copyOf(touched), committed ? changes : null);
             touched.clear();
             lastUsage = null; // this process changed something: statfs reads again
+        }
+    }
+
+    /** A transaction that also notes every directory entry it sets or removes, for {@link MetaCache}. */
+    private record EntryRecorder(KvStore.Writer tx, List<MetaCache.EntryChange> changes) implements KvStore.Writer {
+        /** The directory inode of a {@link #dirKey} ("d" and digits; not "delfiles"), else -1. */
+        private static long dirOf(String hash) {
+            if (hash.length() < 2 || hash.charAt(0) != 'd') {
+                return -1;
+            }
+            for (int i = 1; i < hash.length(); i++) {
+                if (hash.charAt(i) < '0' || hash.charAt(i) > '9') {
+                    return -1;
+                }
+            }
+            return Long.parseLong(hash, 1, hash.length(), 10);
+        }
+
+        @Override
+        public void hset(String hash, String field, byte[] value) {
+            tx.hset(hash, field, value);
+            long dir = dirOf(hash);
+            if (dir >= 0) {
+                changes.add(new MetaCache.EntryChange(dir, field, decodeEntry(field, value)));
+            }
+        }
+
+        @Override
+        public void hdel(String hash, String field) {
+            tx.hdel(hash, field);
+            long dir = dirOf(hash);
+            if (dir >= 0) {
+                changes.add(new MetaCache.EntryChange(dir, field, null));
+            }
+        }
+
+        @Override
+        public void hdelAll(String hash) {
+            tx.hdelAll(hash);
+            long dir = dirOf(hash);
+            if (dir >= 0) {
+                changes.add(new MetaCache.EntryChange(dir, null, null));
+            }
+        }
+
+        @Override
+        public void put(String key, byte[] value) {
+            tx.put(key, value);
+        }
+
+        @Override
+        public void delete(String key) {
+            tx.delete(key);
+        }
+
+        @Override
+        public void add(String counter, long delta) {
+            tx.add(counter, delta);
+        }
+
+        @Override
+        public byte[] get(String key) throws IOException {
+            return tx.get(key);
+        }
+
+        @Override
+        public long counter(String key) throws IOException {
+            return tx.counter(key);
+        }
+
+        @Override
+        public byte[] hget(String hash, String field) throws IOException {
+            return tx.hget(hash, field);
+        }
+
+        @Override
+        public Map<String, byte[]> hgetAll(String hash) throws IOException {
+            return tx.hgetAll(hash);
+        }
+
+        @Override
+        public long hlen(String hash) throws IOException {
+            return tx.hlen(hash);
+        }
+
+        @Override
+        public List<byte[]> getAll(List<String> keys) throws IOException {
+            return tx.getAll(keys);
         }
     }
 
