@@ -7,22 +7,49 @@ import java.util.List;
  * How the kernel mounts PartFS: cache timeouts and libfuse options. Immutable; build with
  * {@link #builder()}.
  *
- * <p>Defaults are right first: attributes are not cached by the kernel (0 s), so {@code st_nlink}
- * is right just after {@code ln} and a file's size is right just after another handle wrote
- * it (the high-level FUSE API gives each hard link its own kernel inode, which a cached
- * attribute would let drift). Entries and negative lookups are cached for 1 s. A volume's only
- * writer can raise all three safely, because every change then passes through this kernel.
+ * <p>Defaults are right first: attributes are cached by the kernel for 1 s and entries and
+ * negative lookups for 1 s, which other clients of a shared volume see as their changes showing
+ * within a second. A volume's only writer can raise all of them safely, because every change
+ * then passes through this kernel, which keeps its own caches right. With the libfuse driver the
+ * attribute default is 0: its path API gives each hard link its own kernel inode, so a cached
+ * {@code st_nlink} would drift after {@code ln}.
  */
 public final class FuseOptions {
+    /** Which FUSE implementation serves the mount (see {@link FuseMount}). */
+    public enum Driver {
+        /** PartFS's own kernel-protocol driver on /dev/fuse: inode-based, READDIRPLUS; needs root. */
+        KERNEL,
+        /** libfuse 2's high-level path API through jnr-fuse. */
+        LIBFUSE;
+
+        /** The kernel driver for root (it calls mount(2) itself), libfuse (through fusermount) for others. */
+        public static Driver preferred() {
+            return LibC.INSTANCE.getuid() == 0 ? KERNEL : LIBFUSE;
+        }
+
+        public static Driver parse(String s) {
+            for (Driver d : values()) {
+                if (d.name().equalsIgnoreCase(s)) {
+                    return d;
+                }
+            }
+            throw new IllegalArgumentException("unknown FUSE driver '" + s + "': use kernel or libfuse");
+        }
+    }
+
+    private final Driver driver;
     private final double attrTimeout;
     private final double entryTimeout;
+    private final double dirEntryTimeout;
     private final double negativeTimeout;
     private final boolean allowOther;
     private final List<String> extra;
 
     private FuseOptions(Builder b) {
-        this.attrTimeout = b.attrTimeout;
+        this.driver = b.driver == null ? Driver.preferred() : b.driver;
+        this.attrTimeout = b.attrTimeout == null ? (driver == Driver.KERNEL ? 1 : 0) : b.attrTimeout;
         this.entryTimeout = b.entryTimeout;
+        this.dirEntryTimeout = b.dirEntryTimeout == null ? b.entryTimeout : b.dirEntryTimeout;
         this.negativeTimeout = b.negativeTimeout;
         this.allowOther = b.allowOther;
         this.extra = List.copyOf(b.extra);
@@ -30,6 +57,24 @@ public final class FuseOptions {
 
     public static Builder builder() {
         return new Builder();
+    }
+
+    public Driver driver() {
+        return driver;
+    }
+
+    /** Seconds the kernel caches a directory's name; {@link #entryTimeout()} for other names. */
+    public double dirEntryTimeout() {
+        return dirEntryTimeout;
+    }
+
+    public boolean allowOther() {
+        return allowOther;
+    }
+
+    /** The options given with {@link Builder#option}, as given. */
+    public List<String> extra() {
+        return extra;
     }
 
     public double attrTimeout() {
@@ -44,8 +89,9 @@ public final class FuseOptions {
         return negativeTimeout;
     }
 
-    /** The {@code -o} arguments for libfuse. */
+    /** The {@code -o} arguments for libfuse (which has one entry timeout: the smaller applies). */
     List<String> toArgs() {
+        double entryTimeout = Math.min(this.entryTimeout, dirEntryTimeout);
         List<String> opts = new ArrayList<>(List.of(
                 "fsname=partfs", "subtype=partfs",
                 "big_writes", "max_write=131072", "max_read=131072",
@@ -60,13 +106,21 @@ public final class FuseOptions {
     }
 
     public static final class Builder {
-        private double attrTimeout = 0;
+        private Driver driver;
+        private Double attrTimeout;
         private double entryTimeout = 1;
+        private Double dirEntryTimeout;
         private double negativeTimeout = 1;
         private boolean allowOther = true;
         private final List<String> extra = new ArrayList<>();
 
-        /** Seconds the kernel may cache attributes (stat). */
+        /** The FUSE driver; default {@link Driver#preferred()}. */
+        public Builder driver(Driver d) { this.driver = d; return this; }
+
+        /** Seconds the kernel may cache a directory's name (default: the entry timeout). */
+        public Builder dirEntryTimeout(double s) { this.dirEntryTimeout = s; return this; }
+
+        /** Seconds the kernel may cache attributes (stat); default 1 (kernel driver) or 0 (libfuse). */
         public Builder attrTimeout(double s) { this.attrTimeout = s; return this; }
 
         /** Seconds the kernel may cache a name-to-inode lookup. */
@@ -82,7 +136,10 @@ public final class FuseOptions {
         public Builder option(String o) { this.extra.add(o); return this; }
 
         public FuseOptions build() {
-            for (double t : new double[] {attrTimeout, entryTimeout, negativeTimeout}) {
+            for (Double t : new Double[] {attrTimeout, entryTimeout, dirEntryTimeout, negativeTimeout}) {
+                if (t == null) {
+                    continue;
+                }
                 if (t < 0 || Double.isNaN(t) || t > 86400) {
                     throw new IllegalArgumentException("cache timeouts must be between 0 and 86400 seconds, not " + t);
                 }

@@ -40,19 +40,15 @@ import io.partfs.engine.spi.PathObserver;
  * ({@code hard_remove} and {@code nullpath_ok} are set). File locks (flock and POSIX) are left
  * to the kernel, which keeps them exact for every process on this machine.
  */
-public final class PartFsFuse extends FuseStubFS {
+public final class PartFsFuse extends FuseStubFS implements FuseMount {
     private static final Logger log = LoggerFactory.getLogger(PartFsFuse.class);
     private static final long UTIME_NOW = (1L << 30) - 1;
     private static final long UTIME_OMIT = (1L << 30) - 2;
     private static final long NO_ID = 0xFFFFFFFFL;
 
-    private static final int MAX_OBSERVED_FILE = 64 << 20;
-
     private final PartFs fs;
-    private final PathObserver observer;
+    private final ObservedFiles observed;
     private final io.partfs.engine.metrics.OperationMetrics ops;
-    /** Handles that wrote since their last flush, to tell the observer about committed content. */
-    private final java.util.Map<Long, Boolean> dirty = new java.util.concurrent.ConcurrentHashMap<>();
 
     public PartFsFuse(PartFs fs) {
         this(fs, null);
@@ -61,7 +57,7 @@ public final class PartFsFuse extends FuseStubFS {
     /** A filesystem whose file events also go to {@code observer} (null for none). */
     public PartFsFuse(PartFs fs, PathObserver observer) {
         this.fs = fs;
-        this.observer = observer;
+        this.observed = new ObservedFiles(fs, observer);
         this.ops = new io.partfs.engine.metrics.OperationMetrics(fs.config().metrics(), "partfs_fuse_operations",
                 "FUSE operations (errors are calls answered with an errno, ENOENT included)");
         // struct fuse_operations bit field: flag_nullpath_ok (bit 0) and flag_utime_omit_ok (bit 2).
@@ -134,70 +130,7 @@ public final class PartFsFuse extends FuseStubFS {
 
     /** Mount-relative form of a FUSE path ("/a/b" is "a/b"). */
     private static String rel(String path) {
-        return path.startsWith("/") ? path.substring(1) : path;
-    }
-
-    private interface Notice {
-        void run() throws Exception;
-    }
-
-    /** Tells the observer something; its failures never fail the filesystem operation. */
-    private void notice(String what, String path, Notice n) {
-        if (observer == null || path == null) {
-            return;
-        }
-        try {
-            n.run();
-        } catch (Exception | Error e) {
-            log.warn("observer failed on {} {}: {}", what, path, e.toString());
-        }
-    }
-
-    private boolean observed(String path) {
-        if (observer == null || path == null) {
-            return false;
-        }
-        try {
-            return observer.caches(rel(path));
-        } catch (RuntimeException e) {
-            log.warn("observer failed on {}: {}", path, e.toString());
-            return false;
-        }
-    }
-
-    /** The whole file behind an open handle, as committed now (after a flush). */
-    private byte[] readWhole(long fh, long size) throws IOException {
-        byte[] all = new byte[(int) size];
-        int done = 0;
-        while (done < all.length) {
-            int n = fs.read(fh, done, all, done, all.length - done);
-            if (n <= 0) {
-                break;
-            }
-            done += n;
-        }
-        return done == all.length ? all : java.util.Arrays.copyOf(all, done);
-    }
-
-    /** After a flush that committed writes of an observed file, hands its content over. */
-    private void committed(String path, long fh) {
-        if (dirty.remove(fh) == null || !observed(path)) {
-            return;
-        }
-        notice("commit", path, () -> {
-            Attr a = fs.getattr(fs.inodeOf(fh));
-            if (a.size() <= MAX_OBSERVED_FILE) {
-                long rh = fs.open(a.ino(), PartFs.O_RDONLY);
-                try {
-                    byte[] content = readWhole(rh, a.size());
-                    if (content.length == a.size()) {
-                        observer.store(rel(path), a, content);
-                    }
-                } finally {
-                    fs.release(rh);
-                }
-            }
-        });
+        return path == null ? null : path.startsWith("/") ? path.substring(1) : path;
     }
 
     // ---- attributes ----
@@ -281,7 +214,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int truncate(String path, @off_t long size) {
         return call("truncate", path, () -> {
             fs.truncate(fs.resolve(path).ino(), size);
-            notice("truncate", path, () -> observer.removed(rel(path)));
+            observed.removed(rel(path));
             return 0;
         });
     }
@@ -290,7 +223,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int ftruncate(String path, @off_t long size, FuseFileInfo fi) {
         return call("ftruncate", path, () -> {
             fs.truncate(fs.inodeOf(fi.fh.get()), size);
-            notice("truncate", path, () -> observer.removed(rel(path)));
+            observed.removed(rel(path));
             return 0;
         });
     }
@@ -327,7 +260,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int unlink(String path) {
         return call("unlink", path, () -> {
             fs.unlink(parentIno(path), nameOf(path));
-            notice("unlink", path, () -> observer.removed(rel(path)));
+            observed.removed(rel(path));
             return 0;
         });
     }
@@ -336,7 +269,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int rmdir(String path) {
         return call("rmdir", path, () -> {
             fs.rmdir(parentIno(path), nameOf(path));
-            notice("rmdir", path, () -> observer.removed(rel(path)));
+            observed.removed(rel(path));
             return 0;
         });
     }
@@ -364,7 +297,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int rename(String oldPath, String newPath) {
         return call("rename", oldPath, () -> {
             fs.rename(parentIno(oldPath), nameOf(oldPath), parentIno(newPath), nameOf(newPath), 0);
-            notice("rename", oldPath, () -> observer.renamed(rel(oldPath), rel(newPath)));
+            observed.renamed(rel(oldPath), rel(newPath));
             return 0;
         });
     }
@@ -373,7 +306,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int link(String oldPath, String newPath) {
         return call("link", newPath, () -> {
             Attr a = fs.link(fs.resolve(oldPath).ino(), parentIno(newPath), nameOf(newPath));
-            notice("link", newPath, () -> observer.linked(rel(oldPath), rel(newPath), a));
+            observed.linked(rel(oldPath), rel(newPath), a);
             return 0;
         });
     }
@@ -443,8 +376,8 @@ public final class PartFsFuse extends FuseStubFS {
     public int read(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
         return call("read", path, () -> {
             long fh = fi.fh.get();
-            if (observed(path)) {
-                byte[] whole = observedContent(path, fh);
+            if (observed.observed(rel(path))) {
+                byte[] whole = observed.content(rel(path), fh);
                 if (whole != null) {
                     int n = (int) Math.max(0, Math.min(size, whole.length - offset));
                     if (n > 0) {
@@ -460,38 +393,6 @@ public final class PartFsFuse extends FuseStubFS {
         });
     }
 
-    /**
-     * The whole content of an observed file: the observer's copy when it is current, else read
-     * here (after flushing this handle's writes) and handed to the observer. Null when too large.
-     */
-    private byte[] observedContent(String path, long fh) throws IOException {
-        fs.flush(fh);
-        Attr a = fs.getattr(fs.inodeOf(fh));
-        if (a.size() > MAX_OBSERVED_FILE || dirty.containsKey(fh)) {
-            return null;
-        }
-        String p = rel(path);
-        try {
-            byte[] hit = observer.cached(p, a);
-            if (hit != null) {
-                return hit;
-            }
-        } catch (RuntimeException e) {
-            log.warn("observer failed on read {}: {}", path, e.toString());
-        }
-        long rh = fs.open(a.ino(), PartFs.O_RDONLY);
-        byte[] content;
-        try {
-            content = readWhole(rh, a.size());
-        } finally {
-            fs.release(rh);
-        }
-        if (content.length == a.size()) {
-            notice("fill", path, () -> observer.store(p, a, content));
-        }
-        return content;
-    }
-
     @Override
     public int write(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
         return call("write", path, () -> {
@@ -499,9 +400,7 @@ public final class PartFsFuse extends FuseStubFS {
             buf.get(0, tmp, 0, (int) size);
             long fh = fi.fh.get();
             int n = fs.write(fh, offset, tmp, 0, (int) size);
-            if (observer != null) {
-                dirty.put(fh, Boolean.TRUE);
-            }
+            observed.wrote(fh);
             return n;
         });
     }
@@ -510,7 +409,7 @@ public final class PartFsFuse extends FuseStubFS {
     public int flush(String path, FuseFileInfo fi) {
         return call("flush", path, () -> {
             fs.flush(fi.fh.get());
-            committed(path, fi.fh.get());
+            observed.committed(rel(path), fi.fh.get());
             return 0;
         });
     }
@@ -529,9 +428,9 @@ public final class PartFsFuse extends FuseStubFS {
             long fh = fi.fh.get();
             try {
                 fs.flush(fh);
-                committed(path, fh);
+                observed.committed(rel(path), fh);
             } finally {
-                dirty.remove(fh);
+                observed.released(fh);
                 fs.release(fh);
             }
             return 0;
@@ -629,17 +528,9 @@ public final class PartFsFuse extends FuseStubFS {
      *
      * @throws IOException when the mount point is missing, busy, or the mount fails
      */
+    @Override
     public void mountAndWait(Path mountPoint, FuseOptions options) throws IOException {
-        Path mp = mountPoint.toAbsolutePath().normalize();
-        if (!java.nio.file.Files.isDirectory(mp)) {
-            throw new IOException("mount point " + mp + " does not exist or is not a directory: create it first (mkdir -p " + mp + ")");
-        }
-        if (Mounts.isMounted(mp)) {
-            throw new IOException(mp + " is already a mount point: unmount it first (partfs umount " + mp + ")");
-        }
-        if (!java.nio.file.Files.exists(Path.of("/dev/fuse"))) {
-            throw new IOException("/dev/fuse is missing: load the fuse module (modprobe fuse) or give the container /dev/fuse");
-        }
+        Path mp = FuseMount.checkMountPoint(mountPoint);
         String[] args = options.toArgs().toArray(String[]::new);
         java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
         Thread t = new Thread(() -> {
@@ -669,7 +560,7 @@ public final class PartFsFuse extends FuseStubFS {
         log.info("mounted volume {} at {}", fs.format().name(), mp);
     }
 
-    /** Blocks until the filesystem is unmounted (by {@link #unmount()}, fusermount or umount). */
+    @Override
     public void awaitUnmounted() throws InterruptedException {
         Thread t = fuseThread;
         if (t != null) {
@@ -677,10 +568,7 @@ public final class PartFsFuse extends FuseStubFS {
         }
     }
 
-    /**
-     * Unmounts and waits until libfuse has stopped. If files are still open the kernel detaches
-     * the mount lazily: it disappears from the namespace now and ends when the last file closes.
-     */
+    @Override
     public void unmount() throws IOException {
         Path mp = mountedAt;
         Thread t = fuseThread;

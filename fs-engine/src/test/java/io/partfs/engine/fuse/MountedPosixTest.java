@@ -35,26 +35,34 @@ import org.junit.jupiter.api.Test;
 
 /**
  * POSIX behaviour that ClickHouse and everyday tools rely on, through a real FUSE mount of an
- * embedded volume (RocksDB metadata, local objects), using java.nio and shell tools.
+ * embedded volume (RocksDB metadata, local objects), using java.nio and shell tools; here through
+ * the kernel driver, in {@link LibfuseMountedPosixTest} through libfuse.
  */
+@org.junit.jupiter.api.TestInstance(org.junit.jupiter.api.TestInstance.Lifecycle.PER_CLASS)
 class MountedPosixTest {
-    private static Path dir;
-    private static Path mnt;
-    private static PartFs fs;
-    private static PartFsFuse fuse;
+    private Path dir;
+    private Path mnt;
+    private PartFs fs;
+    private FuseMount fuse;
+
+    /** The FUSE driver under test; {@link LibfuseMountedPosixTest} runs the same tests on the other one. */
+    FuseOptions.Driver driver() {
+        return FuseOptions.Driver.KERNEL;
+    }
 
     @BeforeAll
-    static void mount() throws Exception {
+    void mount() throws Exception {
         dir = Files.createTempDirectory("partfs-mount-");
         mnt = Files.createDirectory(dir.resolve("mnt"));
         fs = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null,
                 TestVolume.defaultConfig(dir)).open();
-        fuse = new PartFsFuse(fs);
-        fuse.mountAndWait(mnt, FuseOptions.builder().build());
+        FuseOptions options = FuseOptions.builder().driver(driver()).build();
+        fuse = FuseMount.create(fs, null, options);
+        fuse.mountAndWait(mnt, options);
     }
 
     @AfterAll
-    static void unmount() throws Exception {
+    void unmount() throws Exception {
         try {
             if (fuse != null) {
                 fuse.unmount();
@@ -67,7 +75,7 @@ class MountedPosixTest {
         }
     }
 
-    private static Path fresh(String name) throws IOException {
+    private Path fresh(String name) throws IOException {
         return Files.createDirectory(mnt.resolve(name));
     }
 

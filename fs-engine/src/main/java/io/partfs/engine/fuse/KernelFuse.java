@@ -1,0 +1,725 @@
+package io.partfs.engine.fuse;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.Errno;
+import io.partfs.engine.FileType;
+import io.partfs.engine.FsException;
+import io.partfs.engine.PartFs;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.metrics.OperationMetrics;
+import io.partfs.engine.spi.PathObserver;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import jnr.ffi.Pointer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * PartFS's own FUSE driver: speaks the kernel's FUSE protocol on {@code /dev/fuse} directly
+ * (mount(2) as root, no libfuse), with the kernel's inode numbers being PartFS inode numbers.
+ *
+ * <p>Why not libfuse 2's path API: every name the kernel has not cached costs a round trip to
+ * this process, and that API has no READDIRPLUS, so loading a MergeTree part costs one lookup per
+ * file. Here a directory listing carries every entry's attributes (READDIRPLUS), the kernel
+ * keeps one inode per file (so hard links share attributes and a cached {@code st_nlink} stays
+ * right), and no path is resolved per call.
+ *
+ * <p>Workers block in read(2) on the device, each taking one request and writing its reply;
+ * PartFs is thread-safe. Failures become errno values through {@link Errnos} (never EINTR).
+ * File locks (flock and POSIX) are not negotiated, so the kernel keeps them, exact for every
+ * process on this machine. Protocol 7.31 (Linux 5.4+) is asked for; struct layouts follow
+ * {@code include/uapi/linux/fuse.h}.
+ */
+public final class KernelFuse implements FuseMount {
+    private static final Logger log = LoggerFactory.getLogger(KernelFuse.class);
+    private static final LibC C = LibC.INSTANCE;
+
+    // ---- protocol ----
+    private static final int MAJOR = 7;
+    private static final int MINOR = 31;
+    private static final int MAX_PAGES = 256;
+    /** Largest write (and read) moved in one request. */
+    static final int MAX_IO = MAX_PAGES * 4096;
+    private static final int IN_HEADER = 40;
+    private static final int OUT_HEADER = 16;
+    private static final int BUFFER = MAX_IO + 4096;
+
+    private static final int LOOKUP = 1, FORGET = 2, GETATTR = 3, SETATTR = 4, READLINK = 5, SYMLINK = 6,
+            MKNOD = 8, MKDIR = 9, UNLINK = 10, RMDIR = 11, RENAME = 12, LINK = 13, OPEN = 14, READ = 15,
+            WRITE = 16, STATFS = 17, RELEASE = 18, FSYNC = 20, SETXATTR = 21, GETXATTR = 22, LISTXATTR = 23,
+            REMOVEXATTR = 24, FLUSH = 25, INIT = 26, OPENDIR = 27, READDIR = 28, RELEASEDIR = 29,
+            FSYNCDIR = 30, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38, BATCH_FORGET = 42,
+            FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45;
+    private static final String[] OP_NAMES = new String[64];
+
+    static {
+        String[][] names = {{"lookup", "1"}, {"forget", "2"}, {"getattr", "3"}, {"setattr", "4"},
+            {"readlink", "5"}, {"symlink", "6"}, {"mknod", "8"}, {"mkdir", "9"}, {"unlink", "10"},
+            {"rmdir", "11"}, {"rename", "12"}, {"link", "13"}, {"open", "14"}, {"read", "15"},
+            {"write", "16"}, {"statfs", "17"}, {"release", "18"}, {"fsync", "20"}, {"setxattr", "21"},
+            {"getxattr", "22"}, {"listxattr", "23"}, {"removexattr", "24"}, {"flush", "25"}, {"init", "26"},
+            {"opendir", "27"}, {"readdir", "28"}, {"releasedir", "29"}, {"fsyncdir", "30"},
+            {"access", "34"}, {"create", "35"}, {"destroy", "38"}, {"fallocate", "43"},
+            {"readdirplus", "44"}, {"rename2", "45"}};
+        for (String[] n : names) {
+            OP_NAMES[Integer.parseInt(n[1])] = n[0];
+        }
+    }
+
+    // fuse_init flags
+    private static final int ASYNC_READ = 1, BIG_WRITES = 1 << 5, AUTO_INVAL_DATA = 1 << 12,
+            DO_READDIRPLUS = 1 << 13, ASYNC_DIO = 1 << 15, PARALLEL_DIROPS = 1 << 18, MAX_PAGES_FLAG = 1 << 22,
+            CACHE_SYMLINKS = 1 << 23;
+    // fuse_setattr_in.valid
+    private static final int FATTR_MODE = 1, FATTR_UID = 2, FATTR_GID = 4, FATTR_SIZE = 8, FATTR_ATIME = 16,
+            FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256;
+    private static final int S_IFMT = 0170000;
+
+    private final PartFs fs;
+    private final ObservedFiles observed;
+    /** Inode names for the observer; null without one. */
+    private final NodeNames names;
+    private final OperationMetrics ops;
+    private final int workers;
+    /** Directory listings of open directory handles, so offsets stay stable while a listing is read. */
+    private final Map<Long, List<DirEntry>> listings = new ConcurrentHashMap<>();
+    private final AtomicLong nextDirHandle = new AtomicLong(1);
+
+    private volatile FuseOptions options;
+    private volatile int fd = -1;
+    private volatile Path mountedAt;
+    private final List<Thread> threads = new ArrayList<>();
+    private final CountDownLatch initialized = new CountDownLatch(1);
+    private final AtomicReference<String> initFailure = new AtomicReference<>();
+
+    public KernelFuse(PartFs fs) {
+        this(fs, null);
+    }
+
+    /** A filesystem whose file events also go to {@code observer} (null for none). */
+    public KernelFuse(PartFs fs, PathObserver observer) {
+        this.fs = fs;
+        this.observed = new ObservedFiles(fs, observer);
+        this.names = observer == null ? null : new NodeNames();
+        this.ops = new OperationMetrics(fs.config().metrics(), "partfs_fuse_operations",
+                "FUSE operations (errors are calls answered with an errno, ENOENT included)");
+        this.workers = 16;
+    }
+
+    // ---- mounting ----
+
+    @Override
+    public void mountAndWait(Path mountPoint, FuseOptions options) throws IOException {
+        Path mp = FuseMount.checkMountPoint(mountPoint);
+        this.options = options;
+        long flags = LibC.MS_NOSUID | LibC.MS_NODEV;
+        StringBuilder data = new StringBuilder();
+        for (String o : options.extra()) {
+            switch (o) {
+                case "ro" -> flags |= 1; // MS_RDONLY
+                case "rw", "nonempty" -> { } // nonempty: the kernel never refuses a non-empty mount point
+                default -> throw new IllegalArgumentException("FUSE option '" + o
+                        + "' is understood only by the libfuse driver (--fuse-driver libfuse)");
+            }
+        }
+        int dev = C.open("/dev/fuse", LibC.O_RDWR | LibC.O_CLOEXEC);
+        if (dev < 0) {
+            throw new IOException("cannot open /dev/fuse: " + LibC.error() + " (run as root, or mount with --fuse-driver libfuse)");
+        }
+        data.append("fd=").append(dev).append(",rootmode=40000,user_id=").append(C.getuid())
+                .append(",group_id=").append(C.getgid()).append(",default_permissions,max_read=").append(MAX_IO);
+        if (options.allowOther()) {
+            data.append(",allow_other");
+        }
+        if (C.mount("partfs", mp.toString(), "fuse.partfs", flags, data.toString()) != 0) {
+            String why = LibC.error();
+            C.close(dev);
+            throw new IOException("cannot mount " + mp + ": " + why + " (the kernel driver needs root; else use --fuse-driver libfuse)");
+        }
+        fd = dev;
+        mountedAt = mp;
+        for (int i = 0; i < workers; i++) {
+            Thread t = new Thread(this::serve, "partfs-fuse-" + i);
+            t.setDaemon(true);
+            threads.add(t);
+            t.start();
+        }
+        try {
+            boolean done = initialized.await(30, TimeUnit.SECONDS);
+            if (!done || initFailure.get() != null) {
+                unmount();
+                throw new IOException("the kernel did not start FUSE on " + mp + ": "
+                        + (done ? initFailure.get() : "no INIT request within 30 s"));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            unmount();
+            throw new java.io.InterruptedIOException("interrupted while mounting " + mp);
+        }
+        log.info("mounted volume {} at {} (kernel FUSE driver, protocol {}.{})", fs.format().name(), mp, MAJOR, MINOR);
+    }
+
+    @Override
+    public void awaitUnmounted() throws InterruptedException {
+        for (Thread t : List.copyOf(threads)) {
+            t.join();
+        }
+    }
+
+    @Override
+    public void unmount() throws IOException {
+        Path mp = mountedAt;
+        if (mp == null) {
+            return;
+        }
+        if (Mounts.isMounted(mp) && C.umount2(mp.toString(), 0) != 0) {
+            int e = LibC.errno();
+            if (e != LibC.EINVAL) { // EINVAL: no longer mounted
+                log.warn("{} is busy ({}); detaching it lazily", mp, LibC.error());
+                if (C.umount2(mp.toString(), LibC.MNT_DETACH) != 0 && LibC.errno() != LibC.EINVAL) {
+                    throw new IOException("cannot unmount " + mp + ": " + LibC.error() + "; close what uses it (lsof " + mp + ")");
+                }
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try {
+            for (Thread t : List.copyOf(threads)) {
+                t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while unmounting " + mp);
+        }
+        if (threads.stream().noneMatch(Thread::isAlive)) {
+            C.close(fd);
+            fd = -1;
+        } else {
+            log.warn("{}: files are still open on the detached mount; it ends when they close", mp);
+        }
+        mountedAt = null;
+    }
+
+    // ---- the request loop ----
+
+    /** One worker's buffers: a request as read, a reply being built, and scratch for data. */
+    private static final class Buffers {
+        final ByteBuffer in = ByteBuffer.allocateDirect(BUFFER).order(ByteOrder.LITTLE_ENDIAN);
+        final Pointer inPtr = Pointer.wrap(jnr.ffi.Runtime.getRuntime(C), in);
+        final ByteBuffer out = ByteBuffer.allocateDirect(BUFFER).order(ByteOrder.LITTLE_ENDIAN);
+        final Pointer outPtr = Pointer.wrap(jnr.ffi.Runtime.getRuntime(C), out);
+        final byte[] data = new byte[MAX_IO];
+    }
+
+    private void serve() {
+        Buffers b = new Buffers();
+        int dev = fd;
+        while (true) {
+            long n = C.read(dev, b.inPtr, BUFFER);
+            if (n < 0) {
+                int e = LibC.errno();
+                if (e == LibC.EINTR || e == LibC.EAGAIN || e == LibC.ENOENT) {
+                    continue; // interrupted, or the request was withdrawn before we read it
+                }
+                if (e != LibC.ENODEV) { // ENODEV: unmounted
+                    log.error("reading /dev/fuse failed: {}; the mount stops serving", LibC.error());
+                }
+                initialized.countDown();
+                return;
+            }
+            b.in.clear().limit((int) n);
+            handle(b);
+        }
+    }
+
+    private void handle(Buffers b) {
+        ByteBuffer in = b.in;
+        int opcode = in.getInt(4);
+        long unique = in.getLong(8);
+        long node = in.getLong(16);
+        in.position(IN_HEADER);
+        switch (opcode) { // the requests that take no reply
+            case FORGET -> {
+                if (names != null) {
+                    names.forget(node, in.getLong(IN_HEADER));
+                }
+                return;
+            }
+            case BATCH_FORGET -> {
+                if (names != null) {
+                    int count = in.getInt(IN_HEADER);
+                    for (int i = 0, at = IN_HEADER + 8; i < count; i++, at += 16) {
+                        names.forget(in.getLong(at), in.getLong(at + 8));
+                    }
+                }
+                return;
+            }
+            case INTERRUPT -> {
+                return; // operations finish on their own; none blocks indefinitely
+            }
+            default -> { }
+        }
+        String op = opcode < OP_NAMES.length && OP_NAMES[opcode] != null ? OP_NAMES[opcode] : "op" + opcode;
+        ByteBuffer out = b.out;
+        out.clear().position(OUT_HEADER);
+        long start = System.nanoTime();
+        int error;
+        try {
+            error = dispatch(opcode, node, in, b);
+        } catch (Throwable t) {
+            error = Errnos.errno(op, "inode " + node, t).code();
+            out.clear().position(OUT_HEADER);
+        }
+        if (opcode != INIT) {
+            ops.record(op, System.nanoTime() - start, error != 0);
+        }
+        reply(b, unique, error);
+    }
+
+    private void reply(Buffers b, long unique, int error) {
+        ByteBuffer out = b.out;
+        int len = error == 0 ? out.position() : OUT_HEADER;
+        out.putInt(0, len).putInt(4, -error).putLong(8, unique);
+        if (C.write(fd, b.outPtr, len) < 0) {
+            int e = LibC.errno();
+            if (e != LibC.ENOENT) { // ENOENT: the request was interrupted and is no longer waited for
+                log.warn("writing a FUSE reply failed: {}", LibC.error());
+            }
+        }
+    }
+
+    private static String name(ByteBuffer in) {
+        int from = in.position();
+        int end = from;
+        while (in.get(end) != 0) {
+            end++;
+        }
+        byte[] bytes = new byte[end - from];
+        in.get(bytes);
+        in.position(end + 1);
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+
+    private int uid(ByteBuffer in) {
+        return in.getInt(24);
+    }
+
+    private int gid(ByteBuffer in) {
+        return in.getInt(28);
+    }
+
+    /** Runs one request; returns 0 with the reply's body in {@code b.out}, or a positive errno. */
+    private int dispatch(int opcode, long node, ByteBuffer in, Buffers b) throws IOException {
+        ByteBuffer out = b.out;
+        switch (opcode) {
+            case INIT -> init(in, out);
+            case LOOKUP -> {
+                String name = name(in);
+                Attr a;
+                try {
+                    a = fs.lookup(node, name);
+                } catch (FsException.NoSuchEntry e) {
+                    double neg = options.negativeTimeout();
+                    if (neg <= 0) {
+                        throw e;
+                    }
+                    long sec = (long) neg; // nodeid 0: "no such name", cached for entry_valid
+                    out.putLong(0).putLong(0).putLong(sec).putLong(0).putInt((int) ((neg - sec) * 1e9)).putInt(0)
+                            .put(new byte[88]);
+                    return 0;
+                }
+                entry(out, node, name, a);
+            }
+            case GETATTR -> attrOut(out, fs.getattr(node));
+            case SETATTR -> attrOut(out, setattr(node, in));
+            case READLINK -> out.put(fs.readlink(node).getBytes(StandardCharsets.UTF_8));
+            case SYMLINK -> {
+                String name = name(in);
+                String target = name(in);
+                entry(out, node, name, fs.symlink(node, name, target, uid(in), gid(in)));
+            }
+            case MKNOD -> {
+                int mode = in.getInt();
+                int rdev = in.getInt();
+                in.position(in.position() + 8);
+                String name = name(in);
+                FileType type = (mode & S_IFMT) == 0 ? FileType.FILE : FileType.fromMode(mode);
+                entry(out, node, name, fs.mknod(node, name, type, mode & 07777, uid(in), gid(in), rdev));
+            }
+            case MKDIR -> {
+                int mode = in.getInt();
+                in.position(in.position() + 4);
+                String name = name(in);
+                entry(out, node, name, fs.mkdir(node, name, mode & 07777, uid(in), gid(in)));
+            }
+            case UNLINK -> {
+                String name = name(in);
+                String path = pathOf(node, name);
+                fs.unlink(node, name);
+                observed.removed(path);
+            }
+            case RMDIR -> {
+                String name = name(in);
+                String path = pathOf(node, name);
+                fs.rmdir(node, name);
+                observed.removed(path);
+            }
+            case RENAME -> {
+                long newDir = in.getLong();
+                rename(node, name(in), newDir, name(in), 0);
+            }
+            case RENAME2 -> {
+                long newDir = in.getLong();
+                int flags = in.getInt();
+                in.getInt();
+                rename(node, name(in), newDir, name(in), flags);
+            }
+            case LINK -> {
+                long ino = in.getLong();
+                String name = name(in);
+                Attr a = fs.link(ino, node, name);
+                observed.linked(pathOf(ino), pathOf(node, name), a);
+                entry(out, node, name, a);
+            }
+            case OPEN -> openOut(out, fs.open(node, in.getInt()));
+            case READ -> read(node, in, b);
+            case WRITE -> {
+                long fh = in.getLong();
+                long offset = in.getLong();
+                int size = in.getInt();
+                in.position(IN_HEADER + 40);
+                in.get(b.data, 0, size);
+                int n = fs.write(fh, offset, b.data, 0, size);
+                observed.wrote(fh);
+                out.putInt(n).putInt(0);
+            }
+            case STATFS -> {
+                PartFs.StatFs s = fs.statfs();
+                out.putLong(s.totalBlocks()).putLong(s.freeBlocks()).putLong(s.freeBlocks())
+                        .putLong(s.files()).putLong(s.freeFiles()).putInt((int) s.blockSize()).putInt(s.nameMax())
+                        .putInt((int) s.blockSize()).putInt(0);
+                for (int i = 0; i < 6; i++) {
+                    out.putInt(0);
+                }
+            }
+            case RELEASE -> {
+                long fh = in.getLong();
+                try {
+                    fs.flush(fh);
+                    committed(node, fh);
+                } finally {
+                    observed.released(fh);
+                    fs.release(fh);
+                }
+            }
+            case FLUSH -> {
+                long fh = in.getLong();
+                fs.flush(fh);
+                committed(node, fh);
+            }
+            case FSYNC -> fs.fsync(in.getLong());
+            case SETXATTR -> {
+                int size = in.getInt();
+                int flags = in.getInt();
+                String name = name(in);
+                byte[] value = new byte[size];
+                in.get(value);
+                fs.setxattr(node, name, value, flags);
+            }
+            case GETXATTR -> {
+                int size = in.getInt();
+                in.getInt();
+                return xattrOut(out, fs.getxattr(node, name(in)), size);
+            }
+            case LISTXATTR -> {
+                int size = in.getInt();
+                java.io.ByteArrayOutputStream list = new java.io.ByteArrayOutputStream();
+                for (String n : fs.listxattr(node)) {
+                    list.writeBytes(n.getBytes(StandardCharsets.UTF_8));
+                    list.write(0);
+                }
+                return xattrOut(out, list.toByteArray(), size);
+            }
+            case REMOVEXATTR -> fs.removexattr(node, name(in));
+            case OPENDIR -> {
+                if (!fs.getattr(node).isDirectory()) {
+                    throw new FsException.NotDirectory("inode " + node);
+                }
+                long h = nextDirHandle.getAndIncrement();
+                listings.put(h, fs.readdir(node));
+                openOut(out, h);
+            }
+            case READDIR -> readdir(node, in, out, false);
+            case READDIRPLUS -> readdir(node, in, out, true);
+            case RELEASEDIR -> listings.remove(in.getLong());
+            case FSYNCDIR -> fs.meta().sync();
+            case ACCESS -> fs.getattr(node); // default_permissions: the kernel checked; this says it exists
+            case CREATE -> {
+                int flags = in.getInt();
+                int mode = in.getInt();
+                in.position(in.position() + 8);
+                String name = name(in);
+                PartFs.Created c = fs.create(node, name, mode & 07777, flags | PartFs.O_CREAT, uid(in), gid(in));
+                entry(out, node, name, c.attr());
+                openOut(out, c.fh());
+            }
+            case FALLOCATE -> {
+                long fh = in.getLong();
+                long offset = in.getLong();
+                long length = in.getLong();
+                fs.fallocate(fh, in.getInt(), offset, length);
+            }
+            case DESTROY -> { }
+            default -> {
+                return Errno.ENOSYS.code();
+            }
+        }
+        return 0;
+    }
+
+    private void init(ByteBuffer in, ByteBuffer out) {
+        int major = in.getInt();
+        int minor = in.getInt();
+        int maxReadahead = in.getInt();
+        int kernelFlags = in.getInt();
+        if (major < MAJOR || (major == MAJOR && minor < MINOR)) {
+            initFailure.set("kernel FUSE protocol " + major + "." + minor + " is older than " + MAJOR + "." + MINOR
+                    + " (Linux 5.4); use --fuse-driver libfuse");
+            log.error(initFailure.get());
+        }
+        int wanted = ASYNC_READ | BIG_WRITES | AUTO_INVAL_DATA | DO_READDIRPLUS | ASYNC_DIO | PARALLEL_DIROPS
+                | MAX_PAGES_FLAG | CACHE_SYMLINKS;
+        out.putInt(MAJOR).putInt(MINOR).putInt(Math.min(maxReadahead, MAX_IO)).putInt(kernelFlags & wanted)
+                .putShort((short) 64).putShort((short) 48) // max_background, congestion_threshold
+                .putInt(MAX_IO).putInt(1) // max_write, time_gran (ns)
+                .putShort((short) MAX_PAGES).putShort((short) 0).putInt(0); // max_pages, map_alignment, flags2
+        for (int i = 0; i < 7; i++) {
+            out.putInt(0);
+        }
+        initialized.countDown();
+    }
+
+    // ---- replies ----
+
+    private void entry(ByteBuffer out, long parent, String name, Attr a) {
+        double entry = a.isDirectory() ? options.dirEntryTimeout() : options.entryTimeout();
+        double attr = options.attrTimeout();
+        long eSec = (long) entry;
+        long aSec = (long) attr;
+        out.putLong(a.ino()).putLong(0).putLong(eSec).putLong(aSec)
+                .putInt((int) ((entry - eSec) * 1e9)).putInt((int) ((attr - aSec) * 1e9));
+        putAttr(out, a);
+        if (names != null) {
+            names.looked(parent, name, a.ino());
+        }
+    }
+
+    private void attrOut(ByteBuffer out, Attr a) {
+        double attr = options.attrTimeout();
+        long aSec = (long) attr;
+        out.putLong(aSec).putInt((int) ((attr - aSec) * 1e9)).putInt(0);
+        putAttr(out, a);
+    }
+
+    private static void putAttr(ByteBuffer out, Attr a) {
+        out.putLong(a.ino()).putLong(a.size()).putLong((a.size() + 511) / 512)
+                .putLong(Math.floorDiv(a.atimeNs(), 1_000_000_000L))
+                .putLong(Math.floorDiv(a.mtimeNs(), 1_000_000_000L))
+                .putLong(Math.floorDiv(a.ctimeNs(), 1_000_000_000L))
+                .putInt((int) Math.floorMod(a.atimeNs(), 1_000_000_000L))
+                .putInt((int) Math.floorMod(a.mtimeNs(), 1_000_000_000L))
+                .putInt((int) Math.floorMod(a.ctimeNs(), 1_000_000_000L))
+                .putInt(a.stMode()).putInt(a.nlink()).putInt(a.uid()).putInt(a.gid())
+                .putInt(a.rdev()).putInt(4096).putInt(0);
+    }
+
+    private static void openOut(ByteBuffer out, long fh) {
+        out.putLong(fh).putInt(0).putInt(0);
+    }
+
+    /** getxattr/listxattr: size 0 asks for the length; too small a buffer is ERANGE. */
+    private static int xattrOut(ByteBuffer out, byte[] v, int size) {
+        if (size == 0) {
+            out.putInt(v.length).putInt(0);
+            return 0;
+        }
+        if (size < v.length) {
+            return Errno.ERANGE.code();
+        }
+        out.put(v);
+        return 0;
+    }
+
+    // ---- operations with more to them ----
+
+    private Attr setattr(long node, ByteBuffer in) throws IOException {
+        int at = IN_HEADER;
+        int valid = in.getInt(at);
+        long fh = in.getLong(at + 8);
+        long size = in.getLong(at + 16);
+        long atime = in.getLong(at + 32);
+        long mtime = in.getLong(at + 40);
+        int atimeNs = in.getInt(at + 56);
+        int mtimeNs = in.getInt(at + 60);
+        int mode = in.getInt(at + 68);
+        int uid = in.getInt(at + 76);
+        int gid = in.getInt(at + 80);
+        if ((valid & FATTR_MODE) != 0) {
+            fs.setattr(node, MetaEngine.SetAttr.mode(mode & 07777));
+        }
+        if ((valid & (FATTR_UID | FATTR_GID)) != 0) {
+            fs.setattr(node, MetaEngine.SetAttr.owner((valid & FATTR_UID) != 0 ? uid : null,
+                    (valid & FATTR_GID) != 0 ? gid : null));
+        }
+        if ((valid & FATTR_SIZE) != 0) {
+            fs.truncate((valid & FATTR_FH) != 0 ? fs.inodeOf(fh) : node, size);
+            if (observed.active()) {
+                observed.removed(pathOf(node));
+            }
+        }
+        if ((valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW)) != 0) {
+            fs.setattr(node, MetaEngine.SetAttr.times(
+                    time(valid, FATTR_ATIME, FATTR_ATIME_NOW, atime, atimeNs),
+                    time(valid, FATTR_MTIME, FATTR_MTIME_NOW, mtime, mtimeNs)));
+        }
+        return fs.getattr(node);
+    }
+
+    /** A time to set from setattr's fields: null (unchanged), now, or the given time. */
+    private static Long time(int valid, int given, int now, long sec, int nsec) {
+        if ((valid & now) != 0) {
+            return MetaEngine.SetAttr.NOW;
+        }
+        return (valid & given) != 0 ? Long.valueOf(sec * 1_000_000_000L + nsec) : null;
+    }
+
+    private void rename(long dir, String name, long newDir, String newName, int flags) throws IOException {
+        if ((flags & ~(MetaEngine.RENAME_NOREPLACE | MetaEngine.RENAME_EXCHANGE)) != 0) {
+            throw new FsException.InvalidArgument("rename flags " + flags); // RENAME_WHITEOUT: overlayfs only
+        }
+        String from = pathOf(dir, name);
+        String to = pathOf(newDir, newName);
+        long moved = names == null ? 0 : fs.lookup(dir, name).ino();
+        long other = names != null && (flags & MetaEngine.RENAME_EXCHANGE) != 0 ? fs.lookup(newDir, newName).ino() : 0;
+        fs.rename(dir, name, newDir, newName, flags);
+        if (names != null) {
+            names.moved(moved, newDir, newName);
+            if (other != 0) {
+                names.moved(other, dir, name);
+            }
+        }
+        if ((flags & MetaEngine.RENAME_EXCHANGE) != 0) {
+            observed.removed(from);
+            observed.removed(to);
+        } else {
+            observed.renamed(from, to);
+        }
+    }
+
+    private void read(long node, ByteBuffer in, Buffers b) throws IOException {
+        long fh = in.getLong();
+        long offset = in.getLong();
+        int size = Math.min(in.getInt(), MAX_IO);
+        ByteBuffer out = b.out;
+        if (observed.active()) {
+            String path = pathOf(node);
+            if (observed.observed(path)) {
+                byte[] whole = observed.content(path, fh);
+                if (whole != null) {
+                    int n = (int) Math.max(0, Math.min(size, whole.length - offset));
+                    if (n > 0) {
+                        out.put(whole, (int) offset, n);
+                    }
+                    return;
+                }
+            }
+        }
+        int n = fs.read(fh, offset, b.data, 0, size);
+        if (n > 0) {
+            out.put(b.data, 0, n);
+        }
+    }
+
+    /**
+     * READDIR and READDIRPLUS from the listing taken at opendir; the offset of an entry is its
+     * index plus one ("." and ".." first). With PLUS every entry carries its attributes, which the
+     * kernel caches as if each name had been looked up: a part directory then costs one request
+     * instead of one per file.
+     */
+    private void readdir(long node, ByteBuffer in, ByteBuffer out, boolean plus) throws IOException {
+        long fh = in.getLong();
+        long offset = in.getLong();
+        int size = Math.min(in.getInt(), MAX_IO);
+        List<DirEntry> list = listings.get(fh);
+        if (list == null) {
+            list = fs.readdir(node);
+        }
+        int limit = OUT_HEADER + size;
+        for (long i = offset; i < list.size() + 2; i++) {
+            String name;
+            long ino;
+            int type;
+            Attr a = null;
+            if (i < 2) {
+                name = i == 0 ? "." : "..";
+                ino = node;
+                type = 4; // DT_DIR
+            } else {
+                DirEntry e = list.get((int) (i - 2));
+                name = e.name();
+                ino = e.ino();
+                type = e.type().formatBits() >>> 12;
+                if (plus) {
+                    try {
+                        a = fs.getattr(ino);
+                    } catch (FsException.NoSuchEntry gone) {
+                        continue; // removed since the listing was taken
+                    }
+                }
+            }
+            byte[] nb = name.getBytes(StandardCharsets.UTF_8);
+            int dirent = (24 + nb.length + 7) & ~7;
+            int need = dirent + (plus ? 128 : 0);
+            if (out.position() + need > limit) {
+                break;
+            }
+            if (plus) {
+                if (a == null) {
+                    out.put(new byte[128]); // nodeid 0: no attributes for "." and ".."
+                } else {
+                    entry(out, node, name, a);
+                }
+            }
+            int start = out.position();
+            out.putLong(ino).putLong(i + 1).putInt(nb.length).putInt(type).put(nb);
+            while (out.position() < start + dirent) {
+                out.put((byte) 0);
+            }
+        }
+    }
+
+    private void committed(long node, long fh) {
+        if (observed.active()) {
+            observed.committed(pathOf(node), fh);
+        }
+    }
+
+    private String pathOf(long ino) {
+        return names == null ? null : names.path(ino);
+    }
+
+    private String pathOf(long dir, String name) {
+        return names == null ? null : names.path(dir, name);
+    }
+}
