@@ -4,7 +4,7 @@ import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.fuse.FuseOptions;
 import io.partfs.engine.fuse.Mounts;
-import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.fuse.FuseMount;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetAddress;
@@ -35,8 +35,11 @@ import picocli.CommandLine.Spec;
                 "Without --meta it mounts the embedded volume <home>/<name> (RocksDB metadata, local",
                 "objects), formatting it on first use: 'partfs mount /mnt/partfs --background' is enough.",
                 "",
-                "Kernel caching: attributes are not cached by default (nlink and sizes exact at once);",
-                "a volume's only writer may raise --attr-cache/--entry-cache safely."})
+                "FUSE: as root PartFS serves the kernel's FUSE protocol itself (--fuse-driver kernel:",
+                "READDIRPLUS, one kernel inode per file); other users go through libfuse 2.",
+                "Kernel caching: attributes, names and missing names are cached for 1 s, so other clients'",
+                "changes show within a second; a volume's only writer may raise --attr-cache,",
+                "--entry-cache and --dir-entry-cache safely (every change then passes through this kernel)."})
 final class MountCommand implements Callable<Integer> {
     private static final Logger log = LoggerFactory.getLogger(MountCommand.class);
 
@@ -60,15 +63,27 @@ final class MountCommand implements Callable<Integer> {
                     "object directory, whose blocks are already on local disk)."})
     String cacheSize;
 
-    @Option(names = "--attr-cache", paramLabel = "SECONDS", defaultValue = "0", description = "Kernel attribute cache timeout (default: ${DEFAULT-VALUE}).")
-    double attrCache;
+    @Option(names = "--fuse-driver", paramLabel = "kernel|libfuse",
+            description = {"FUSE implementation: 'kernel' (PartFS on /dev/fuse, needs root; the default for root)",
+                    "or 'libfuse' (libfuse 2 through jnr-fuse and fusermount; the default for other users)."})
+    String fuseDriver;
+
+    @Option(names = "--no-prefetch-parts",
+            description = {"Do not list MergeTree part directories ahead when a table directory is listed (kernel",
+                    "driver; the kernel then learns each file of a part from a stat of its own)."})
+    boolean noPrefetchParts;
+
+    @Option(names = "--attr-cache", paramLabel = "SECONDS",
+            description = {"Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse,",
+                    "whose path API gives each hard link its own kernel inode, so nlink would drift after ln)."})
+    Double attrCache;
 
     @Option(names = "--entry-cache", paramLabel = "SECONDS", defaultValue = "1", description = "Kernel file entry cache timeout (default: ${DEFAULT-VALUE}).")
     double entryCache;
 
     @Option(names = "--dir-entry-cache", paramLabel = "SECONDS", defaultValue = "1",
-            description = {"Kernel directory entry cache timeout (default: ${DEFAULT-VALUE}). libfuse 2 has one entry",
-                    "timeout for all names, so the smaller of --entry-cache and this one applies."})
+            description = {"Kernel directory entry cache timeout (default: ${DEFAULT-VALUE}). With --fuse-driver libfuse,",
+                    "which has one entry timeout for all names, the smaller of --entry-cache and this one applies."})
     double dirEntryCache;
 
     @Option(names = "--io-threads", paramLabel = "N", defaultValue = "16", description = "Parallel object uploads and downloads (default: ${DEFAULT-VALUE}).")
@@ -161,9 +176,15 @@ final class MountCommand implements Callable<Integer> {
     }
 
     private FuseOptions fuseOptions() {
-        FuseOptions.Builder b = FuseOptions.builder().attrTimeout(attrCache)
-                .entryTimeout(Math.min(entryCache, dirEntryCache)).negativeTimeout(Math.min(entryCache, dirEntryCache))
-                .allowOther(Ids.uid() == 0);
+        FuseOptions.Builder b = FuseOptions.builder().entryTimeout(entryCache).dirEntryTimeout(dirEntryCache)
+                .negativeTimeout(Math.min(entryCache, dirEntryCache)).allowOther(Ids.uid() == 0)
+                .prefetchParts(!noPrefetchParts);
+        if (fuseDriver != null) {
+            b.driver(FuseOptions.Driver.parse(fuseDriver));
+        }
+        if (attrCache != null) {
+            b.attrTimeout(attrCache);
+        }
         fuseOptions.stream().filter(o -> !o.equals("nonempty")).forEach(b::option);
         if (fuseOptions.contains("nonempty")) {
             b.option("nonempty");
@@ -201,7 +222,7 @@ final class MountCommand implements Callable<Integer> {
             fs.close();
             throw e;
         }
-        PartFsFuse fuse = new PartFsFuse(fs, cache);
+        FuseMount fuse = FuseMount.create(fs, cache, fuseOpts);
         try {
             Files.createDirectories(mp); // only now that the volume opened, so a bad --meta leaves nothing behind
         } catch (IOException e) {
@@ -212,12 +233,13 @@ final class MountCommand implements Callable<Integer> {
         CountDownLatch stop = new CountDownLatch(1);
         io.partfs.cli.http.SidecarHttpServer http = null;
         try {
+            // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
+            Signals.onTermination(stop::countDown);
             http = startHttp(cache);
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
             session = fs.meta().registerSession(String.format("%s pid %d at %s since %s",
                     InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
-            Signals.onTermination(stop::countDown);
             Thread watcher = new Thread(() -> {
                 try {
                     fuse.awaitUnmounted();

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.fuse.FuseOptions;
-import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.fuse.FuseMount;
 import io.partfs.engine.testing.Backends;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
@@ -93,7 +93,7 @@ class ClickHouseOnPartFsIT {
         private final TestVolume volume;
         private final Path mnt;
         private PartFs fs;
-        private PartFsFuse fuse;
+        private FuseMount fuse;
 
         Mount(TestVolume volume, Path mnt) throws Exception {
             this.volume = volume;
@@ -103,7 +103,7 @@ class ClickHouseOnPartFsIT {
 
         private void open() throws Exception {
             fs = volume.open();
-            fuse = new PartFsFuse(fs);
+            fuse = FuseMount.create(fs, null, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
         }
 

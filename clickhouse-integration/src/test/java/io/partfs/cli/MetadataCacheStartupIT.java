@@ -13,7 +13,7 @@ import io.partfs.engine.DirEntry;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.fuse.FuseOptions;
-import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.fuse.FuseMount;
 import io.partfs.engine.meta.Slice;
 import io.partfs.engine.testing.Backends;
 import io.partfs.engine.testing.CountingKvStore;
@@ -53,7 +53,7 @@ class MetadataCacheStartupIT {
     private static final class Sidecar implements AutoCloseable {
         final PartFs fs;
         final PartMetadataCache cache;
-        final PartFsFuse fuse;
+        final FuseMount fuse;
 
         final CountingKvStore metaRequests;
 
@@ -63,7 +63,7 @@ class MetadataCacheStartupIT {
             metaRequests = kv[0];
             cache = new PartMetadataCache(PartMetadataStore.open(cacheDir, 64 << 20, false), "default",
                     TableSelector.parse("all"), p -> fs.readFile("/" + p));
-            fuse = new PartFsFuse(fs, cache);
+            fuse = FuseMount.create(fs, cache, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
         }
 

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.fuse.FuseOptions;
-import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.fuse.FuseMount;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.nio.charset.StandardCharsets;
@@ -51,7 +51,7 @@ class PosixConformanceIT {
         Path mnt = Files.createDirectory(dir.resolve("mnt"));
         try (PartFs fs = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, Files.createDirectory(dir.resolve("vol")),
                 null, null, TestVolume.defaultConfig(dir.resolve("vol"))).open()) {
-            PartFsFuse fuse = new PartFsFuse(fs);
+            FuseMount fuse = FuseMount.create(fs, null, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
             List<String> got;
             try {

@@ -7,7 +7,7 @@ import io.partfs.engine.Attr;
 import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.fuse.FuseOptions;
-import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.fuse.FuseMount;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
@@ -44,7 +44,7 @@ class CacheNeverStaleTest {
     private Path dir;
     private Path mnt;
     private PartFs fs;
-    private PartFsFuse fuse;
+    private FuseMount fuse;
     private PartMetadataCache cache;
 
     @BeforeEach
@@ -54,7 +54,7 @@ class CacheNeverStaleTest {
         fs = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null, TestVolume.defaultConfig(dir)).open();
         cache = new PartMetadataCache(PartMetadataStore.open(dir.resolve("mdcache"), 16 << 20, false), "default",
                 TableSelector.parse("all"), p -> fs.readFile("/" + p));
-        fuse = new PartFsFuse(fs, cache);
+        fuse = FuseMount.create(fs, cache, FuseOptions.builder().build());
         fuse.mountAndWait(mnt, FuseOptions.builder().build());
     }
 

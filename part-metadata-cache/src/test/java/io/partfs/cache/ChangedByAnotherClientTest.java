@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.fuse.FuseOptions;
-import io.partfs.engine.fuse.PartFsFuse;
+import io.partfs.engine.fuse.FuseMount;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
@@ -44,7 +44,7 @@ class ChangedByAnotherClientTest {
     private final class Sidecar implements AutoCloseable {
         final PartFs fs;
         final PartMetadataCache cache;
-        final PartFsFuse fuse;
+        final FuseMount fuse;
         final Path mnt;
 
         Sidecar() throws Exception {
@@ -52,7 +52,7 @@ class ChangedByAnotherClientTest {
             fs = volume.open();
             cache = new PartMetadataCache(PartMetadataStore.open(dir.resolve("mdcache"), 8 << 20, false), "default",
                     TableSelector.parse("all"), p -> fs.readFile("/" + p));
-            fuse = new PartFsFuse(fs, cache);
+            fuse = FuseMount.create(fs, cache, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
         }
 

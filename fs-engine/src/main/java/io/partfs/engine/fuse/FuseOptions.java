@@ -38,6 +38,7 @@ public final class FuseOptions {
     }
 
     private final Driver driver;
+    private final boolean prefetchParts;
     private final double attrTimeout;
     private final double entryTimeout;
     private final double dirEntryTimeout;
@@ -47,6 +48,7 @@ public final class FuseOptions {
 
     private FuseOptions(Builder b) {
         this.driver = b.driver == null ? Driver.preferred() : b.driver;
+        this.prefetchParts = b.prefetchParts;
         this.attrTimeout = b.attrTimeout == null ? (driver == Driver.KERNEL ? 1 : 0) : b.attrTimeout;
         this.entryTimeout = b.entryTimeout;
         this.dirEntryTimeout = b.dirEntryTimeout == null ? b.entryTimeout : b.dirEntryTimeout;
@@ -61,6 +63,11 @@ public final class FuseOptions {
 
     public Driver driver() {
         return driver;
+    }
+
+    /** Whether listing a directory of MergeTree parts lists the parts ahead (kernel driver only; see PartPrefetcher). */
+    public boolean prefetchParts() {
+        return prefetchParts;
     }
 
     /** Seconds the kernel caches a directory's name; {@link #entryTimeout()} for other names. */
@@ -107,6 +114,7 @@ public final class FuseOptions {
 
     public static final class Builder {
         private Driver driver;
+        private boolean prefetchParts = true;
         private Double attrTimeout;
         private double entryTimeout = 1;
         private Double dirEntryTimeout;
@@ -116,6 +124,9 @@ public final class FuseOptions {
 
         /** The FUSE driver; default {@link Driver#preferred()}. */
         public Builder driver(Driver d) { this.driver = d; return this; }
+
+        /** List MergeTree part directories ahead when their table directory is listed (default true). */
+        public Builder prefetchParts(boolean b) { this.prefetchParts = b; return this; }
 
         /** Seconds the kernel may cache a directory's name (default: the entry timeout). */
         public Builder dirEntryTimeout(double s) { this.dirEntryTimeout = s; return this; }

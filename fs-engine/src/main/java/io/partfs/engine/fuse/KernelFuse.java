@@ -89,8 +89,9 @@ public final class KernelFuse implements FuseMount {
 
     private final PartFs fs;
     private final ObservedFiles observed;
-    /** Inode names for the observer; null without one. */
-    private final NodeNames names;
+    /** The name each inode the kernel holds was given by (for the observer and the prefetcher). */
+    private final NodeNames names = new NodeNames();
+    private volatile PartPrefetcher prefetcher;
     private final OperationMetrics ops;
     private final int workers;
     /** Directory listings of open directory handles, so offsets stay stable while a listing is read. */
@@ -112,7 +113,6 @@ public final class KernelFuse implements FuseMount {
     public KernelFuse(PartFs fs, PathObserver observer) {
         this.fs = fs;
         this.observed = new ObservedFiles(fs, observer);
-        this.names = observer == null ? null : new NodeNames();
         this.ops = new OperationMetrics(fs.config().metrics(), "partfs_fuse_operations",
                 "FUSE operations (errors are calls answered with an errno, ENOENT included)");
         this.workers = 16;
@@ -150,6 +150,9 @@ public final class KernelFuse implements FuseMount {
         }
         fd = dev;
         mountedAt = mp;
+        if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
+            prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2);
+        }
         for (int i = 0; i < workers; i++) {
             Thread t = new Thread(this::serve, "partfs-fuse-" + i);
             t.setDaemon(true);
@@ -183,6 +186,11 @@ public final class KernelFuse implements FuseMount {
         Path mp = mountedAt;
         if (mp == null) {
             return;
+        }
+        PartPrefetcher p = prefetcher;
+        if (p != null) {
+            p.close(); // its listings hold the mount busy
+            prefetcher = null;
         }
         if (Mounts.isMounted(mp) && C.umount2(mp.toString(), 0) != 0) {
             int e = LibC.errno();
@@ -251,17 +259,13 @@ public final class KernelFuse implements FuseMount {
         in.position(IN_HEADER);
         switch (opcode) { // the requests that take no reply
             case FORGET -> {
-                if (names != null) {
-                    names.forget(node, in.getLong(IN_HEADER));
-                }
+                names.forget(node, in.getLong(IN_HEADER));
                 return;
             }
             case BATCH_FORGET -> {
-                if (names != null) {
-                    int count = in.getInt(IN_HEADER);
-                    for (int i = 0, at = IN_HEADER + 8; i < count; i++, at += 16) {
-                        names.forget(in.getLong(at), in.getLong(at + 8));
-                    }
+                int count = in.getInt(IN_HEADER);
+                for (int i = 0, at = IN_HEADER + 8; i < count; i++, at += 16) {
+                    names.forget(in.getLong(at), in.getLong(at + 8));
                 }
                 return;
             }
@@ -520,9 +524,7 @@ public final class KernelFuse implements FuseMount {
         out.putLong(a.ino()).putLong(0).putLong(eSec).putLong(aSec)
                 .putInt((int) ((entry - eSec) * 1e9)).putInt((int) ((attr - aSec) * 1e9));
         putAttr(out, a);
-        if (names != null) {
-            names.looked(parent, name, a.ino());
-        }
+        names.looked(parent, name, a.ino());
     }
 
     private void attrOut(ByteBuffer out, Attr a) {
@@ -610,14 +612,12 @@ public final class KernelFuse implements FuseMount {
         }
         String from = pathOf(dir, name);
         String to = pathOf(newDir, newName);
-        long moved = names == null ? 0 : fs.lookup(dir, name).ino();
-        long other = names != null && (flags & MetaEngine.RENAME_EXCHANGE) != 0 ? fs.lookup(newDir, newName).ino() : 0;
+        long moved = fs.lookup(dir, name).ino();
+        long other = (flags & MetaEngine.RENAME_EXCHANGE) != 0 ? fs.lookup(newDir, newName).ino() : 0;
         fs.rename(dir, name, newDir, newName, flags);
-        if (names != null) {
-            names.moved(moved, newDir, newName);
-            if (other != 0) {
-                names.moved(other, dir, name);
-            }
+        names.moved(moved, newDir, newName);
+        if (other != 0) {
+            names.moved(other, dir, name);
         }
         if ((flags & MetaEngine.RENAME_EXCHANGE) != 0) {
             observed.removed(from);
@@ -664,6 +664,10 @@ public final class KernelFuse implements FuseMount {
         List<DirEntry> list = listings.get(fh);
         if (list == null) {
             list = fs.readdir(node);
+        }
+        PartPrefetcher p = prefetcher;
+        if (offset == 0 && p != null) {
+            p.listed(names.path(node), node, list);
         }
         int limit = OUT_HEADER + size;
         for (long i = offset; i < list.size() + 2; i++) {
@@ -716,10 +720,10 @@ public final class KernelFuse implements FuseMount {
     }
 
     private String pathOf(long ino) {
-        return names == null ? null : names.path(ino);
+        return names.path(ino);
     }
 
     private String pathOf(long dir, String name) {
-        return names == null ? null : names.path(dir, name);
+        return names.path(dir, name);
     }
 }

@@ -1,0 +1,101 @@
+package io.partfs.engine.fuse;
+
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.FileType;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Metadata readahead for MergeTree: when a directory holding parts is listed (ClickHouse
+ * loading a table), lists every part directory through the mount on threads of its own, so
+ * the kernel caches each file's name and attributes from one READDIRPLUS per part instead of
+ * asking for them one stat at a time while ClickHouse checks the part.
+ *
+ * <p>A part directory is a name {@code <partition>_<min>_<max>_<level>[_<mutation>]}; tmp_*,
+ * detached and everything else are left alone. A directory is prefetched at most once per
+ * entry timeout (the kernel keeps what was listed that long). Listing through the mount keeps
+ * the kernel's own rules: nothing is cached that a lookup would not have cached.
+ */
+final class PartPrefetcher implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(PartPrefetcher.class);
+    static final Pattern PART = Pattern.compile("[A-Za-z0-9-]+_\\d+_\\d+_\\d+(_\\d+)?");
+
+    private final Path mountPoint;
+    private final long minIntervalNanos;
+    private final ExecutorService pool;
+    private final Map<Long, Long> lastListed = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads) {
+        this.mountPoint = mountPoint;
+        this.minIntervalNanos = (long) (Math.max(entryTimeoutSeconds, 0.1) * 1e9);
+        this.pool = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "partfs-prefetch");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** A directory at mount-relative {@code path} (inode {@code ino}) was listed with these entries. */
+    void listed(String path, long ino, List<DirEntry> entries) {
+        if (closed || path == null) {
+            return;
+        }
+        List<String> parts = new ArrayList<>();
+        for (DirEntry e : entries) {
+            if (e.type() == FileType.DIRECTORY && PART.matcher(e.name()).matches()) {
+                parts.add(e.name());
+            }
+        }
+        if (parts.isEmpty()) {
+            return;
+        }
+        long now = System.nanoTime();
+        Long last = lastListed.get(ino);
+        if (last != null && now - last < minIntervalNanos) {
+            return;
+        }
+        lastListed.put(ino, now);
+        Path dir = path.isEmpty() ? mountPoint : mountPoint.resolve(path);
+        for (String part : parts) { // one task per part: several tables' parts interleave
+            pool.execute(() -> list(dir.resolve(part)));
+        }
+    }
+
+    private void list(Path dir) {
+        if (closed) {
+            return;
+        }
+        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
+            for (Path ignored : s) {
+                // the kernel caches what READDIRPLUS returned; nothing to do with the names here
+            }
+        } catch (IOException | RuntimeException e) {
+            log.debug("prefetch of {} skipped: {}", dir, e.toString()); // removed or renamed meanwhile
+        }
+    }
+
+    /** Stops prefetching and waits (briefly) for listings in flight, so the mount can go. */
+    @Override
+    public void close() {
+        closed = true;
+        pool.shutdownNow();
+        try {
+            pool.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
