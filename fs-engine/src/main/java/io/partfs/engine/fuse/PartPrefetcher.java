@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -41,11 +40,12 @@ final class PartPrefetcher implements AutoCloseable {
     PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads) {
         this.mountPoint = mountPoint;
         this.minIntervalNanos = (long) (Math.max(entryTimeoutSeconds, 0.1) * 1e9);
-        this.pool = Executors.newFixedThreadPool(threads, r -> {
-            Thread t = new Thread(r, "partfs-prefetch");
-            t.setDaemon(true);
-            return t;
-        });
+        this.pool = new java.util.concurrent.ThreadPoolExecutor(threads, threads, 0, TimeUnit.SECONDS,
+                new java.util.concurrent.PriorityBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "partfs-prefetch");
+                    t.setDaemon(true);
+                    return t;
+                });
     }
 
     /** A directory at mount-relative {@code path} (inode {@code ino}) was listed with these entries. */
@@ -69,8 +69,37 @@ final class PartPrefetcher implements AutoCloseable {
         }
         lastListed.put(ino, now);
         Path dir = path.isEmpty() ? mountPoint : mountPoint.resolve(path);
-        for (String part : parts) { // one task per part: several tables' parts interleave
-            pool.execute(() -> list(dir.resolve(part)));
+        for (int i = 0; i < parts.size(); i++) {
+            pool.execute(new Task(i, sequence.getAndIncrement(), dir.resolve(parts.get(i))));
+        }
+    }
+
+    private final java.util.concurrent.atomic.AtomicLong sequence = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * One part to list. The k-th part of every listed directory goes before the (k+1)-th of any:
+     * ClickHouse loads its tables side by side, each part by part in name order, so every table
+     * gets its next parts ahead of it instead of one table getting all of them first.
+     */
+    private final class Task implements Runnable, Comparable<Task> {
+        final int index;
+        final long seq;
+        final Path dir;
+
+        Task(int index, long seq, Path dir) {
+            this.index = index;
+            this.seq = seq;
+            this.dir = dir;
+        }
+
+        @Override
+        public void run() {
+            list(dir);
+        }
+
+        @Override
+        public int compareTo(Task o) {
+            return index != o.index ? Integer.compare(index, o.index) : Long.compare(seq, o.seq);
         }
     }
 
