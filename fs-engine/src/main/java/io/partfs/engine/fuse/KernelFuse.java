@@ -460,9 +460,7 @@ public final class KernelFuse implements FuseMount {
                 if (!fs.getattr(node).isDirectory()) {
                     throw new FsException.NotDirectory("inode " + node);
                 }
-                long h = nextDirHandle.getAndIncrement();
-                listings.put(h, fs.readdir(node));
-                openOut(out, h);
+                openOut(out, nextDirHandle.getAndIncrement()); // the listing is taken by the first READDIR
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);
@@ -652,18 +650,27 @@ public final class KernelFuse implements FuseMount {
     }
 
     /**
-     * READDIR and READDIRPLUS from the listing taken at opendir; the offset of an entry is its
-     * index plus one ("." and ".." first). With PLUS every entry carries its attributes, which the
-     * kernel caches as if each name had been looked up: a part directory then costs one request
-     * instead of one per file.
+     * READDIR and READDIRPLUS. The listing is taken at offset 0 and kept with the handle, so the
+     * offsets of later chunks (an entry's index plus one, "." and ".." first) stay stable.
+     *
+     * <p>With PLUS every entry carries its attributes, which the kernel caches as if each name had
+     * been looked up: a part directory then costs one request instead of one per file. The kernel
+     * holds the directory's lock (shared) while it sends the request and links what comes back, so
+     * no unlink or rename through this kernel can run in between; but the listing may have aged
+     * since offset 0, so each entry is checked against the current directory first: a name that is
+     * gone is left out, and one that now names another inode is sent as it is now. A stale
+     * answer here would make the kernel believe in a removed file for the whole entry timeout.
      */
     private void readdir(long node, ByteBuffer in, ByteBuffer out, boolean plus) throws IOException {
         long fh = in.getLong();
         long offset = in.getLong();
         int size = Math.min(in.getInt(), MAX_IO);
-        List<DirEntry> list = listings.get(fh);
+        List<DirEntry> list = offset == 0 ? null : listings.get(fh);
         if (list == null) {
             list = fs.readdir(node);
+            if (fh != 0) {
+                listings.put(fh, list);
+            }
         }
         PartPrefetcher p = prefetcher;
         if (offset == 0 && p != null) {
@@ -686,10 +693,12 @@ public final class KernelFuse implements FuseMount {
                 type = e.type().formatBits() >>> 12;
                 if (plus) {
                     try {
-                        a = fs.getattr(ino);
+                        a = offset == 0 ? fs.getattr(ino) : fs.lookup(node, name);
                     } catch (FsException.NoSuchEntry gone) {
                         continue; // removed since the listing was taken
                     }
+                    ino = a.ino();
+                    type = a.type().formatBits() >>> 12;
                 }
             }
             byte[] nb = name.getBytes(StandardCharsets.UTF_8);

@@ -23,12 +23,15 @@ import org.slf4j.LoggerFactory;
  * asking for them one stat at a time while ClickHouse checks the part.
  *
  * <p>A part directory is a name {@code <partition>_<min>_<max>_<level>[_<mutation>]}; tmp_*,
- * detached and everything else are left alone. A directory is prefetched at most once per
- * entry timeout (the kernel keeps what was listed that long). Listing through the mount keeps
- * the kernel's own rules: nothing is cached that a lookup would not have cached.
+ * detached and everything else are left alone. A table directory is prefetched at most once
+ * in {@link #MIN_INTERVAL_SECONDS} (or the entry timeout if longer): ClickHouse lists its table
+ * directories again and again while it runs (cleanup of temporary directories), and parts do
+ * not change once named, so readahead is for startup, not for every listing. Listing through the
+ * mount keeps the kernel's own rules: nothing is cached that a lookup would not have cached.
  */
 final class PartPrefetcher implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(PartPrefetcher.class);
+    static final long MIN_INTERVAL_SECONDS = 600;
     static final Pattern PART = Pattern.compile("[A-Za-z0-9-]+_\\d+_\\d+_\\d+(_\\d+)?");
 
     private final Path mountPoint;
@@ -39,7 +42,7 @@ final class PartPrefetcher implements AutoCloseable {
 
     PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads) {
         this.mountPoint = mountPoint;
-        this.minIntervalNanos = (long) (Math.max(entryTimeoutSeconds, 0.1) * 1e9);
+        this.minIntervalNanos = (long) (Math.max(entryTimeoutSeconds, MIN_INTERVAL_SECONDS) * 1e9);
         this.pool = new java.util.concurrent.ThreadPoolExecutor(threads, threads, 0, TimeUnit.SECONDS,
                 new java.util.concurrent.PriorityBlockingQueue<>(), r -> {
                     Thread t = new Thread(r, "partfs-prefetch");
