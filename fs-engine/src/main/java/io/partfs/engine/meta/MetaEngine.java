@@ -377,9 +377,11 @@ public final class MetaEngine implements Closeable {
         long gen = c.generation();
         Map<String, DirEntry> entries = new java.util.HashMap<>();
         List<Attr> attrs = new ArrayList<>();
+        Attr known = c.attr(dirIno); // usually there, from the parent's listing: one round trip saved
         kv.read(r -> {
-            Attr d = dir(r, dirIno);
-            attrs.add(d);
+            if (known == null || !known.isDirectory()) {
+                attrs.add(dir(r, dirIno));
+            }
             for (Map.Entry<String, byte[]> e : r.hgetAll(dirKey(dirIno)).entrySet()) {
                 entries.put(e.getKey(), decodeEntry(e.getKey(), e.getValue()));
             }
