@@ -151,7 +151,8 @@ public final class KernelFuse implements FuseMount {
         fd = dev;
         mountedAt = mp;
         if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
-            prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2);
+            prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2,
+                    dirs -> fs.meta().prefetchListings(dirs));
         }
         for (int i = 0; i < workers; i++) {
             Thread t = new Thread(this::serve, "partfs-fuse-" + i);

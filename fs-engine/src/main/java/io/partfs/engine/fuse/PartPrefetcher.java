@@ -18,9 +18,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Metadata readahead for MergeTree: when a directory holding parts is listed (ClickHouse
- * loading a table), lists every part directory through the mount on threads of its own, so
- * the kernel caches each file's name and attributes from one READDIRPLUS per part instead of
- * asking for them one stat at a time while ClickHouse checks the part.
+ * loading a table), loads the parts' listings from the metadata engine in batches (a few
+ * requests for {@link #BATCH} parts, not two per part) and lists every part directory through
+ * the mount on threads of its own, so the kernel caches each file's name and attributes from
+ * one READDIRPLUS per part instead of asking for them one stat at a time while ClickHouse
+ * checks the part.
  *
  * <p>A part directory is a name {@code <partition>_<min>_<max>_<level>[_<mutation>]}; tmp_*,
  * detached and everything else are left alone. A table directory is prefetched at most once
@@ -32,16 +34,25 @@ import org.slf4j.LoggerFactory;
 final class PartPrefetcher implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(PartPrefetcher.class);
     static final long MIN_INTERVAL_SECONDS = 600;
+    /** Parts whose listings are loaded from the metadata engine together. */
+    static final int BATCH = 16;
     static final Pattern PART = Pattern.compile("[A-Za-z0-9-]+_\\d+_\\d+_\\d+(_\\d+)?");
 
+    /** Loads directory listings (with their entries' attributes) into the metadata cache. */
+    interface ListingLoader {
+        void load(List<Long> dirs) throws IOException;
+    }
+
     private final Path mountPoint;
+    private final ListingLoader loader;
     private final long minIntervalNanos;
     private final ExecutorService pool;
     private final Map<Long, Long> lastListed = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads) {
+    PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads, ListingLoader loader) {
         this.mountPoint = mountPoint;
+        this.loader = loader;
         this.minIntervalNanos = (long) (Math.max(entryTimeoutSeconds, MIN_INTERVAL_SECONDS) * 1e9);
         this.pool = new java.util.concurrent.ThreadPoolExecutor(threads, threads, 0, TimeUnit.SECONDS,
                 new java.util.concurrent.PriorityBlockingQueue<>(), r -> {
@@ -56,10 +67,10 @@ final class PartPrefetcher implements AutoCloseable {
         if (closed || path == null) {
             return;
         }
-        List<String> parts = new ArrayList<>();
+        List<DirEntry> parts = new ArrayList<>();
         for (DirEntry e : entries) {
             if (e.type() == FileType.DIRECTORY && PART.matcher(e.name()).matches()) {
-                parts.add(e.name());
+                parts.add(e);
             }
         }
         if (parts.isEmpty()) {
@@ -72,32 +83,45 @@ final class PartPrefetcher implements AutoCloseable {
         }
         lastListed.put(ino, now);
         Path dir = path.isEmpty() ? mountPoint : mountPoint.resolve(path);
-        for (int i = 0; i < parts.size(); i++) {
-            pool.execute(new Task(i, sequence.getAndIncrement(), dir.resolve(parts.get(i))));
+        for (int i = 0; i < parts.size(); i += BATCH) {
+            pool.execute(new Task(i / BATCH, sequence.getAndIncrement(), dir, parts.subList(i, Math.min(parts.size(), i + BATCH))));
         }
     }
 
     private final java.util.concurrent.atomic.AtomicLong sequence = new java.util.concurrent.atomic.AtomicLong();
 
     /**
-     * One part to list. The k-th part of every listed directory goes before the (k+1)-th of any:
-     * ClickHouse loads its tables side by side, each part by part in name order, so every table
-     * gets its next parts ahead of it instead of one table getting all of them first.
+     * A batch of parts to load and list. The k-th batch of every listed directory goes before
+     * the (k+1)-th of any: ClickHouse loads its tables side by side, each part by part in name
+     * order, so every table gets its next parts ahead of it instead of one table getting all of
+     * them first.
      */
     private final class Task implements Runnable, Comparable<Task> {
         final int index;
         final long seq;
         final Path dir;
+        final List<DirEntry> parts;
 
-        Task(int index, long seq, Path dir) {
+        Task(int index, long seq, Path dir, List<DirEntry> parts) {
             this.index = index;
             this.seq = seq;
             this.dir = dir;
+            this.parts = parts;
         }
 
         @Override
         public void run() {
-            list(dir);
+            if (closed) {
+                return;
+            }
+            try {
+                loader.load(parts.stream().map(DirEntry::ino).toList());
+            } catch (IOException | RuntimeException e) {
+                log.debug("loading the listings of {} parts in {} failed: {}", parts.size(), dir, e.toString());
+            }
+            for (DirEntry part : parts) {
+                list(dir.resolve(part.name()));
+            }
         }
 
         @Override

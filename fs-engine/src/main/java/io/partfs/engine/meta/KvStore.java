@@ -55,6 +55,15 @@ public interface KvStore extends java.io.Closeable {
         /** Number of fields in a hash. */
         long hlen(String hash) throws IOException;
 
+        /** All fields of several hashes, in the order asked, in as few requests as the store allows. */
+        default java.util.List<Map<String, byte[]>> hgetAllMany(java.util.List<String> hashes) throws IOException {
+            java.util.List<Map<String, byte[]>> out = new java.util.ArrayList<>(hashes.size());
+            for (String h : hashes) {
+                out.add(hgetAll(h));
+            }
+            return out;
+        }
+
         /** Values of several plain keys in one request (null where missing), in the order asked. */
         default java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
             java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());

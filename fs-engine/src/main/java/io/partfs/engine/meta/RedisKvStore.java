@@ -163,6 +163,31 @@ public final class RedisKvStore implements KvStore {
             }
         }
 
+        /** Outside transactions the requests are pipelined: one round trip for all of them. */
+        @Override
+        public java.util.List<Map<String, byte[]>> hgetAllMany(java.util.List<String> hashes) throws IOException {
+            if (watch || hashes.size() < 2) {
+                return Reader.super.hgetAllMany(hashes);
+            }
+            var async = shared.async();
+            java.util.List<io.lettuce.core.RedisFuture<Map<byte[], byte[]>>> futures = new java.util.ArrayList<>(hashes.size());
+            for (String h : hashes) {
+                futures.add(async.hgetall(b(h)));
+            }
+            java.util.List<Map<String, byte[]>> out = new java.util.ArrayList<>(hashes.size());
+            try {
+                for (var f : futures) {
+                    out.add(decodeHash(f.get()));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted reading metadata");
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw wrap("HGETALL", e.getCause() instanceof RedisException re ? re : new RedisException(e.getCause()));
+            }
+            return out;
+        }
+
         @Override
         public java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
             if (keys.isEmpty()) {

@@ -2,6 +2,7 @@ package io.partfs.engine.meta;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -64,6 +65,41 @@ abstract class MetaEngineContract {
 
     List<String> names(long dir) throws IOException {
         return meta.readdir(dir).stream().map(DirEntry::name).toList();
+    }
+
+    // ---- readahead ----
+
+    @Test
+    void prefetchedListingsAnswerLookupsAndListingsWithoutReads() throws Exception {
+        List<Long> dirs = new java.util.ArrayList<>();
+        for (int d = 0; d < 20; d++) {
+            long ino = dir(ROOT, "p" + d).ino();
+            dirs.add(ino);
+            for (int f = 0; f < 5; f++) {
+                file(ino, "f" + f);
+            }
+        }
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
+        cached.load();
+        cached.enableCache(null);
+        cached.readdir(ROOT); // the parts' own attributes, as a table's listing brings them
+        counting.reset();
+        cached.prefetchListings(dirs);
+        assertEquals(2, counting.reads(), "all listings in one request, all attributes in another: " + counting.readsByKind());
+        counting.reset();
+        for (int d = 0; d < 20; d++) {
+            assertEquals(List.of("f0", "f1", "f2", "f3", "f4"), cached.readdir(dirs.get(d)).stream().map(DirEntry::name).toList());
+            assertEquals(FileType.FILE, cached.lookup(dirs.get(d), "f3").type());
+        }
+        assertEquals(0, counting.reads(), "prefetched listings were read again: " + counting.readsByKind());
+        file(dirs.get(0), "late"); // through the other engine: a cache keeps what it read, as for another client
+        meta.unlink(dirs.get(1), "f0");
+        cached.enableCache(null);
+        cached.readdir(ROOT);
+        cached.prefetchListings(dirs);
+        assertTrue(cached.readdir(dirs.get(0)).stream().anyMatch(e -> e.name().equals("late")));
+        assertFalse(cached.readdir(dirs.get(1)).stream().anyMatch(e -> e.name().equals("f0")));
     }
 
     // ---- format ----

@@ -86,6 +86,12 @@ public final class CountingKvStore implements KvStore {
             }
 
             @Override
+            public List<Map<String, byte[]>> hgetAllMany(List<String> hashes) throws IOException {
+                count("hgetAllMany", hashes.isEmpty() ? "" : hashes.get(0));
+                return r.hgetAllMany(hashes);
+            }
+
+            @Override
             public List<byte[]> getAll(List<String> keys) throws IOException {
                 count("getAll", keys.isEmpty() ? "" : keys.get(0));
                 return r.getAll(keys);
