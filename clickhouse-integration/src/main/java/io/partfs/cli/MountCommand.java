@@ -30,16 +30,18 @@ import picocli.CommandLine.Spec;
  * SIGTERM or SIGINT it flushes every buffered write, waits for uploads, unmounts and exits 0.
  */
 @Command(name = "mount", mixinStandardHelpOptions = true,
-        description = {"Mount a volume with FUSE. Runs in the foreground until 'partfs umount', SIGTERM or",
-                "SIGINT (which flush, upload, unmount and exit 0); --background returns once mounted.",
-                "Without --meta it mounts the embedded volume <home>/<name> (RocksDB metadata, local",
-                "objects), formatting it on first use: 'partfs mount /mnt/partfs --background' is enough.",
+        description = {"Mount a volume with FUSE. Runs in the foreground until 'partfs umount',",
+                "SIGTERM or SIGINT (which flush, upload, unmount and exit 0); --background",
+                "returns once mounted. Without --meta it mounts the embedded volume",
+                "<home>/<name> (RocksDB metadata, local objects), formatting it on first use:",
+                "'partfs mount /mnt/partfs --background' is enough.",
                 "",
-                "FUSE: as root PartFS serves the kernel's FUSE protocol itself (--fuse-driver kernel:",
-                "READDIRPLUS, one kernel inode per file); other users go through libfuse 2.",
-                "Kernel caching: attributes, names and missing names are cached for 1 s, so other clients'",
-                "changes show within a second; a volume's only writer may raise --attr-cache,",
-                "--entry-cache and --dir-entry-cache safely (every change then passes through this kernel)."})
+                "FUSE: as root PartFS serves the kernel's FUSE protocol itself (--fuse-driver",
+                "kernel: READDIRPLUS, one kernel inode per file); other users go through",
+                "libfuse 2. Kernel caching: attributes, names and missing names are cached",
+                "for 1 s, so other clients' changes show within a second; a volume's only",
+                "writer may raise --attr-cache, --entry-cache and --dir-entry-cache (every",
+                "change then passes through this kernel)."})
 final class MountCommand implements Callable<Integer> {
     private static final Logger log = LoggerFactory.getLogger(MountCommand.class);
 
@@ -64,18 +66,18 @@ final class MountCommand implements Callable<Integer> {
     String cacheSize;
 
     @Option(names = "--fuse-driver", paramLabel = "kernel|libfuse",
-            description = {"FUSE implementation: 'kernel' (PartFS on /dev/fuse, needs root; the default for root)",
-                    "or 'libfuse' (libfuse 2 through jnr-fuse and fusermount; the default for other users)."})
+            description = "FUSE implementation: 'kernel' (PartFS on /dev/fuse; needs root, the default for root) "
+                    + "or 'libfuse' (libfuse 2 through jnr-fuse and fusermount; the default for other users).")
     String fuseDriver;
 
     @Option(names = "--no-prefetch-parts",
-            description = {"Do not list MergeTree part directories ahead when a table directory is listed (kernel",
-                    "driver; the kernel then learns each file of a part from a stat of its own)."})
+            description = "Do not list MergeTree part directories ahead when a table directory is listed "
+                    + "(kernel driver; the kernel then learns each file of a part from a stat of its own).")
     boolean noPrefetchParts;
 
     @Option(names = "--attr-cache", paramLabel = "SECONDS",
-            description = {"Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse,",
-                    "whose path API gives each hard link its own kernel inode, so nlink would drift after ln)."})
+            description = "Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse, "
+                    + "whose path API gives each hard link its own kernel inode, so nlink would drift after ln).")
     Double attrCache;
 
     @Option(names = "--entry-cache", paramLabel = "SECONDS", defaultValue = "1", description = "Kernel file entry cache timeout (default: ${DEFAULT-VALUE}).")

@@ -37,6 +37,9 @@ public final class FuseOptions {
         }
     }
 
+    /** The -o options the kernel driver understands. */
+    static final List<String> KERNEL_OPTIONS = List.of("ro", "rw", "nonempty");
+
     private final Driver driver;
     private final boolean prefetchParts;
     private final double attrTimeout;
@@ -158,6 +161,10 @@ public final class FuseOptions {
             for (String o : extra) {
                 if (o.contains(",") || o.isBlank()) {
                     throw new IllegalArgumentException("give FUSE options one at a time, not '" + o + "'");
+                }
+                if ((driver == null ? Driver.preferred() : driver) == Driver.KERNEL && !KERNEL_OPTIONS.contains(o)) {
+                    throw new IllegalArgumentException("FUSE option '" + o + "' is understood only by the libfuse driver "
+                            + "(--fuse-driver libfuse); the kernel driver takes " + String.join(", ", KERNEL_OPTIONS));
                 }
             }
             return new FuseOptions(this);
