@@ -125,15 +125,10 @@ public final class KernelFuse implements FuseMount {
         Path mp = FuseMount.checkMountPoint(mountPoint);
         this.options = options;
         long flags = LibC.MS_NOSUID | LibC.MS_NODEV;
-        StringBuilder data = new StringBuilder();
-        for (String o : options.extra()) {
-            switch (o) {
-                case "ro" -> flags |= 1; // MS_RDONLY
-                case "rw", "nonempty" -> { } // nonempty: the kernel never refuses a non-empty mount point
-                default -> throw new IllegalArgumentException("FUSE option '" + o
-                        + "' is understood only by the libfuse driver (--fuse-driver libfuse)");
-            }
+        if (options.extra().contains("ro")) { // FuseOptions allows only ro, rw and nonempty here
+            flags |= 1; // MS_RDONLY
         }
+        StringBuilder data = new StringBuilder();
         int dev = C.open("/dev/fuse", LibC.O_RDWR | LibC.O_CLOEXEC);
         if (dev < 0) {
             throw new IOException("cannot open /dev/fuse: " + LibC.error() + " (run as root, or mount with --fuse-driver libfuse)");

@@ -34,11 +34,6 @@ final class NodeNames {
         nodes.computeIfPresent(ino, (k, n) -> new Node(parent, name, n.lookups));
     }
 
-    /** How many inodes the kernel holds. */
-    int size() {
-        return nodes.size();
-    }
-
     /** The mount-relative path of {@code ino} ("" for the root), or null when not known. */
     String path(long ino) {
         if (ino == MetaEngine.ROOT) {

@@ -67,7 +67,7 @@ class PartPrefetchTest {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                 while (calls(metrics, "releasedir") < PARTS + 1) { // the table's listing and every part's
                     assertTrue(System.nanoTime() < deadline, "parts were not listed ahead: " + calls(metrics, "releasedir"));
-                    Thread.sleep(10); // poll interval
+                    java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
                 }
                 java.util.List<Path> parts;
                 try (Stream<Path> s = Files.list(table)) {
