@@ -39,8 +39,13 @@ import org.slf4j.LoggerFactory;
  * <p>Workers block in read(2) on the device, each taking one request and writing its reply;
  * PartFs is thread-safe. Failures become errno values through {@link Errnos} (never EINTR).
  * File locks (flock and POSIX) are not negotiated, so the kernel keeps them, exact for every
- * process on this machine. Protocol 7.31 (Linux 5.4+) is asked for; struct layouts follow
- * {@code include/uapi/linux/fuse.h}.
+ * process on this machine. Protocol 7.31 (Linux 5.4+) at least, 7.36 when the kernel has it;
+ * struct layouts follow {@code include/uapi/linux/fuse.h}.
+ *
+ * <p>What keeps calls away from this process: READDIRPLUS; directory listings the kernel keeps
+ * (FOPEN_CACHE_DIR, dropped when the directory changes); no FLUSH after read-only opens
+ * (FOPEN_NOFLUSH); and the MergeTree readahead ({@link PartPrefetcher}), which lists parts
+ * ahead of ClickHouse and stores their cached metadata files into the page cache.
  */
 public final class KernelFuse implements FuseMount {
     private static final Logger log = LoggerFactory.getLogger(KernelFuse.class);
@@ -48,7 +53,8 @@ public final class KernelFuse implements FuseMount {
 
     // ---- protocol ----
     private static final int MAJOR = 7;
-    private static final int MINOR = 31;
+    /** The oldest protocol this driver speaks (Linux 5.4), and the newest it knows of (5.17). */
+    private static final int MINOR = 31, MINOR_KNOWN = 36;
     private static final int MAX_PAGES = 256;
     /** Largest write (and read) moved in one request. */
     static final int MAX_IO = MAX_PAGES * 4096;
@@ -86,6 +92,12 @@ public final class KernelFuse implements FuseMount {
     private static final int FATTR_MODE = 1, FATTR_UID = 2, FATTR_GID = 4, FATTR_SIZE = 8, FATTR_ATIME = 16,
             FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256;
     private static final int S_IFMT = 0170000;
+    // fuse_open_out.open_flags (FOPEN_NOFLUSH: 7.35, ignored by older kernels)
+    private static final int FOPEN_KEEP_CACHE = 1 << 1, FOPEN_CACHE_DIR = 1 << 3, FOPEN_NOFLUSH = 1 << 5;
+    // notifications: written to the device unasked, "unique" 0 and the code in the error field
+    private static final int NOTIFY_INVAL_INODE = 2, NOTIFY_STORE = 4;
+    /** Largest file {@link #storeCached} puts into the page cache, and how many it remembers. */
+    private static final int MAX_STORED_FILE = MAX_IO, MAX_STORED = 500_000;
 
     private final PartFs fs;
     private final ObservedFiles observed;
@@ -93,14 +105,32 @@ public final class KernelFuse implements FuseMount {
     private final NodeNames names = new NodeNames();
     private volatile PartPrefetcher prefetcher;
     private final OperationMetrics ops;
+    private final io.partfs.engine.metrics.Metrics.Counter pageCacheStores;
     private final int workers;
     /** Directory listings of open directory handles, so offsets stay stable while a listing is read. */
     private final Map<Long, List<DirEntry>> listings = new ConcurrentHashMap<>();
     private final AtomicLong nextDirHandle = new AtomicLong(1);
+    /**
+     * Files whose content this process stored into the kernel's page cache, by inode, with the
+     * data version stored. The next read-only open of such a file keeps the page cache when the
+     * version is still current (so its reads never reach this process); any open consumes it.
+     */
+    private final Map<Long, Long> stored = new ConcurrentHashMap<>();
+    /**
+     * Inodes whose content may be changing through this mount (open for writing, or being
+     * truncated), with how many such opens or calls there are, and the write handles among the
+     * open ones. {@link #storeCached} leaves these files alone, and undoes a store when a change
+     * began while it ran ({@link #contentChanges} counts the beginnings).
+     */
+    private final Map<Long, Integer> changing = new ConcurrentHashMap<>();
+    private final Map<Long, Long> writeHandles = new ConcurrentHashMap<>();
+    private final AtomicLong contentChanges = new AtomicLong();
 
     private volatile FuseOptions options;
     private volatile int fd = -1;
     private volatile Path mountedAt;
+    /** The protocol minor version agreed with the kernel. */
+    private volatile int minor = MINOR;
     private final List<Thread> threads = new ArrayList<>();
     private final CountDownLatch initialized = new CountDownLatch(1);
     private final AtomicReference<String> initFailure = new AtomicReference<>();
@@ -115,6 +145,8 @@ public final class KernelFuse implements FuseMount {
         this.observed = new ObservedFiles(fs, observer);
         this.ops = new OperationMetrics(fs.config().metrics(), "partfs_fuse_operations",
                 "FUSE operations (errors are calls answered with an errno, ENOENT included)");
+        this.pageCacheStores = fs.config().metrics().counter("partfs_fuse_page_cache_stores_total",
+                "Cached part metadata files the readahead put into the kernel's page cache");
         this.workers = 16;
     }
 
@@ -147,7 +179,7 @@ public final class KernelFuse implements FuseMount {
         mountedAt = mp;
         if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
             prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2,
-                    dirs -> fs.meta().prefetchListings(dirs));
+                    dirs -> fs.meta().prefetchListings(dirs), this::storeCached);
         }
         for (int i = 0; i < workers; i++) {
             Thread t = new Thread(this::serve, "partfs-fuse-" + i);
@@ -167,7 +199,7 @@ public final class KernelFuse implements FuseMount {
             unmount();
             throw new java.io.InterruptedIOException("interrupted while mounting " + mp);
         }
-        log.info("mounted volume {} at {} (kernel FUSE driver, protocol {}.{})", fs.format().name(), mp, MAJOR, MINOR);
+        log.info("mounted volume {} at {} (kernel FUSE driver, protocol {}.{})", fs.format().name(), mp, MAJOR, minor);
     }
 
     @Override
@@ -255,13 +287,13 @@ public final class KernelFuse implements FuseMount {
         in.position(IN_HEADER);
         switch (opcode) { // the requests that take no reply
             case FORGET -> {
-                names.forget(node, in.getLong(IN_HEADER));
+                forget(node, in.getLong(IN_HEADER));
                 return;
             }
             case BATCH_FORGET -> {
                 int count = in.getInt(IN_HEADER);
                 for (int i = 0, at = IN_HEADER + 8; i < count; i++, at += 16) {
-                    names.forget(in.getLong(at), in.getLong(at + 8));
+                    forget(in.getLong(at), in.getLong(at + 8));
                 }
                 return;
             }
@@ -283,6 +315,10 @@ public final class KernelFuse implements FuseMount {
         }
         if (opcode != INIT) {
             ops.record(op, System.nanoTime() - start, error != 0);
+        }
+        if (log.isTraceEnabled()) { // PARTFS_LOG_LEVEL=TRACE: every request, for profiling what a client asks
+            log.trace("{} {} -> {} ({} us)", op, pathOf(node), error == 0 ? "ok" : "errno " + error,
+                    (System.nanoTime() - start) / 1000);
         }
         reply(b, unique, error);
     }
@@ -392,7 +428,16 @@ public final class KernelFuse implements FuseMount {
                 observed.linked(pathOf(ino), pathOf(node, name), a);
                 entry(out, node, name, a);
             }
-            case OPEN -> openOut(out, fs.open(node, in.getInt()));
+            case OPEN -> {
+                int flags = in.getInt();
+                if ((flags & PartFs.O_ACCMODE) == PartFs.O_RDONLY) {
+                    long fh = fs.open(node, flags);
+                    openOut(out, fh, readOnlyOpenFlags(node));
+                } else {
+                    stored.remove(node);
+                    openOut(out, openForWriting(node, () -> fs.open(node, flags)), 0);
+                }
+            }
             case READ -> read(node, in, b);
             case WRITE -> {
                 long fh = in.getLong();
@@ -421,6 +466,10 @@ public final class KernelFuse implements FuseMount {
                 } finally {
                     observed.released(fh);
                     fs.release(fh);
+                    Long ino = writeHandles.remove(fh);
+                    if (ino != null) {
+                        doneChanging(ino);
+                    }
                 }
             }
             case FLUSH -> {
@@ -456,7 +505,9 @@ public final class KernelFuse implements FuseMount {
                 if (!fs.getattr(node).isDirectory()) {
                     throw new FsException.NotDirectory("inode " + node);
                 }
-                openOut(out, nextDirHandle.getAndIncrement()); // the listing is taken by the first READDIR
+                // the listing is taken by the first READDIR; the kernel keeps what it read (CACHE_DIR)
+                // for the next opens until the directory changes here or its mtime does
+                openOut(out, nextDirHandle.getAndIncrement(), FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR);
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);
@@ -469,8 +520,12 @@ public final class KernelFuse implements FuseMount {
                 in.position(in.position() + 8);
                 String name = name(in);
                 PartFs.Created c = fs.create(node, name, mode & 07777, flags | PartFs.O_CREAT, uid(in), gid(in));
+                if ((flags & PartFs.O_ACCMODE) != PartFs.O_RDONLY) {
+                    startChanging(c.attr().ino()); // new to the kernel: nothing of it can be stored yet
+                    writeHandles.put(c.fh(), c.attr().ino());
+                }
                 entry(out, node, name, c.attr());
-                openOut(out, c.fh());
+                openOut(out, c.fh(), 0);
             }
             case FALLOCATE -> {
                 long fh = in.getLong();
@@ -498,7 +553,8 @@ public final class KernelFuse implements FuseMount {
         }
         int wanted = ASYNC_READ | BIG_WRITES | AUTO_INVAL_DATA | DO_READDIRPLUS | ASYNC_DIO | PARALLEL_DIROPS
                 | MAX_PAGES_FLAG | CACHE_SYMLINKS;
-        out.putInt(MAJOR).putInt(MINOR).putInt(Math.min(maxReadahead, MAX_IO)).putInt(kernelFlags & wanted)
+        this.minor = Math.min(minor, MINOR_KNOWN);
+        out.putInt(MAJOR).putInt(this.minor).putInt(Math.min(maxReadahead, MAX_IO)).putInt(kernelFlags & wanted)
                 .putShort((short) 64).putShort((short) 48) // max_background, congestion_threshold
                 .putInt(MAX_IO).putInt(1) // max_write, time_gran (ns)
                 .putShort((short) MAX_PAGES).putShort((short) 0).putInt(0); // max_pages, map_alignment, flags2
@@ -540,8 +596,120 @@ public final class KernelFuse implements FuseMount {
                 .putInt(a.rdev()).putInt(4096).putInt(0);
     }
 
-    private static void openOut(ByteBuffer out, long fh) {
-        out.putLong(fh).putInt(0).putInt(0);
+    private static void openOut(ByteBuffer out, long fh, int openFlags) {
+        out.putLong(fh).putInt(openFlags).putInt(0);
+    }
+
+    /**
+     * FOPEN flags of a read-only open: it needs no FLUSH on close (nothing to commit; RELEASE
+     * still comes), and it keeps the page cache when this process stored the file's current
+     * content there ({@link #storeCached}). Every other open drops what the kernel cached.
+     */
+    private int readOnlyOpenFlags(long node) throws IOException {
+        Long version = stored.remove(node);
+        if (version != null && fs.getattr(node).dataVersion() == version) {
+            return FOPEN_NOFLUSH | FOPEN_KEEP_CACHE;
+        }
+        return FOPEN_NOFLUSH;
+    }
+
+    private interface Opener {
+        long open() throws IOException;
+    }
+
+    /** Opens {@code ino} for writing, marking it as changing until the handle is released. */
+    private long openForWriting(long ino, Opener opener) throws IOException {
+        startChanging(ino);
+        try {
+            long fh = opener.open();
+            writeHandles.put(fh, ino);
+            return fh;
+        } catch (IOException | RuntimeException e) {
+            doneChanging(ino);
+            throw e;
+        }
+    }
+
+    private void startChanging(long ino) {
+        changing.merge(ino, 1, Integer::sum);
+        contentChanges.incrementAndGet();
+    }
+
+    private void doneChanging(long ino) {
+        changing.computeIfPresent(ino, (k, n) -> n <= 1 ? null : n - 1);
+    }
+
+    private void forget(long ino, long count) {
+        if (names.forget(ino, count)) {
+            stored.remove(ino); // the kernel dropped the inode, and its pages with it
+        }
+    }
+
+    /**
+     * Stores the cached metadata files of a part directory the kernel has just listed into the
+     * kernel's page cache (FUSE_NOTIFY_STORE), so ClickHouse's open, read and stat of each are
+     * answered by the kernel: a READ would also make the kernel ask for the file's attributes
+     * again (it marks atime stale after every read). Only what the part-metadata cache holds for
+     * the file's current data version is stored, and only files the kernel knows (the listing
+     * just gave it their inodes). Files open for writing or being truncated are left alone, and a
+     * change that begins while a file is being stored undoes its store (FUSE_NOTIFY_INVAL_INODE),
+     * so the page cache never holds content older than a write through this mount.
+     */
+    void storeCached(String partPath, long partIno) {
+        if (!observed.active() || stored.size() >= MAX_STORED) {
+            return;
+        }
+        ByteBuffer buf = null;
+        try {
+            for (DirEntry e : fs.readdir(partIno)) {
+                String path = partPath + "/" + e.name();
+                if (e.type() != FileType.FILE || changing.containsKey(e.ino()) || !observed.observed(path)) {
+                    continue;
+                }
+                long changes = contentChanges.get();
+                if (changing.containsKey(e.ino())) {
+                    continue;
+                }
+                Attr a = fs.getattr(e.ino());
+                byte[] content = a.size() <= MAX_STORED_FILE ? observed.cachedContent(path, a) : null;
+                if (content == null) {
+                    continue;
+                }
+                if (buf == null) {
+                    buf = ByteBuffer.allocateDirect(OUT_HEADER + 24 + MAX_STORED_FILE).order(ByteOrder.LITTLE_ENDIAN);
+                }
+                buf.clear();
+                buf.putInt(OUT_HEADER + 24 + content.length).putInt(NOTIFY_STORE).putLong(0)
+                        .putLong(a.ino()).putLong(0).putInt(content.length).putInt(0).put(content);
+                if (!notify(buf)) {
+                    continue; // the kernel no longer has the inode
+                }
+                if (contentChanges.get() != changes) {
+                    buf.clear();
+                    buf.putInt(OUT_HEADER + 24).putInt(NOTIFY_INVAL_INODE).putLong(0).putLong(a.ino()).putLong(0).putLong(-1);
+                    notify(buf);
+                    continue;
+                }
+                stored.put(a.ino(), a.dataVersion());
+                pageCacheStores.inc();
+            }
+        } catch (IOException | RuntimeException ex) {
+            log.debug("storing the cached metadata of {} skipped: {}", partPath, ex.toString());
+        }
+    }
+
+    /** Writes a notification prepared in {@code buf} (up to its position); false if refused. */
+    private boolean notify(ByteBuffer buf) {
+        int len = buf.position();
+        buf.flip(); // a wrapped direct buffer starts at its position
+        if (C.write(fd, Pointer.wrap(jnr.ffi.Runtime.getRuntime(C), buf), len) == len) {
+            return true;
+        }
+        int e = LibC.errno();
+        if (e != LibC.ENOENT) {
+            log.debug("FUSE notification refused: {}", LibC.error());
+        }
+        return false;
     }
 
     /** getxattr/listxattr: size 0 asks for the length; too small a buffer is ERANGE. */
@@ -579,7 +747,14 @@ public final class KernelFuse implements FuseMount {
                     (valid & FATTR_GID) != 0 ? gid : null));
         }
         if ((valid & FATTR_SIZE) != 0) {
-            fs.truncate((valid & FATTR_FH) != 0 ? fs.inodeOf(fh) : node, size);
+            long ino = (valid & FATTR_FH) != 0 ? fs.inodeOf(fh) : node;
+            stored.remove(ino);
+            startChanging(ino);
+            try {
+                fs.truncate(ino, size);
+            } finally {
+                doneChanging(ino);
+            }
             if (observed.active()) {
                 observed.removed(pathOf(node));
             }

@@ -24,9 +24,9 @@ final class NodeNames {
         nodes.compute(ino, (k, n) -> new Node(parent, name, n == null ? 1 : n.lookups + 1));
     }
 
-    /** The kernel dropped {@code count} of its lookups of {@code ino}. */
-    void forget(long ino, long count) {
-        nodes.computeIfPresent(ino, (k, n) -> n.lookups <= count ? null : new Node(n.parent, n.name, n.lookups - count));
+    /** The kernel dropped {@code count} of its lookups of {@code ino}; true when it holds none now. */
+    boolean forget(long ino, long count) {
+        return nodes.computeIfPresent(ino, (k, n) -> n.lookups <= count ? null : new Node(n.parent, n.name, n.lookups - count)) == null;
     }
 
     /** {@code ino} was renamed to {@code name} in {@code parent}. */

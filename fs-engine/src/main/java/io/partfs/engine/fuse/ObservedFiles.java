@@ -79,6 +79,16 @@ final class ObservedFiles {
         }
     }
 
+    /** The observer's copy of a file with attributes {@code a}, or null when it has none that is current. */
+    byte[] cachedContent(String path, Attr a) {
+        try {
+            return observer.cached(path, a);
+        } catch (RuntimeException e) {
+            log.warn("observer failed on read {}: {}", path, e.toString());
+            return null;
+        }
+    }
+
     /** A handle wrote: its next flush commits content the observer should see. */
     void wrote(long fh) {
         if (observer != null) {
@@ -118,13 +128,9 @@ final class ObservedFiles {
         if (a.size() > MAX_OBSERVED_FILE || dirty.containsKey(fh)) {
             return null;
         }
-        try {
-            byte[] hit = observer.cached(path, a);
-            if (hit != null) {
-                return hit;
-            }
-        } catch (RuntimeException e) {
-            log.warn("observer failed on read {}: {}", path, e.toString());
+        byte[] hit = cachedContent(path, a);
+        if (hit != null) {
+            return hit;
         }
         byte[] content = readWhole(a);
         if (content.length == a.size()) {

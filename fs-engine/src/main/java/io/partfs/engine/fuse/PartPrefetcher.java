@@ -22,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * requests for {@link #BATCH} parts, not two per part) and lists every part directory through
  * the mount on threads of its own, so the kernel caches each file's name and attributes from
  * one READDIRPLUS per part instead of asking for them one stat at a time while ClickHouse
- * checks the part.
+ * checks the part. Each part listed is then handed to a {@link PartListed} (the kernel driver
+ * stores the part's cached metadata files into the page cache there).
  *
  * <p>A part directory is a name {@code <partition>_<min>_<max>_<level>[_<mutation>]}; tmp_*,
  * detached and everything else are left alone. A table directory is prefetched at most once
@@ -43,16 +44,23 @@ final class PartPrefetcher implements AutoCloseable {
         void load(List<Long> dirs) throws IOException;
     }
 
+    /** Told about each part directory once the kernel has its listing. */
+    interface PartListed {
+        void listed(String path, long ino);
+    }
+
     private final Path mountPoint;
     private final ListingLoader loader;
+    private final PartListed partListed;
     private final long minIntervalNanos;
     private final ExecutorService pool;
     private final Map<Long, Long> lastListed = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads, ListingLoader loader) {
+    PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads, ListingLoader loader, PartListed partListed) {
         this.mountPoint = mountPoint;
         this.loader = loader;
+        this.partListed = partListed;
         this.minIntervalNanos = (long) (Math.max(entryTimeoutSeconds, MIN_INTERVAL_SECONDS) * 1e9);
         this.pool = new java.util.concurrent.ThreadPoolExecutor(threads, threads, 0, TimeUnit.SECONDS,
                 new java.util.concurrent.PriorityBlockingQueue<>(), r -> {
@@ -82,9 +90,8 @@ final class PartPrefetcher implements AutoCloseable {
             return;
         }
         lastListed.put(ino, now);
-        Path dir = path.isEmpty() ? mountPoint : mountPoint.resolve(path);
         for (int i = 0; i < parts.size(); i += BATCH) {
-            pool.execute(new Task(i / BATCH, sequence.getAndIncrement(), dir, parts.subList(i, Math.min(parts.size(), i + BATCH))));
+            pool.execute(new Task(i / BATCH, sequence.getAndIncrement(), path, parts.subList(i, Math.min(parts.size(), i + BATCH))));
         }
     }
 
@@ -99,10 +106,10 @@ final class PartPrefetcher implements AutoCloseable {
     private final class Task implements Runnable, Comparable<Task> {
         final int index;
         final long seq;
-        final Path dir;
+        final String dir;
         final List<DirEntry> parts;
 
-        Task(int index, long seq, Path dir, List<DirEntry> parts) {
+        Task(int index, long seq, String dir, List<DirEntry> parts) {
             this.index = index;
             this.seq = seq;
             this.dir = dir;
@@ -120,7 +127,10 @@ final class PartPrefetcher implements AutoCloseable {
                 log.debug("loading the listings of {} parts in {} failed: {}", parts.size(), dir, e.toString());
             }
             for (DirEntry part : parts) {
-                list(dir.resolve(part.name()));
+                String path = dir.isEmpty() ? part.name() : dir + "/" + part.name();
+                if (list(mountPoint.resolve(path)) && !closed) {
+                    partListed.listed(path, part.ino());
+                }
             }
         }
 
@@ -130,16 +140,22 @@ final class PartPrefetcher implements AutoCloseable {
         }
     }
 
-    private void list(Path dir) {
+    /** Lists {@code dir} through the mount; false when it could not be (removed or renamed meanwhile). */
+    private boolean list(Path dir) {
         if (closed) {
-            return;
+            return false;
         }
         try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
             for (Path ignored : s) {
                 // the kernel caches what READDIRPLUS returned; nothing to do with the names here
             }
+            // a listing leaves the directory's atime stale in the kernel, so ClickHouse's stat of
+            // the part would be a GETATTR: ask for it here instead
+            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
+            return true;
         } catch (IOException | RuntimeException e) {
-            log.debug("prefetch of {} skipped: {}", dir, e.toString()); // removed or renamed meanwhile
+            log.debug("prefetch of {} skipped: {}", dir, e.toString());
+            return false;
         }
     }
 
