@@ -87,7 +87,7 @@ public final class KernelFuse implements FuseMount {
     // fuse_init flags
     private static final int ASYNC_READ = 1, BIG_WRITES = 1 << 5, AUTO_INVAL_DATA = 1 << 12,
             DO_READDIRPLUS = 1 << 13, ASYNC_DIO = 1 << 15, PARALLEL_DIROPS = 1 << 18, MAX_PAGES_FLAG = 1 << 22,
-            CACHE_SYMLINKS = 1 << 23;
+            CACHE_SYMLINKS = 1 << 23, NO_OPENDIR_SUPPORT = 1 << 24;
     // fuse_setattr_in.valid
     private static final int FATTR_MODE = 1, FATTR_UID = 2, FATTR_GID = 4, FATTR_SIZE = 8, FATTR_ATIME = 16,
             FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256;
@@ -106,10 +106,10 @@ public final class KernelFuse implements FuseMount {
     private volatile PartPrefetcher prefetcher;
     private final OperationMetrics ops;
     private final io.partfs.engine.metrics.Metrics.Counter pageCacheStores;
+    private final io.partfs.engine.metrics.Metrics.Counter readaheadParts;
     private final int workers;
-    /** Directory listings of open directory handles, so offsets stay stable while a listing is read. */
-    private final Map<Long, List<DirEntry>> listings = new ConcurrentHashMap<>();
-    private final AtomicLong nextDirHandle = new AtomicLong(1);
+    /** Whether the kernel opens directories without asking (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1+). */
+    private volatile boolean opendirless;
     /**
      * Files whose content this process stored into the kernel's page cache, by inode, with the
      * data version stored. The next read-only open of such a file keeps the page cache when the
@@ -147,6 +147,8 @@ public final class KernelFuse implements FuseMount {
                 "FUSE operations (errors are calls answered with an errno, ENOENT included)");
         this.pageCacheStores = fs.config().metrics().counter("partfs_fuse_page_cache_stores_total",
                 "Cached part metadata files the readahead put into the kernel's page cache");
+        this.readaheadParts = fs.config().metrics().counter("partfs_fuse_readahead_parts_total",
+                "Part directories the MergeTree readahead listed ahead of ClickHouse");
         this.workers = 16;
     }
 
@@ -179,7 +181,10 @@ public final class KernelFuse implements FuseMount {
         mountedAt = mp;
         if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
             prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2,
-                    dirs -> fs.meta().prefetchListings(dirs), this::storeCached);
+                    dirs -> fs.meta().prefetchListings(dirs), (path, ino) -> {
+                        readaheadParts.inc();
+                        storeCached(path, ino);
+                    });
         }
         for (int i = 0; i < workers; i++) {
             Thread t = new Thread(this::serve, "partfs-fuse-" + i);
@@ -502,16 +507,19 @@ public final class KernelFuse implements FuseMount {
             }
             case REMOVEXATTR -> fs.removexattr(node, name(in));
             case OPENDIR -> {
+                if (opendirless) {
+                    return Errno.ENOSYS.code(); // from now on the kernel opens directories by itself
+                }
                 if (!fs.getattr(node).isDirectory()) {
                     throw new FsException.NotDirectory("inode " + node);
                 }
-                // the listing is taken by the first READDIR; the kernel keeps what it read (CACHE_DIR)
-                // for the next opens until the directory changes here or its mtime does
-                openOut(out, nextDirHandle.getAndIncrement(), FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR);
+                // listings need no handle; the kernel keeps what it read (CACHE_DIR) for the next
+                // opens until the directory changes here or its mtime does
+                openOut(out, 0, FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR);
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);
-            case RELEASEDIR -> listings.remove(in.getLong());
+            case RELEASEDIR -> { }
             case FSYNCDIR -> fs.meta().sync();
             case ACCESS -> fs.getattr(node); // default_permissions: the kernel checked; this says it exists
             case CREATE -> {
@@ -551,6 +559,7 @@ public final class KernelFuse implements FuseMount {
                     + " (Linux 5.4); use --fuse-driver libfuse");
             log.error(initFailure.get());
         }
+        opendirless = (kernelFlags & NO_OPENDIR_SUPPORT) != 0;
         int wanted = ASYNC_READ | BIG_WRITES | AUTO_INVAL_DATA | DO_READDIRPLUS | ASYNC_DIO | PARALLEL_DIROPS
                 | MAX_PAGES_FLAG | CACHE_SYMLINKS;
         this.minor = Math.min(minor, MINOR_KNOWN);
@@ -821,75 +830,108 @@ public final class KernelFuse implements FuseMount {
     }
 
     /**
-     * READDIR and READDIRPLUS. The listing is taken at offset 0 and kept with the handle, so the
-     * offsets of later chunks (an entry's index plus one, "." and ".." first) stay stable.
+     * READDIR and READDIRPLUS, with no directory handle: each request lists the directory as it
+     * is now and sends the entries after {@code offset} in cookie order. An entry's cookie (its
+     * d_off) is a 62-bit hash of its name, so it stays the same whatever else is added or removed
+     * meanwhile: a listing read in several requests never skips or repeats an entry that stayed,
+     * and never brings back one that was removed (a stale answer would make the kernel believe in
+     * a removed file for the whole entry timeout). Names whose hashes collide get consecutive
+     * cookies in name order. "." and ".." are cookies 1 and 2.
      *
      * <p>With PLUS every entry carries its attributes, which the kernel caches as if each name had
-     * been looked up: a part directory then costs one request instead of one per file. The kernel
-     * holds the directory's lock (shared) while it sends the request and links what comes back, so
-     * no unlink or rename through this kernel can run in between; but the listing may have aged
-     * since offset 0, so each entry is checked against the current directory first: a name that is
-     * gone is left out, and one that now names another inode is sent as it is now. A stale
-     * answer here would make the kernel believe in a removed file for the whole entry timeout.
+     * been looked up: a part directory then costs one request instead of one per file.
      */
     private void readdir(long node, ByteBuffer in, ByteBuffer out, boolean plus) throws IOException {
-        long fh = in.getLong();
+        in.getLong(); // fh: none
         long offset = in.getLong();
-        int size = Math.min(in.getInt(), MAX_IO);
-        List<DirEntry> list = offset == 0 ? null : listings.get(fh);
-        if (list == null) {
-            list = fs.readdir(node);
-            if (fh != 0) {
-                listings.put(fh, list);
-            }
-        }
+        int limit = OUT_HEADER + Math.min(in.getInt(), MAX_IO);
+        List<DirEntry> list = fs.readdir(node);
         PartPrefetcher p = prefetcher;
         if (offset == 0 && p != null) {
             p.listed(names.path(node), node, list);
         }
-        int limit = OUT_HEADER + size;
-        for (long i = offset; i < list.size() + 2; i++) {
-            String name;
-            long ino;
-            int type;
+        for (long dot = offset + 1; dot <= 2; dot++) {
+            if (!dirent(out, limit, plus, node, dot == 1 ? "." : "..", null, node, 4, dot)) {
+                return;
+            }
+        }
+        Cookie[] sorted = Cookie.sorted(list);
+        for (Cookie c : sorted) {
+            if (c.cookie <= offset) {
+                continue;
+            }
+            DirEntry e = c.entry;
             Attr a = null;
-            if (i < 2) {
-                name = i == 0 ? "." : "..";
-                ino = node;
-                type = 4; // DT_DIR
-            } else {
-                DirEntry e = list.get((int) (i - 2));
-                name = e.name();
-                ino = e.ino();
-                type = e.type().formatBits() >>> 12;
-                if (plus) {
-                    try {
-                        a = offset == 0 ? fs.getattr(ino) : fs.lookup(node, name);
-                    } catch (FsException.NoSuchEntry gone) {
-                        continue; // removed since the listing was taken
-                    }
-                    ino = a.ino();
-                    type = a.type().formatBits() >>> 12;
-                }
-            }
-            byte[] nb = name.getBytes(StandardCharsets.UTF_8);
-            int dirent = (24 + nb.length + 7) & ~7;
-            int need = dirent + (plus ? 128 : 0);
-            if (out.position() + need > limit) {
-                break;
-            }
             if (plus) {
-                if (a == null) {
-                    out.put(new byte[128]); // nodeid 0: no attributes for "." and ".."
-                } else {
-                    entry(out, node, name, a);
+                try {
+                    a = fs.getattr(e.ino());
+                } catch (FsException.NoSuchEntry gone) {
+                    continue; // removed since the listing was taken
                 }
             }
-            int start = out.position();
-            out.putLong(ino).putLong(i + 1).putInt(nb.length).putInt(type).put(nb);
-            while (out.position() < start + dirent) {
-                out.put((byte) 0);
+            int type = (a != null ? a.type() : e.type()).formatBits() >>> 12;
+            if (!dirent(out, limit, plus, node, e.name(), a, e.ino(), type, c.cookie)) {
+                return;
             }
+        }
+    }
+
+    /** Adds one entry if it fits within {@code limit}; false when it does not. */
+    private boolean dirent(ByteBuffer out, int limit, boolean plus, long dir, String name, Attr a, long ino,
+            int type, long cookie) {
+        byte[] nb = name.getBytes(StandardCharsets.UTF_8);
+        int size = (24 + nb.length + 7) & ~7;
+        if (out.position() + size + (plus ? 128 : 0) > limit) {
+            return false;
+        }
+        if (plus) {
+            if (a == null) {
+                out.put(new byte[128]); // nodeid 0: no attributes ("." and "..")
+            } else {
+                entry(out, dir, name, a);
+            }
+        }
+        int start = out.position();
+        out.putLong(ino).putLong(cookie).putInt(nb.length).putInt(type).put(nb);
+        while (out.position() < start + size) {
+            out.put((byte) 0);
+        }
+        return true;
+    }
+
+    /** A directory entry with its readdir cookie. */
+    record Cookie(long cookie, DirEntry entry) {
+        /** The entries in cookie order, colliding hashes moved to the next free cookie in name order. */
+        static Cookie[] sorted(List<DirEntry> entries) {
+            long[] hashes = new long[entries.size()];
+            Integer[] order = new Integer[entries.size()];
+            for (int i = 0; i < hashes.length; i++) {
+                hashes[i] = hash(entries.get(i).name());
+                order[i] = i;
+            }
+            java.util.Arrays.sort(order, (x, y) -> hashes[x] != hashes[y] ? Long.compare(hashes[x], hashes[y])
+                    : entries.get(x).name().compareTo(entries.get(y).name()));
+            Cookie[] out = new Cookie[order.length];
+            long last = 2;
+            for (int i = 0; i < order.length; i++) {
+                last = Math.max(hashes[order[i]], last + 1);
+                out[i] = new Cookie(last, entries.get(order[i]));
+            }
+            return out;
+        }
+
+        /** FNV-1a over the name's chars, mixed (MurmurHash3's finalizer), in [3, 2^62). */
+        static long hash(String name) {
+            long h = 0xcbf29ce484222325L;
+            for (int i = 0; i < name.length(); i++) {
+                h = (h ^ name.charAt(i)) * 0x100000001b3L;
+            }
+            h ^= h >>> 33;
+            h *= 0xff51afd7ed558ccdL;
+            h ^= h >>> 33;
+            h *= 0xc4ceb9fe1a85ec53L;
+            h ^= h >>> 33;
+            return Math.max(3, h & ((1L << 62) - 1));
         }
     }
 

@@ -55,8 +55,9 @@ class PartPrefetchTest {
                 assertEquals(PARTS + 1, s.count());
             }
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (calls(metrics, "releasedir") < PARTS + 1) { // the table's listing and every part's
-                assertTrue(System.nanoTime() < deadline, "parts were not listed ahead: " + calls(metrics, "releasedir"));
+            while (calls(metrics, "partfs_fuse_readahead_parts_total", "") < PARTS) {
+                assertTrue(System.nanoTime() < deadline, "parts were not listed ahead: "
+                        + calls(metrics, "partfs_fuse_readahead_parts_total", ""));
                 java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
             }
             java.util.List<Path> parts;
