@@ -125,6 +125,7 @@ public final class KernelFuse implements FuseMount {
     private final Map<Long, Integer> changing = new ConcurrentHashMap<>();
     private final Map<Long, Long> writeHandles = new ConcurrentHashMap<>();
     private final AtomicLong contentChanges = new AtomicLong();
+    private final ThreadLocal<ByteBuffer> notifyBuffers = new ThreadLocal<>();
 
     private volatile FuseOptions options;
     private volatile int fd = -1;
@@ -322,8 +323,8 @@ public final class KernelFuse implements FuseMount {
             ops.record(op, System.nanoTime() - start, error != 0);
         }
         if (log.isTraceEnabled()) { // PARTFS_LOG_LEVEL=TRACE: every request, for profiling what a client asks
-            log.trace("{} {} -> {} ({} us)", op, pathOf(node), error == 0 ? "ok" : "errno " + error,
-                    (System.nanoTime() - start) / 1000);
+            log.trace("{} {} -> {} ({} us, pid {})", op, pathOf(node), error == 0 ? "ok" : "errno " + error,
+                    (System.nanoTime() - start) / 1000, in.getInt(32));
         }
         reply(b, unique, error);
     }
@@ -668,7 +669,6 @@ public final class KernelFuse implements FuseMount {
         if (!observed.active() || stored.size() >= MAX_STORED) {
             return;
         }
-        ByteBuffer buf = null;
         try {
             for (DirEntry e : fs.readdir(partIno)) {
                 String path = partPath + "/" + e.name();
@@ -684,10 +684,7 @@ public final class KernelFuse implements FuseMount {
                 if (content == null) {
                     continue;
                 }
-                if (buf == null) {
-                    buf = ByteBuffer.allocateDirect(OUT_HEADER + 24 + MAX_STORED_FILE).order(ByteOrder.LITTLE_ENDIAN);
-                }
-                buf.clear();
+                ByteBuffer buf = notifyBuffer(OUT_HEADER + 24 + content.length);
                 buf.putInt(OUT_HEADER + 24 + content.length).putInt(NOTIFY_STORE).putLong(0)
                         .putLong(a.ino()).putLong(0).putInt(content.length).putInt(0).put(content);
                 if (!notify(buf)) {
@@ -705,6 +702,17 @@ public final class KernelFuse implements FuseMount {
         } catch (IOException | RuntimeException ex) {
             log.debug("storing the cached metadata of {} skipped: {}", partPath, ex.toString());
         }
+        log.trace("stored the cached metadata of {}", partPath);
+    }
+
+    /** This thread's buffer for notifications, cleared, at least {@code size} bytes. */
+    private ByteBuffer notifyBuffer(int size) {
+        ByteBuffer b = notifyBuffers.get();
+        if (b == null || b.capacity() < size) {
+            b = ByteBuffer.allocateDirect(Math.max(size, 64 << 10)).order(ByteOrder.LITTLE_ENDIAN);
+            notifyBuffers.set(b);
+        }
+        return b.clear();
     }
 
     /** Writes a notification prepared in {@code buf} (up to its position); false if refused. */
@@ -845,17 +853,16 @@ public final class KernelFuse implements FuseMount {
         in.getLong(); // fh: none
         long offset = in.getLong();
         int limit = OUT_HEADER + Math.min(in.getInt(), MAX_IO);
-        List<DirEntry> list = fs.readdir(node);
+        Cookie[] sorted = Cookie.sorted(fs.readdir(node));
         PartPrefetcher p = prefetcher;
-        if (offset == 0 && p != null) {
-            p.listed(names.path(node), node, list);
+        if (offset == 0 && p != null) { // in the order the reader gets them: ClickHouse loads parts so
+            p.listed(names.path(node), node, java.util.Arrays.stream(sorted).map(Cookie::entry).toList());
         }
         for (long dot = offset + 1; dot <= 2; dot++) {
             if (!dirent(out, limit, plus, node, dot == 1 ? "." : "..", null, node, 4, dot)) {
                 return;
             }
         }
-        Cookie[] sorted = Cookie.sorted(list);
         for (Cookie c : sorted) {
             if (c.cookie <= offset) {
                 continue;

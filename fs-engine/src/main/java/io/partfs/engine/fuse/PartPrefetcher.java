@@ -22,8 +22,8 @@ import org.slf4j.LoggerFactory;
  * requests for {@link #BATCH} parts, not two per part) and lists every part directory through
  * the mount on threads of its own, so the kernel caches each file's name and attributes from
  * one READDIRPLUS per part instead of asking for them one stat at a time while ClickHouse
- * checks the part. Each part listed is then handed to a {@link PartListed} (the kernel driver
- * stores the part's cached metadata files into the page cache there).
+ * checks the part. Each part listed is then handed to a {@link PartListed} on another thread
+ * (the kernel driver stores the part's cached metadata files into the page cache there).
  *
  * <p>A part directory is a name {@code <partition>_<min>_<max>_<level>[_<mutation>]}; tmp_*,
  * detached and everything else are left alone. A table directory is prefetched at most once
@@ -54,6 +54,12 @@ final class PartPrefetcher implements AutoCloseable {
     private final PartListed partListed;
     private final long minIntervalNanos;
     private final ExecutorService pool;
+    /**
+     * Runs {@link PartListed} on a thread of its own: what it does (reading cached files) must
+     * not hold up the listings, which are what keeps ClickHouse's lookups away. Parts it cannot
+     * take up fast enough are dropped.
+     */
+    private final ExecutorService afterListing;
     private final Map<Long, Long> lastListed = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
@@ -68,6 +74,12 @@ final class PartPrefetcher implements AutoCloseable {
                     t.setDaemon(true);
                     return t;
                 });
+        this.afterListing = new java.util.concurrent.ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS,
+                new java.util.concurrent.LinkedBlockingQueue<>(10_000), r -> {
+                    Thread t = new Thread(r, "partfs-prefetch-store");
+                    t.setDaemon(true);
+                    return t;
+                }, new java.util.concurrent.ThreadPoolExecutor.DiscardPolicy());
     }
 
     /** A directory at mount-relative {@code path} (inode {@code ino}) was listed with these entries. */
@@ -129,7 +141,11 @@ final class PartPrefetcher implements AutoCloseable {
             for (DirEntry part : parts) {
                 String path = dir.isEmpty() ? part.name() : dir + "/" + part.name();
                 if (list(mountPoint.resolve(path)) && !closed) {
-                    partListed.listed(path, part.ino());
+                    afterListing.execute(() -> {
+                        if (!closed) {
+                            partListed.listed(path, part.ino());
+                        }
+                    });
                 }
             }
         }
@@ -164,8 +180,10 @@ final class PartPrefetcher implements AutoCloseable {
     public void close() {
         closed = true;
         pool.shutdownNow();
+        afterListing.shutdownNow();
         try {
             pool.awaitTermination(10, TimeUnit.SECONDS);
+            afterListing.awaitTermination(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
