@@ -99,6 +99,17 @@ final class Procs {
         return -1;
     }
 
+    /** CPU time (user and system) a live process has used, from /proc; NaN when it cannot be read. */
+    static double cpuSeconds(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0; // utime, stime in USER_HZ (100)
+        } catch (IOException | RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
     static boolean installed(String binary) {
         for (String dir : List.of("/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin")) {
             if (Files.isExecutable(Path.of(dir, binary))) {

@@ -278,17 +278,21 @@ public final class StartupBench implements Callable<Integer> {
             TempDirs.deleteRecursively(conf);
             try (ClickHouseServer ch = new ClickHouseServer(conf, data)) {
                 Map<String, Double> before = mode.startsWith("partfs") ? SidecarMetrics.scrape(stack.httpPort) : Map.of();
+                double cpu0 = pid > 0 ? Procs.cpuSeconds(pid) : Double.NaN;
                 long t0 = System.nanoTime();
                 ch.start(java.time.Duration.ofSeconds(startupTimeout));
                 double seconds = (System.nanoTime() - t0) / 1e9;
+                double cpu = pid > 0 ? Procs.cpuSeconds(pid) - cpu0 : Double.NaN;
                 Map<String, Double> during = mode.startsWith("partfs") ? SidecarMetrics.delta(before, SidecarMetrics.scrape(stack.httpPort)) : Map.of();
                 long partsLoaded = Long.parseLong(ch.query("SELECT count() FROM system.parts WHERE active AND database = 'bench'").trim());
                 ch.stop();
                 long rss = pid > 0 ? Procs.peakRss(pid) : -1;
+                String sidecar = (Double.isNaN(cpu) ? "" : String.format(java.util.Locale.ROOT, "; sidecar CPU %.2f s", cpu))
+                        + SidecarMetrics.summary(during);
                 progress("  %.2f s, %d parts%s%s%s", seconds, partsLoaded, Double.isNaN(warmup) ? "" : String.format(", warmup %.2f s", warmup),
-                        rss > 0 ? String.format(", sidecar peak RSS %d MiB", rss >> 20) : "", SidecarMetrics.summary(during));
+                        rss > 0 ? String.format(", sidecar peak RSS %d MiB", rss >> 20) : "", sidecar);
                 String error = partsLoaded == (long) tables * parts ? "" : "loaded " + partsLoaded + " of " + (long) tables * parts + " parts";
-                return new StartupReport.Row(mode, latency, run, seconds, partsLoaded, rss, warmup, error, SidecarMetrics.summary(during));
+                return new StartupReport.Row(mode, latency, run, seconds, partsLoaded, rss, warmup, error, sidecar);
             }
         } catch (Exception e) {
             progress("  failed: %s", e.getMessage());
