@@ -87,6 +87,9 @@ public final class MergeTreePaths {
      * projection directory of a part), in a part directory or a temporary one about to be renamed.
      */
     public static boolean isPartMetadataFile(String relativePath) {
+        if (!hasMetadataSuffix(relativePath)) {
+            return false; // column data and marks, most of a part: no pattern matching for them
+        }
         Optional<TablePath> t = parse(relativePath);
         if (t.isEmpty()) {
             return false;
@@ -105,6 +108,11 @@ public final class MergeTreePaths {
             }
         }
         return METADATA_FILE.matcher(f).matches();
+    }
+
+    /** Whether a path ends as every name {@link #METADATA_FILE} matches does. */
+    private static boolean hasMetadataSuffix(String p) {
+        return p.endsWith(".txt") || p.endsWith(".idx") || p.endsWith(".dat") || p.endsWith(".json") || p.endsWith(".cidx");
     }
 
     /**
