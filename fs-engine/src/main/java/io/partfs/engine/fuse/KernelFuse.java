@@ -671,12 +671,9 @@ public final class KernelFuse implements FuseMount {
         }
         try {
             for (DirEntry e : fs.readdir(partIno)) {
+                long changes = contentChanges.get(); // read before the check below: see the javadoc
                 String path = partPath + "/" + e.name();
                 if (e.type() != FileType.FILE || changing.containsKey(e.ino()) || !observed.observed(path)) {
-                    continue;
-                }
-                long changes = contentChanges.get();
-                if (changing.containsKey(e.ino())) {
                     continue;
                 }
                 Attr a = fs.getattr(e.ino());
