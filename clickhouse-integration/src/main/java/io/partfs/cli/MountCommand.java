@@ -88,6 +88,11 @@ final class MountCommand implements Callable<Integer> {
                     "which has one entry timeout for all names, the smaller of --entry-cache and this one applies."})
     double dirEntryCache;
 
+    @Option(names = "--atime-mode", paramLabel = "noatime|relatime", defaultValue = "noatime",
+            description = {"When reads update access times (default: ${DEFAULT-VALUE}, as with JuiceFS: ClickHouse never",
+                    "reads atime, and under relatime the first read of each new file costs a metadata transaction)."})
+    String atimeMode;
+
     @Option(names = "--io-threads", paramLabel = "N", defaultValue = "16", description = "Parallel object uploads and downloads (default: ${DEFAULT-VALUE}).")
     int ioThreads;
 
@@ -201,6 +206,7 @@ final class MountCommand implements Callable<Integer> {
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
         return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).ioThreads(ioThreads)
+                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode))
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))
                 .writeBufferTotal(Sizes.parse(writeBufferTotal, "total write buffer")).build();
     }

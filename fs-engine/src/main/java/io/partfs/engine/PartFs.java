@@ -276,7 +276,7 @@ public final class PartFs implements Closeable {
             throw new FsException.IsDirectory("inode " + h.ino);
         }
         int n = chunks.read(h.ino, a.size(), off, dst, dstOff, len);
-        if (!config.readOnly() && meta.atimeStale(a)) {
+        if (config.readsUpdateAtime() && meta.atimeStale(a)) {
             meta.touchAtime(h.ino); // checked first, so a stream of reads costs one update at most
         }
         if (off == h.lastReadEnd && config.readaheadBlocks() > 0) {

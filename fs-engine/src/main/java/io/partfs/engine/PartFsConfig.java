@@ -15,6 +15,7 @@ public final class PartFsConfig {
     private final int readaheadBlocks;
     private final long capacity;
     private final boolean readOnly;
+    private final AtimeMode atimeMode;
     private final java.time.Duration metaCacheTtl;
     private final io.partfs.engine.metrics.Metrics metrics;
 
@@ -22,6 +23,7 @@ public final class PartFsConfig {
         this.metrics = b.metrics;
         this.metaCacheTtl = b.metaCacheTtl;
         this.readOnly = b.readOnly;
+        this.atimeMode = b.atimeMode;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.ioThreads = b.ioThreads;
@@ -59,6 +61,32 @@ public final class PartFsConfig {
     public boolean readOnly() { return readOnly; }
 
     /**
+     * When reads move a file's access time. Not at all by default, as JuiceFS does and
+     * ClickHouse needs: under relatime the first read of every new file (ClickHouse reads each
+     * part it merges) costs a metadata transaction.
+     */
+    public enum AtimeMode {
+        /** Reads never change atime (mounted noatime). */
+        NOATIME,
+        /** Linux's default for local disks: a read moves atime when it is not newer than mtime or ctime, or a day old. */
+        RELATIME;
+
+        public static AtimeMode parse(String s) {
+            for (AtimeMode m : values()) {
+                if (m.name().equalsIgnoreCase(s)) {
+                    return m;
+                }
+            }
+            throw new IllegalArgumentException("unknown atime mode '" + s + "': use noatime or relatime");
+        }
+    }
+
+    public AtimeMode atimeMode() { return atimeMode; }
+
+    /** Whether a read may have to record its access (relatime on a writable mount). */
+    public boolean readsUpdateAtime() { return !readOnly && atimeMode == AtimeMode.RELATIME; }
+
+    /**
      * How long attributes and listings held in memory may be used before they are read again;
      * null chooses: forever for an exclusive (embedded) volume, where every change passes through
      * this process, and 1 s for a shared one. Zero turns the cache off.
@@ -70,7 +98,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).metaCacheTtl(metaCacheTtl).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).metaCacheTtl(metaCacheTtl).metrics(metrics);
     }
 
     public static final class Builder {
@@ -82,11 +110,14 @@ public final class PartFsConfig {
         private int readaheadBlocks = 2;
         private long capacity = 1L << 50;
         private boolean readOnly;
+        private AtimeMode atimeMode = AtimeMode.NOATIME;
         private io.partfs.engine.metrics.Metrics metrics = io.partfs.engine.metrics.Metrics.none();
 
         public Builder metrics(io.partfs.engine.metrics.Metrics m) { this.metrics = java.util.Objects.requireNonNull(m); return this; }
 
         public Builder readOnly(boolean b) { this.readOnly = b; return this; }
+
+        public Builder atimeMode(AtimeMode m) { this.atimeMode = java.util.Objects.requireNonNull(m); return this; }
 
         private java.time.Duration metaCacheTtl;
 

@@ -163,6 +163,9 @@ public final class KernelFuse implements FuseMount {
         if (options.extra().contains("ro")) { // FuseOptions allows only ro, rw and nonempty here
             flags |= 1; // MS_RDONLY
         }
+        if (fs.config().atimeMode() == io.partfs.engine.PartFsConfig.AtimeMode.NOATIME) {
+            flags |= LibC.MS_NOATIME; // what reads do here, shown by mount(8) and /proc/mounts
+        }
         StringBuilder data = new StringBuilder();
         int dev = C.open("/dev/fuse", LibC.O_RDWR | LibC.O_CLOEXEC);
         if (dev < 0) {

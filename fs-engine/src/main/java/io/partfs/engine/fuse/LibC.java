@@ -16,6 +16,7 @@ public interface LibC {
     int O_CLOEXEC = 02000000;
     long MS_NOSUID = 2;
     long MS_NODEV = 4;
+    long MS_NOATIME = 1024;
     int MNT_DETACH = 2;
 
     int EINTR = 4;

@@ -531,7 +531,11 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
     @Override
     public void mountAndWait(Path mountPoint, FuseOptions options) throws IOException {
         Path mp = FuseMount.checkMountPoint(mountPoint);
-        String[] args = options.toArgs().toArray(String[]::new);
+        List<String> argList = new ArrayList<>(options.toArgs());
+        if (fs.config().atimeMode() == io.partfs.engine.PartFsConfig.AtimeMode.NOATIME) {
+            argList.addAll(List.of("-o", "noatime")); // what reads do here, shown by mount(8)
+        }
+        String[] args = argList.toArray(String[]::new);
         java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
         Thread t = new Thread(() -> {
             try {

@@ -190,6 +190,25 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void readsLeaveAtimeAloneUnlessRelatimeIsAskedFor() throws IOException {
+        long fh = create("checksums.txt");
+        fs.write(fh, 0, new byte[] {1, 2, 3}, 0, 3);
+        fs.release(fh);
+        long ino = ino("checksums.txt");
+        long written = fs.getattr(ino).atimeNs();
+        readAll(ino);
+        assertEquals(written, fs.getattr(ino).atimeNs(), "noatime, the default: a read writes no metadata");
+
+        fs.close();
+        fs = volume.openAs(TestVolume.defaultConfig(dir).toBuilder().atimeMode(io.partfs.engine.PartFsConfig.AtimeMode.RELATIME).build());
+        readAll(ino);
+        long read = fs.getattr(ino).atimeNs();
+        assertTrue(read > written, "relatime: the first read after a write moves atime");
+        readAll(ino);
+        assertEquals(read, fs.getattr(ino).atimeNs(), "relatime: later reads leave it until the next change");
+    }
+
+    @Test
     void buffersOfAllFilesTogetherStayWithinTheTotalBudget() throws IOException {
         fs.close();
         fs = volume.openAs(TestVolume.defaultConfig(dir).toBuilder().writeBufferPerFile(1 << 20).writeBufferTotal(2 << 20).build());

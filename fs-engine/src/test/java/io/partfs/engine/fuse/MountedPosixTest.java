@@ -93,6 +93,23 @@ class MountedPosixTest {
     }
 
     @Test
+    void mountedNoatimeAndReadsLeaveAtimeAlone() throws Exception {
+        String options = null;
+        for (String line : Files.readAllLines(Path.of("/proc/self/mounts"))) {
+            String[] f = line.split(" ");
+            if (f.length > 3 && f[1].equals(mnt.toString())) {
+                options = f[3];
+            }
+        }
+        assertTrue(options != null && List.of(options.split(",")).contains("noatime"), "mount options: " + options);
+        Path f = Files.writeString(fresh("atime").resolve("count.txt"), "350");
+        long ino = (long) Files.getAttribute(f, "unix:ino");
+        long before = fs.getattr(ino).atimeNs();
+        assertEquals("350", Files.readString(f));
+        assertEquals(before, fs.getattr(ino).atimeNs(), "a read through a noatime mount writes no metadata");
+    }
+
+    @Test
     void hardLinksShareInodeNumberAndNlink() throws Exception {
         Path d = fresh("links");
         Path a = Files.writeString(d.resolve("a.bin"), "data");
