@@ -275,13 +275,13 @@ public final class PartFs implements Closeable {
         if (a.isDirectory()) {
             throw new FsException.IsDirectory("inode " + h.ino);
         }
-        int n = chunks.read(h.ino, a.size(), off, dst, dstOff, len);
+        int n = chunks.read(a, off, dst, dstOff, len);
         if (config.readsUpdateAtime() && meta.atimeStale(a)) {
             meta.touchAtime(h.ino); // checked first, so a stream of reads costs one update at most
         }
         if (off == h.lastReadEnd && config.readaheadBlocks() > 0) {
             int ahead = config.readaheadBlocks() * format.blockSize();
-            chunks.prefetch(h.ino, a.size(), off + n, ahead);
+            chunks.prefetch(a, off + n, ahead);
         }
         h.lastReadEnd = off + n;
         return n;

@@ -1,5 +1,6 @@
 package io.partfs.engine.data;
 
+import io.partfs.engine.Attr;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.Slice;
@@ -169,10 +170,12 @@ public final class ChunkStore implements Closeable {
     // ---- reading ----
 
     /**
-     * Reads up to {@code len} bytes at {@code off} of file {@code ino} whose size is
-     * {@code fileSize}; returns the number of bytes read (short only at end of file).
+     * Reads up to {@code len} bytes at {@code off} of {@code file}, as of the size and data
+     * version of those attributes; returns the number of bytes read (short only at end of file).
      */
-    public int read(long ino, long fileSize, long off, byte[] dst, int dstOff, int len) throws IOException {
+    public int read(Attr file, long off, byte[] dst, int dstOff, int len) throws IOException {
+        long ino = file.ino();
+        long fileSize = file.size();
         if (off >= fileSize || len <= 0) {
             return 0;
         }
@@ -183,7 +186,7 @@ public final class ChunkStore implements Closeable {
             long idx = pos / CHUNK;
             int from = (int) (pos % CHUNK);
             int to = (int) Math.min(CHUNK, from + (long) (n - done));
-            List<Slice> slices = meta.readChunk(ino, idx);
+            List<Slice> slices = meta.readChunk(ino, idx, file.dataVersion());
             for (SliceView.Segment seg : SliceView.resolve(slices, from, to)) {
                 int at = dstOff + done + (seg.pos() - from);
                 if (seg.isZero()) {
@@ -261,8 +264,10 @@ public final class ChunkStore implements Closeable {
         return data;
     }
 
-    /** Starts fetching the blocks of {@code [off, off+len)} of {@code ino} into the cache. */
-    public void prefetch(long ino, long fileSize, long off, int len) {
+    /** Starts fetching the blocks of {@code [off, off+len)} of {@code file} into the cache. */
+    public void prefetch(Attr file, long off, int len) {
+        long ino = file.ino();
+        long fileSize = file.size();
         if (!cache.enabled() || off >= fileSize) {
             return;
         }
@@ -273,7 +278,7 @@ public final class ChunkStore implements Closeable {
                     long idx = pos / CHUNK;
                     int from = (int) (pos % CHUNK);
                     int to = (int) Math.min(CHUNK, from + (end - pos));
-                    for (SliceView.Segment seg : SliceView.resolve(meta.readChunk(ino, idx), from, to)) {
+                    for (SliceView.Segment seg : SliceView.resolve(meta.readChunk(ino, idx, file.dataVersion()), from, to)) {
                         if (seg.isZero()) {
                             continue;
                         }

@@ -57,6 +57,8 @@ public final class MetaEngine implements Closeable {
     private volatile LongConsumer orphanListener = ino -> { };
     /** Inodes unlinked while open here: only these need a look at nlink when released. */
     private final java.util.Set<Long> unlinkedWhileOpen = ConcurrentHashMap.newKeySet();
+    /** Chunk slice lists by the data version they belong to. */
+    private final ChunkLists chunkLists = new ChunkLists();
     /** In-memory attributes and listings, or null when caching is off. */
     private volatile MetaCache cache;
     /** Inodes written by the transaction running on this thread. */
@@ -488,9 +490,28 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    /** The slices of one chunk of a file, oldest first. */
+    /** The slices of one chunk of a file, oldest first, as the store has them now. */
     public List<Slice> readChunk(long ino, long index) throws IOException {
         return kv.read(r -> Slice.decodeList(r.get(chunkKey(ino, index))));
+    }
+
+    /**
+     * The slices of one chunk of a file whose attributes the caller read at {@code dataVersion}:
+     * from memory when they were read at that version (see {@link ChunkLists}), else from the
+     * store together with the inode, in one request. A file changed since the caller's attributes
+     * yields its current slices, as {@link #readChunk(long, long)} would.
+     */
+    public List<Slice> readChunk(long ino, long index, long dataVersion) throws IOException {
+        List<Slice> hit = chunkLists.get(ino, index, dataVersion);
+        if (hit != null) {
+            return hit;
+        }
+        List<byte[]> raw = kv.read(r -> r.getAll(List.of(inodeKey(ino), chunkKey(ino, index))));
+        List<Slice> slices = Slice.decodeList(raw.get(1));
+        if (raw.get(0) != null) {
+            chunkLists.put(ino, index, Attr.decode(ino, raw.get(0)).dataVersion(), slices);
+        }
+        return slices;
     }
 
     // ---- creating and removing names ----

@@ -419,6 +419,31 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void chunkListsReadAtADataVersionComeFromMemoryUntilTheFileChanges() throws Exception {
+        Attr f = file(ROOT, "f");
+        Slice s1 = new Slice(meta.nextSliceId(), 100, 0, 100, 0);
+        Attr v1 = meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s1)));
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine reader = new MetaEngine(counting, () -> clock.addAndGet(1000)); // another client of the volume
+        reader.load();
+        assertEquals(List.of(s1), reader.readChunk(f.ino(), 0, v1.dataVersion()));
+        counting.reset();
+        assertEquals(List.of(s1), reader.readChunk(f.ino(), 0, v1.dataVersion()));
+        assertEquals(0, counting.reads(), "read again at the same version: " + counting.readsByKind());
+
+        Slice s2 = new Slice(meta.nextSliceId(), 10, 0, 10, 50);
+        Attr v2 = meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s2)));
+        assertNotEquals(v1.dataVersion(), v2.dataVersion());
+        assertEquals(List.of(s1), reader.readChunk(f.ino(), 0, v1.dataVersion()),
+                "a reader still holding the old attributes reads the content they describe");
+        assertEquals(List.of(s1, s2), reader.readChunk(f.ino(), 0, v2.dataVersion()), "the new version is read from the store");
+        Attr v3 = meta.truncate(f.ino(), 20);
+        List<Slice> truncated = reader.readChunk(f.ino(), 0, v3.dataVersion());
+        assertEquals(meta.readChunk(f.ino(), 0), truncated);
+        assertNotEquals(List.of(s1, s2), truncated);
+    }
+
+    @Test
     void truncateFreesChunksAndLeavesAHole() throws Exception {
         Attr f = file(ROOT, "f");
         Slice a = new Slice(meta.nextSliceId(), 1000, 0, 1000, 0);
