@@ -116,6 +116,12 @@ final class VolumeOptions {
         MetaEngine m = openMeta(formatEmbedded);
         try {
             ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false);
+            try {
+                objects.checkAccess();
+            } catch (IOException | RuntimeException e) {
+                objects.close();
+                throw e;
+            }
             return PartFs.open(m, objects, config);
         } catch (IOException | RuntimeException e) {
             m.close();

@@ -143,6 +143,21 @@ class PartfsCommandIT {
             Partfs.Result other = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "4M", "vol1");
             assertEquals(1, other.exit(), "a volume formatted differently is refused");
 
+            partfs.env("PARTFS_SECRET_KEY", "not-the-secret");
+            Partfs.Result deniedMount = partfs.run("mount", "--meta", meta, mnt.toString(), "--background");
+            assertEquals(1, deniedMount.exit(), "a wrong secret fails the mount, not the first write: " + deniedMount.all());
+            assertEquals(1, Partfs.errorLines(deniedMount).size(), deniedMount.err());
+            assertTrue(deniedMount.err().contains("denied"), deniedMount.err());
+            assertFalse(deniedMount.all().contains("not-the-secret"), deniedMount.all());
+            partfs.env("PARTFS_ACCESS_KEY", "").env("PARTFS_SECRET_KEY", "").env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+                    .env("AWS_CONFIG_FILE", "/nonexistent").env("AWS_EC2_METADATA_DISABLED", "true");
+            Partfs.Result noKeys = partfs.run("mount", "--meta", meta, mnt.toString(), "--background");
+            assertEquals(1, noKeys.exit(), noKeys.all());
+            assertEquals(1, Partfs.errorLines(noKeys).size(), noKeys.err());
+            assertTrue(noKeys.err().contains("no S3 credentials"), noKeys.err());
+            assertFalse(io.partfs.engine.fuse.Mounts.isMounted(mnt), "nothing is mounted after a refused mount");
+
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
             assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
             byte[] data = new byte[(3 << 20) + 5];
             new Random(2).nextBytes(data);

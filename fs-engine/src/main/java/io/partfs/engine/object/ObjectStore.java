@@ -36,6 +36,15 @@ public interface ObjectStore extends java.io.Closeable {
      */
     List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException;
 
+    /**
+     * Checks that the store answers these credentials with one small read (a list of one key),
+     * so that a mount with a wrong key, a missing bucket or an unreachable endpoint fails at
+     * once, not at ClickHouse's first write.
+     */
+    default void checkAccess() throws IOException {
+        list("", null, 1);
+    }
+
     /** Every key under {@code prefix}; for tests and small prefixes. */
     default List<ObjectInfo> listAll(String prefix) throws IOException {
         List<ObjectInfo> all = new ArrayList<>();
