@@ -336,6 +336,14 @@ public final class PartFs implements Closeable {
         chunks.flush(handle(fh).ino);
     }
 
+    /**
+     * {@link #flush}, unless the file's last flush failed with nothing written since: for a
+     * release, whose close already reported that failure; the data waits for the next flush.
+     */
+    public void flushUnlessFailed(long fh) throws IOException {
+        chunks.flushUnlessFailed(handle(fh).ino);
+    }
+
     /** Makes the file's data and metadata durable. */
     public void fsync(long fh) throws IOException {
         chunks.flush(handle(fh).ino);
@@ -348,7 +356,7 @@ public final class PartFs implements Closeable {
             throw new FsException.BadHandle(String.valueOf(fh));
         }
         try {
-            chunks.flush(h.ino);
+            chunks.flushUnlessFailed(h.ino); // a close's failed flush already reported it: the data waits for the next flush
         } finally {
             meta.released(h.ino);
         }

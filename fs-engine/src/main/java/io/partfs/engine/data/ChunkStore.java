@@ -127,6 +127,34 @@ public final class ChunkStore implements Closeable {
         }
     }
 
+    /**
+     * Like {@link #flush}, except that a file whose last flush failed, with nothing written
+     * since, is left buffered for the next flush instead of waiting for the object store again:
+     * for the release that follows a close whose flush already reported the error.
+     */
+    public void flushUnlessFailed(long ino) throws IOException {
+        FileWriter w = writers.get(ino);
+        if (w != null && !w.failedSinceLastWrite()) {
+            flush(ino);
+        }
+    }
+
+    /**
+     * Drops every buffered write (their files keep what was committed before); for an unmount
+     * whose last flush failed, so that closing does not wait for the object store once more.
+     * Returns the bytes dropped.
+     */
+    public long discardAll() {
+        long dropped = 0;
+        for (Long ino : List.copyOf(writers.keySet())) {
+            FileWriter w = writers.remove(ino);
+            if (w != null) {
+                dropped += w.discard();
+            }
+        }
+        return dropped;
+    }
+
     void buffered(long delta) {
         buffered.addAndGet(delta);
     }
@@ -136,10 +164,34 @@ public final class ChunkStore implements Closeable {
         return buffered.get();
     }
 
-    /** Flushes every file. */
+    /**
+     * Flushes every file. Every file's last blocks start uploading first, so files wait for
+     * the object store together, not one after another; a file that cannot be flushed does not
+     * stop the others (its writes stay buffered), and the first failure is thrown at the end,
+     * saying how many files failed.
+     */
     public void flushAll() throws IOException {
-        for (Long ino : List.copyOf(writers.keySet())) {
-            flush(ino);
+        List<Long> inos = List.copyOf(writers.keySet());
+        for (Long ino : inos) {
+            FileWriter w = writers.get(ino);
+            if (w != null) {
+                w.startUploads();
+            }
+        }
+        IOException first = null;
+        int failed = 0;
+        for (Long ino : inos) {
+            try {
+                flush(ino);
+            } catch (IOException e) {
+                failed++;
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw new IOException("buffered writes of " + failed + " file(s) not uploaded: " + first.getMessage(), first);
         }
     }
 

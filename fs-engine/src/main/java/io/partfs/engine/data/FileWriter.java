@@ -31,6 +31,8 @@ final class FileWriter {
     private long pendingBytes;
     private long end = -1;
     private boolean retired;
+    /** The last flush failed and nothing was written since. */
+    private boolean failed;
 
     FileWriter(ChunkStore store, MetaEngine meta, long ino) {
         this.store = store;
@@ -67,6 +69,7 @@ final class FileWriter {
             done += n;
         }
         pendingBytes += len;
+        failed = false;
         store.buffered(len);
         end = Math.max(end, off + len);
         return true;
@@ -94,11 +97,12 @@ final class FileWriter {
         if (slices.isEmpty()) {
             return;
         }
-        for (PendingSlice s : slices) {
-            s.finish();
-        }
-        for (PendingSlice s : slices) {
-            s.awaitUploads();
+        startUploads();
+        try {
+            awaitUploads();
+        } catch (IOException e) {
+            failed = true;
+            throw e;
         }
         List<MetaEngine.ChunkSlice> commit = new ArrayList<>(slices.size());
         for (PendingSlice s : slices) {
@@ -111,11 +115,76 @@ final class FileWriter {
         end = -1;
     }
 
+    synchronized boolean failedSinceLastWrite() {
+        return failed;
+    }
+
+    /** Drops what is buffered and retires the writer; returns the bytes dropped. */
+    synchronized long discard() {
+        long dropped = pendingBytes;
+        slices.clear();
+        store.buffered(-pendingBytes);
+        pendingBytes = 0;
+        end = -1;
+        retired = true;
+        return dropped;
+    }
+
+    /** Starts uploading the last partial block of every slice, without waiting (a flush still commits them). */
+    synchronized void startUploads() {
+        for (PendingSlice s : slices) {
+            s.finish();
+        }
+    }
+
+    /**
+     * Waits for every upload of every slice. Failed ones are tried again all at once, so an
+     * object store that is down costs {@value #UPLOAD_ATTEMPTS} rounds of the client's own
+     * retries for the whole file, not that many per block, one block after another.
+     */
+    private void awaitUploads() throws IOException {
+        List<Upload> waiting = new ArrayList<>();
+        for (PendingSlice s : slices) {
+            for (Upload u : s.uploads) {
+                if (u.failedBefore) {
+                    u.retry(); // an earlier flush gave up on it: this one gets its full attempts too
+                }
+                waiting.add(u);
+            }
+        }
+        for (int attempt = 1; ; attempt++) {
+            List<Upload> failedUploads = new ArrayList<>();
+            IOException last = null;
+            for (Upload u : waiting) {
+                IOException e = u.await();
+                if (e != null) {
+                    failedUploads.add(u);
+                    last = e;
+                }
+            }
+            if (failedUploads.isEmpty()) {
+                return;
+            }
+            if (attempt >= UPLOAD_ATTEMPTS) {
+                for (Upload u : failedUploads) {
+                    u.failedBefore = true;
+                }
+                throw last;
+            }
+            for (Upload u : failedUploads) {
+                u.retry();
+            }
+            waiting = failedUploads;
+        }
+    }
+
     /** One block on its way to the object store; keeps its bytes until the upload succeeded. */
     private final class Upload {
         final String key;
         final byte[] data;
         CompletableFuture<Void> future;
+        /** A flush gave up on this block; the next one starts it again. */
+        boolean failedBefore;
 
         Upload(String key, byte[] data) {
             this.key = key;
@@ -123,22 +192,23 @@ final class FileWriter {
             this.future = store.upload(key, data);
         }
 
-        void await() throws IOException {
-            for (int attempt = 1; ; attempt++) {
-                try {
-                    future.get();
-                    return;
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new InterruptedIOException("interrupted while uploading " + key);
-                } catch (ExecutionException e) {
-                    if (attempt >= UPLOAD_ATTEMPTS) {
-                        Throwable c = e.getCause();
-                        throw c instanceof IOException io ? io : new IOException("upload of " + key + " failed", c);
-                    }
-                    future = store.upload(key, data);
-                }
+        /** Waits for this attempt: null when the block is stored, else why not. */
+        IOException await() throws IOException {
+            try {
+                future.get();
+                return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("interrupted while uploading " + key);
+            } catch (ExecutionException e) {
+                Throwable c = e.getCause();
+                return c instanceof IOException io ? io : new IOException("upload of " + key + " failed", c);
             }
+        }
+
+        void retry() {
+            failedBefore = false;
+            future = store.upload(key, data);
         }
     }
 
@@ -190,12 +260,6 @@ final class FileWriter {
                 currentLen = 0;
             }
             finished = true;
-        }
-
-        void awaitUploads() throws IOException {
-            for (Upload u : uploads) {
-                u.await();
-            }
         }
     }
 }

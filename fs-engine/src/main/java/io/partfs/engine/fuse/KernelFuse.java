@@ -470,7 +470,7 @@ public final class KernelFuse implements FuseMount {
             case RELEASE -> {
                 long fh = in.getLong();
                 try {
-                    fs.flush(fh);
+                    fs.flushUnlessFailed(fh);
                     committed(node, fh);
                 } finally {
                     observed.released(fh);

@@ -427,7 +427,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
         return call("release", path, () -> {
             long fh = fi.fh.get();
             try {
-                fs.flush(fh);
+                fs.flushUnlessFailed(fh);
                 observed.committed(rel(path), fh);
             } finally {
                 observed.released(fh);

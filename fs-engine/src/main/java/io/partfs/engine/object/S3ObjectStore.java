@@ -64,6 +64,8 @@ public final class S3ObjectStore implements ObjectStore {
                         .socketTimeout(config.requestTimeout()))
                 .overrideConfiguration(ClientOverrideConfiguration.builder()
                         .apiCallAttemptTimeout(config.requestTimeout())
+                        // all attempts of one call together: a store that hangs costs one timeout, not one per retry
+                        .apiCallTimeout(config.requestTimeout())
                         .retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
                                 .maxAttempts(config.maxAttempts())
                                 .backoffStrategy(BackoffStrategy.exponentialDelay(

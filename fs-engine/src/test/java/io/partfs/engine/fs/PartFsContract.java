@@ -209,6 +209,36 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void writesThatCannotBeUploadedStayBufferedAndFailEveryFileOnce() throws IOException {
+        fs.close();
+        io.partfs.engine.testing.CountingObjectStore[] store = new io.partfs.engine.testing.CountingObjectStore[1];
+        fs = volume.open(o -> store[0] = new io.partfs.engine.testing.CountingObjectStore(o));
+        int block = fs.format().blockSize();
+        byte[] a = random(3 * block + 100, 7);
+        byte[] b = random(1000, 8);
+        long fa = create("a.bin");
+        long fb = create("b.bin");
+        store[0].failPuts(true);
+        fs.write(fa, 0, a, 0, a.length);
+        fs.write(fb, 0, b, 0, b.length);
+        IOException e = assertThrows(IOException.class, fs::syncAll);
+        assertTrue(e.getMessage().contains("of 2 file(s) not uploaded"), e.getMessage());
+        assertEquals(3 * 5, store[0].puts(), "each of the 5 blocks tried 3 times, no more");
+        assertEquals(0, fs.meta().getattr(ino("a.bin")).size(), "nothing is committed that is not stored");
+        assertEquals(a.length, fs.getattr(ino("a.bin")).size(), "the writer still sees what it wrote");
+        store[0].reset();
+        assertThrows(IOException.class, () -> fs.flush(fa));
+        assertEquals(3 * 4, store[0].puts(), "a later flush tries each of its 4 blocks 3 times again");
+
+        store[0].failPuts(false);
+        fs.syncAll(); // the store is back: what stayed buffered is uploaded and committed
+        fs.release(fa);
+        fs.release(fb);
+        assertArrayEquals(a, readAll(ino("a.bin")));
+        assertArrayEquals(b, readAll(ino("b.bin")));
+    }
+
+    @Test
     void buffersOfAllFilesTogetherStayWithinTheTotalBudget() throws IOException {
         fs.close();
         fs = volume.openAs(TestVolume.defaultConfig(dir).toBuilder().writeBufferPerFile(1 << 20).writeBufferTotal(2 << 20).build());

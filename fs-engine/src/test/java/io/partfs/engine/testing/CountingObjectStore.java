@@ -6,10 +6,15 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-/** Passes every call to a real object store and records the keys it was asked to GET. */
+/**
+ * Passes every call to a real object store and records the keys it was asked to GET and how
+ * many PUTs it saw; {@link #failPuts} makes it act as a store that is down for writes.
+ */
 public final class CountingObjectStore implements ObjectStore {
     private final ObjectStore real;
     private final List<String> gets = new CopyOnWriteArrayList<>();
+    private final java.util.concurrent.atomic.AtomicInteger puts = new java.util.concurrent.atomic.AtomicInteger();
+    private volatile boolean failPuts;
 
     public CountingObjectStore(ObjectStore real) {
         this.real = real;
@@ -22,10 +27,26 @@ public final class CountingObjectStore implements ObjectStore {
 
     public void reset() {
         gets.clear();
+        puts.set(0);
+    }
+
+    /** PUTs tried since creation or the last {@link #reset()}, failed ones included. */
+    public int puts() {
+        return puts.get();
+    }
+
+    /** From now on every PUT fails (true) or goes through again (false). */
+    public void failPuts(boolean fail) {
+        failPuts = fail;
     }
 
     @Override
     public void put(String key, byte[] data) throws IOException {
+        puts.incrementAndGet();
+        if (failPuts) {
+            throw new io.partfs.engine.object.ObjectStoreException(io.partfs.engine.object.ObjectStoreException.Kind.UNAVAILABLE,
+                    "put " + key + " failed: the test store is down", null);
+        }
         real.put(key, data);
     }
 
