@@ -93,6 +93,11 @@ final class MountCommand implements Callable<Integer> {
                     "reads atime, and under relatime the first read of each new file costs a metadata transaction)."})
     String atimeMode;
 
+    @Option(names = "--io-retries", paramLabel = "N", defaultValue = "10",
+            description = {"Attempts per object request before it fails, with exponential backoff (default:",
+                    "${DEFAULT-VALUE}; a write is then tried twice more before fsync or close reports EIO)."})
+    int ioRetries;
+
     @Option(names = "--io-threads", paramLabel = "N", defaultValue = "16", description = "Parallel object uploads and downloads (default: ${DEFAULT-VALUE}).")
     int ioThreads;
 
@@ -157,6 +162,10 @@ final class MountCommand implements Callable<Integer> {
         checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
         config(null, false); // checks the sizes before anything starts
+        if (ioRetries < 1 || ioRetries > 100) {
+            throw new IllegalArgumentException("--io-retries must be between 1 and 100, not " + ioRetries);
+        }
+        volume.ioAttempts = ioRetries;
         if (!httpAddress.equals("none")) {
             io.partfs.cli.http.SidecarHttpServer.checkAddress(httpAddress, System.getenv(HTTP_TOKEN_ENV));
         }
@@ -238,6 +247,7 @@ final class MountCommand implements Callable<Integer> {
             throw e;
         }
         long session = -1;
+        IOException lost = null;
         CountDownLatch stop = new CountDownLatch(1);
         io.partfs.cli.http.SidecarHttpServer http = null;
         try {
@@ -279,24 +289,40 @@ final class MountCommand implements Callable<Integer> {
             }
             stop.await();
             saver.shutdownNow();
-            log.info("unmounting {}: flushing buffered writes", mp);
+            log.info("unmounting {}: uploading {} KiB of buffered writes", mp, fs.chunks().bufferedBytes() >> 10);
         } finally {
             try {
                 if (http != null) {
                     http.close();
                 }
-                fs.syncAll();
+                try {
+                    fs.syncAll();
+                } catch (IOException e) {
+                    // unmount all the same: a mount left behind by an exited process only answers ENOTCONN
+                    lost = e;
+                    long dropped = fs.chunks().discardAll(); // closing would only wait for the store again
+                    log.error("unmounting {}: {}; those writes ({} KiB) are lost (the writer never saw them durable: "
+                            + "ClickHouse re-fetches or re-merges such parts)", mp, e.getMessage(), dropped >> 10);
+                }
                 fuse.unmount();
                 if (session >= 0) {
                     fs.meta().unregisterSession(session);
                 }
             } finally {
-                fs.close();
-                if (cache != null) {
-                    cache.store().close();
+                try {
+                    fs.close(); // after a failed sync this tries the uploads once more
+                } finally {
+                    if (cache != null) {
+                        cache.store().close();
+                    }
+                    run.removePid(mp);
                 }
-                run.removePid(mp);
             }
+        }
+        if (lost != null) {
+            String line = "unmounted " + mp + " but " + lost.getMessage() + " (details in " + run.logFile(mp) + ")";
+            run.writeLost(mp, line); // for partfs umount, which waited for this process
+            throw new IOException(line, lost);
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;

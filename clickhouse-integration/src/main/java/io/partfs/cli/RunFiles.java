@@ -9,7 +9,8 @@ import java.util.OptionalLong;
 
 /**
  * Per-mount files under {@code <home>/run} and {@code <home>/logs}: the pid of the process
- * serving a mount point (so {@code partfs umount} can stop it cleanly) and its log.
+ * serving a mount point (so {@code partfs umount} can stop it cleanly), its log, and the line
+ * it leaves when it exits with writes it could not upload (so {@code partfs umount} can say so).
  */
 final class RunFiles {
     private final Path home;
@@ -28,6 +29,28 @@ final class RunFiles {
 
     Path logFile(Path mountPoint) {
         return home.resolve("logs").resolve("mount-" + key(mountPoint) + ".log");
+    }
+
+    Path lostFile(Path mountPoint) {
+        return home.resolve("run").resolve(key(mountPoint) + ".lost");
+    }
+
+    /** Records why the mount's last writes are lost; {@link #takeLost} reads it once. */
+    void writeLost(Path mountPoint, String message) throws IOException {
+        Path f = lostFile(mountPoint);
+        Files.createDirectories(f.getParent());
+        Files.writeString(f, message);
+    }
+
+    /** The line a mount left about lost writes when it exited, removed as it is read; null if none. */
+    String takeLost(Path mountPoint) throws IOException {
+        Path f = lostFile(mountPoint);
+        if (!Files.exists(f)) {
+            return null;
+        }
+        String message = Files.readString(f).trim();
+        Files.deleteIfExists(f);
+        return message;
     }
 
     void writePid(Path mountPoint) throws IOException {

@@ -50,6 +50,7 @@ final class UmountCommand implements Callable<Integer> {
             out.printf("partfs: unmounted %s (no mount process was found to flush)%n", mp);
             return 0;
         }
+        run.takeLost(mp); // a line left by an earlier mount is not about this one
         ProcessHandle h = ProcessHandle.of(pid.getAsLong()).orElseThrow();
         h.destroy(); // SIGTERM: the mount flushes, uploads, unmounts and exits
         long deadline = System.nanoTime() + timeout * 1_000_000_000L;
@@ -62,6 +63,10 @@ final class UmountCommand implements Callable<Integer> {
         }
         if (Mounts.isMounted(mp)) {
             throw new IllegalStateException(mp + " is still mounted after its process exited: run fusermount -u " + mp);
+        }
+        String lost = run.takeLost(mp);
+        if (lost != null) {
+            throw new IllegalStateException(lost);
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;

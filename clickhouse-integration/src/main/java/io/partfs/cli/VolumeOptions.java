@@ -39,6 +39,9 @@ final class VolumeOptions {
             interactive = false, description = "S3 secret key (better: $PARTFS_SECRET_KEY, so it stays out of the process list).")
     String secretKey;
 
+    /** Attempts per S3 request of a filesystem this opens (mount's --io-retries). */
+    int ioAttempts = 10;
+
     Path home() {
         return home != null ? home : EmbeddedVolume.defaultHome();
     }
@@ -115,7 +118,7 @@ final class VolumeOptions {
     PartFs openFs(PartFsConfig config, boolean formatEmbedded) throws IOException {
         MetaEngine m = openMeta(formatEmbedded);
         try {
-            ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false);
+            ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false, ioAttempts);
             try {
                 objects.checkAccess();
             } catch (IOException | RuntimeException e) {

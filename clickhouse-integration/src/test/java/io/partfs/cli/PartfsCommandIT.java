@@ -3,6 +3,7 @@ package io.partfs.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.fuse.Mounts;
@@ -10,6 +11,7 @@ import io.partfs.engine.object.S3ObjectStore;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import io.partfs.engine.testing.TempDirs;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -174,6 +176,47 @@ class PartfsCommandIT {
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
             assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        }
+    }
+
+    @Test
+    void umountWithTheObjectStoreGoneStillUnmountsAndLogsWhatWasLost() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            String meta = redis.url(2);
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            java.nio.channels.FileChannel open = runUntilS3IsGone(meta);
+            IOException atClose = assertThrows(IOException.class, open::close, "close reports what it could not upload");
+            assertTrue(String.valueOf(atClose.getMessage()).contains("Input/output error"), String.valueOf(atClose.getMessage()));
+            long started = System.nanoTime();
+            Partfs.Result u = partfs.run("umount", mnt.toString());
+            assertEquals(1, u.exit(), "umount says the writes are lost: " + u.all());
+            assertEquals(1, Partfs.errorLines(u).size(), u.err());
+            assertTrue(u.err().contains("1 file(s) not uploaded"), u.err());
+            assertFalse(Mounts.isMounted(mnt), "unmounted although its buffered writes could not be uploaded");
+            assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(60), "with --io-retries 1 giving up takes seconds");
+            Path log;
+            try (var logs = Files.list(partfs.home().resolve("logs"))) {
+                log = logs.filter(p -> p.getFileName().toString().startsWith("mount-")).findFirst().orElseThrow();
+            }
+            String text = Files.readString(log);
+            assertTrue(text.contains("are lost") && text.contains("1 file(s) not uploaded"), text);
+            assertFalse(text.contains("release inode"), "the release after a failed close does not wait for the store again: " + text);
+            assertFalse(text.contains(S3Server.SECRET_KEY), "no secret in the log");
+        }
+    }
+
+    /** Formats a volume on a fresh S3 server, mounts it, writes into a file left open, stops S3. */
+    private java.nio.channels.FileChannel runUntilS3IsGone(String meta) throws Exception {
+        try (S3Server s3 = S3Server.start()) {
+            String storage = "s3://partfs-gone/gone?endpoint=" + s3.endpoint() + "&path-style=true";
+            Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", storage, "gone");
+            assertEquals(0, f.exit(), f.all());
+            Partfs.Result m = partfs.run("mount", "--meta", meta, "--io-retries", "1", mnt.toString(), "--background");
+            assertEquals(0, m.exit(), m.all());
+            java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(mnt.resolve("part.bin"),
+                    java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+            ch.write(java.nio.ByteBuffer.wrap(new byte[100_000]));
+            return ch;
         }
     }
 }

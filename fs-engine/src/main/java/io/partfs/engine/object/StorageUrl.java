@@ -144,11 +144,19 @@ public final class StorageUrl {
      * Opens the store; for S3, creates the bucket when {@code createBucket} and it is missing.
      */
     public ObjectStore open(Credentials credentials, boolean createBucket) throws IOException {
+        return open(credentials, createBucket, s3 == null ? 1 : s3.maxAttempts());
+    }
+
+    /** As {@link #open(Credentials, boolean)}, trying each S3 request at most {@code attempts} times. */
+    public ObjectStore open(Credentials credentials, boolean createBucket, int attempts) throws IOException {
         if (s3 == null) {
             return new LocalObjectStore(localDir);
         }
-        S3Config c = credentials.accessKey() == null ? s3 : s3.toBuilder()
-                .credentials(credentials.accessKey(), credentials.secretKey()).build();
+        if (attempts < 1) {
+            throw new IllegalArgumentException("S3 request attempts must be at least 1, not " + attempts);
+        }
+        S3Config.Builder b = s3.toBuilder().maxAttempts(attempts);
+        S3Config c = (credentials.accessKey() == null ? b : b.credentials(credentials.accessKey(), credentials.secretKey())).build();
         S3ObjectStore store = new S3ObjectStore(c);
         if (createBucket) {
             try {
