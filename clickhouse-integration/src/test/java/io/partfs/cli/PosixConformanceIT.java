@@ -49,8 +49,11 @@ class PosixConformanceIT {
         List<String> reference = runScript(Files.createDirectory(dir.resolve("local")));
         assertTrue(reference.size() > 100, "the script ran: " + reference);
         Path mnt = Files.createDirectory(dir.resolve("mnt"));
+        // the reference directory is on a relatime mount; PartFS mounts noatime unless asked (MountedPosixTest checks that)
+        io.partfs.engine.PartFsConfig relatime = TestVolume.defaultConfig(dir.resolve("vol")).toBuilder()
+                .atimeMode(io.partfs.engine.PartFsConfig.AtimeMode.RELATIME).build();
         try (PartFs fs = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, Files.createDirectory(dir.resolve("vol")),
-                null, null, TestVolume.defaultConfig(dir.resolve("vol"))).open()) {
+                null, null, relatime).open()) {
             FuseMount fuse = FuseMount.create(fs, null, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
             List<String> got;
