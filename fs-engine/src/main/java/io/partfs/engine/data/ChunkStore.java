@@ -48,6 +48,9 @@ public final class ChunkStore implements Closeable {
     /** Bytes written and not yet committed, over all files: bounded by writeBufferTotal. */
     private final AtomicLong buffered = new AtomicLong();
     private final ExecutorService io;
+    /** Tries again, in the background, the files whose last flush failed (see {@link #retryFailed}). */
+    private final java.util.concurrent.ScheduledExecutorService retrier =
+            Executors.newSingleThreadScheduledExecutor(daemon("partfs-flush-retry"));
     private final Map<Long, FileWriter> writers = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<byte[]>> fetching = new ConcurrentHashMap<>();
     private final AtomicLong objectGets = new AtomicLong();
@@ -74,6 +77,40 @@ public final class ChunkStore implements Closeable {
         this.blockSize = format.blockSize();
         this.writeBufferPerFile = writeBufferPerFile;
         this.io = Executors.newFixedThreadPool(ioThreads, daemon("partfs-io"));
+        retrier.scheduleWithFixedDelay(this::retryFailedQuietly, RETRY_SECONDS, RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
+    /** How often writes whose flush failed are tried again. */
+    static final int RETRY_SECONDS = 15;
+
+    private void retryFailedQuietly() {
+        try {
+            retryFailed();
+        } catch (RuntimeException e) {
+            log.warn("retrying failed uploads: {}", e.toString());
+        }
+    }
+
+    /**
+     * Flushes again every file whose last flush failed (its close or fsync returned EIO and its
+     * data stayed buffered), so that the data reaches the object store once it is back instead
+     * of waiting in memory for the next fsync or the unmount. Runs every
+     * {@value #RETRY_SECONDS} s; returns how many files it committed.
+     */
+    public int retryFailed() {
+        int committed = 0;
+        for (Map.Entry<Long, FileWriter> e : writers.entrySet()) {
+            if (e.getValue().failedSinceLastWrite()) {
+                try {
+                    flush(e.getKey());
+                    committed++;
+                    log.info("buffered writes of inode {} uploaded after an earlier failure", e.getKey());
+                } catch (IOException x) {
+                    log.warn("buffered writes of inode {} still not uploaded: {}", e.getKey(), x.getMessage());
+                }
+            }
+        }
+        return committed;
     }
 
     static ThreadFactory daemon(String name) {
@@ -388,6 +425,7 @@ public final class ChunkStore implements Closeable {
 
     @Override
     public void close() throws IOException {
+        retrier.shutdownNow();
         try {
             flushAll();
         } finally {

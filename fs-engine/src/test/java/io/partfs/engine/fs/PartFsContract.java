@@ -231,7 +231,10 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(3 * 4, store[0].puts(), "a later flush tries each of its 4 blocks 3 times again");
 
         store[0].failPuts(false);
-        fs.syncAll(); // the store is back: what stayed buffered is uploaded and committed
+        assertEquals(2, fs.chunks().retryFailed(), "the background retry uploads both files' writes once the store is back");
+        assertEquals(a.length, fs.meta().getattr(ino("a.bin")).size());
+        assertEquals(b.length, fs.meta().getattr(ino("b.bin")).size());
+        assertEquals(0, fs.chunks().bufferedBytes());
         fs.release(fa);
         fs.release(fb);
         assertArrayEquals(a, readAll(ino("a.bin")));
