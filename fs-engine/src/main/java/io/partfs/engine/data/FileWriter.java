@@ -237,7 +237,12 @@ final class FileWriter {
                 int room = bs - currentLen;
                 int k = Math.min(room, n - done);
                 if (currentLen + k > current.length) {
-                    current = Arrays.copyOf(current, (int) Math.min(bs, Math.max(currentLen + k, 2L * current.length)));
+                    // small files grow their buffer as they go; a slice that already filled a
+                    // block, or a write of a quarter block, is big: its buffer is a whole block
+                    // at once, not three growing copies of it
+                    boolean big = !uploads.isEmpty() || k >= bs / 4;
+                    int size = big ? bs : (int) Math.min(bs, Math.max(currentLen + k, 2L * current.length));
+                    current = Arrays.copyOf(current, size);
                 }
                 System.arraycopy(src, off + done, current, currentLen, k);
                 currentLen += k;

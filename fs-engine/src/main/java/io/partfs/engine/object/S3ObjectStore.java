@@ -122,8 +122,12 @@ public final class S3ObjectStore implements ObjectStore {
             if (data.length > config.multipartThreshold()) {
                 putMultipart(k, data);
             } else {
+                // fromBytes would copy the block (4 MiB, a humongous allocation for G1); the
+                // provider streams the caller's array, again on each retry, and callers never
+                // change a block they handed over
                 s3.putObject(b -> b.bucket(config.bucket()).key(k).contentLength((long) data.length),
-                        RequestBody.fromBytes(data));
+                        RequestBody.fromContentProvider(() -> new java.io.ByteArrayInputStream(data), data.length,
+                                "application/octet-stream"));
             }
         } catch (SdkException e) {
             throw wrap("put", key, e);
