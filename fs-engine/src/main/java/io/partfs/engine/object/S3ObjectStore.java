@@ -243,7 +243,7 @@ public final class S3ObjectStore implements ObjectStore {
     /** Turns an SDK exception into ours, with a message that says what to check and no secrets. */
     private ObjectStoreException wrap(String op, String key, SdkException e) {
         String where = config.describe();
-        op = key.isEmpty() ? op : op + " " + key;
+        String what = key.isEmpty() ? op : op + " " + key;
         if (e instanceof NoSuchBucketException) {
             return new ObjectStoreException(ObjectStoreException.Kind.NO_SUCH_BUCKET,
                     "bucket '" + config.bucket() + "' does not exist at " + where + ": create it or run 'partfs format'", e);
@@ -253,10 +253,10 @@ public final class S3ObjectStore implements ObjectStore {
             String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
             if (status == 403 || status == 401 || "InvalidAccessKeyId".equals(code) || "SignatureDoesNotMatch".equals(code)) {
                 return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED,
-                        op + " denied by " + where + " (" + code + "): check the access key, secret key and bucket permissions", e);
+                        what + " denied by " + where + " (" + code + "): check the access key, secret key and bucket permissions", e);
             }
             return new ObjectStoreException(ObjectStoreException.Kind.OTHER,
-                    op + " failed at " + where + ": HTTP " + status + " " + code, e);
+                    what + " failed at " + where + ": HTTP " + status + " " + code, e);
         }
         if (e instanceof SdkClientException && String.valueOf(e.getMessage()).startsWith("Unable to load credentials")) {
             return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED, "no S3 credentials for " + where
@@ -265,10 +265,10 @@ public final class S3ObjectStore implements ObjectStore {
         }
         if (e instanceof SdkClientException) {
             return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE,
-                    op + " failed: cannot reach " + where + " (" + rootMessage(e)
+                    what + " failed: cannot reach " + where + " (" + rootMessage(e)
                             + "): check the endpoint and the network", e);
         }
-        return new ObjectStoreException(ObjectStoreException.Kind.OTHER, op + " failed at " + where + ": " + e.getMessage(), e);
+        return new ObjectStoreException(ObjectStoreException.Kind.OTHER, what + " failed at " + where + ": " + e.getMessage(), e);
     }
 
     private static String rootMessage(Throwable t) {
