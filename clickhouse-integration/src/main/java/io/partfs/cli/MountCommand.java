@@ -93,6 +93,18 @@ final class MountCommand implements Callable<Integer> {
                     "reads atime, and under relatime the first read of each new file costs a metadata transaction)."})
     String atimeMode;
 
+    @Option(names = "--writeback",
+            description = {"Write-back: fsync and close return once the data is durable on local disk (in",
+                    "<cache-dir>/staging); it is uploaded in the background, and at unmount or the next mount",
+                    "with this cache dir. Faster writes; until uploaded, other machines of a shared volume",
+                    "cannot read it, and losing the local disk loses it. Off by default."})
+    boolean writeBack;
+
+    @Option(names = "--upload-delay", paramLabel = "SECONDS", defaultValue = "0",
+            description = {"With --writeback: upload a block this long after it was written (default: ${DEFAULT-VALUE});",
+                    "a file deleted sooner, like a temporary part of a merge, is never uploaded."})
+    double uploadDelay;
+
     @Option(names = "--io-retries", paramLabel = "N", defaultValue = "10",
             description = {"Attempts per object request before it fails, with exponential backoff (default:",
                     "${DEFAULT-VALUE}; a write is then tried twice more before fsync or close reports EIO)."})
@@ -215,7 +227,8 @@ final class MountCommand implements Callable<Integer> {
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
         return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).ioThreads(ioThreads)
-                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode))
+                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).writeBack(writeBack)
+                .uploadDelay(java.time.Duration.ofMillis(Math.round(uploadDelay * 1000)))
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))
                 .writeBufferTotal(Sizes.parse(writeBufferTotal, "total write buffer")).build();
     }

@@ -96,6 +96,7 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--meta", "redis://user:topsecret@127.0.0.1:1/0"},
                 new String[] {"mount", mnt.toString(), "--meta", "mysql://x"},
                 new String[] {"mount", mnt.toString(), "--cache-size", "lots"},
+                new String[] {"mount", mnt.toString(), "--upload-delay", "5"},
                 new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},
                 new String[] {"format", "--block-size", "3M", "vol"},
@@ -175,6 +176,37 @@ class PartfsCommandIT {
             assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
             assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        }
+    }
+
+    @Test
+    void writebackFsyncReturnsBeforeTheUploadAndUmountUploadsEverything() throws Exception {
+        try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
+            String meta = redis.url(3);
+            String storage = "s3://partfs-wb/wb?endpoint=" + s3.endpoint() + "&path-style=true";
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "wb").exit());
+            Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback", "--upload-delay", "3600");
+            assertEquals(0, m.exit(), m.all());
+            byte[] data = new byte[(3 << 20) + 5];
+            new Random(3).nextBytes(data);
+            try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("part.bin"), java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.wrap(data));
+                ch.force(true);
+            }
+            try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-wb").prefix("wb").build())) {
+                assertEquals(0, store.listAll("wb/chunks/").size(), "fsync and close returned with the data staged locally");
+                assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")));
+                Partfs.Result u = partfs.run("umount", mnt.toString());
+                assertEquals(0, u.exit(), u.all());
+                assertEquals(4, store.listAll("wb/chunks/").size(), "umount uploaded every staged block");
+            }
+            Partfs.Result again = partfs.run("mount", "--meta", meta, mnt.toString(), "--background",
+                    "--cache-dir", dir.resolve("other-cache").toString());
+            assertEquals(0, again.exit(), again.all());
+            assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")), "another cache dir reads it from S3");
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
         }
     }

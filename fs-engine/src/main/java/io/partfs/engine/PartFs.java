@@ -42,6 +42,7 @@ public final class PartFs implements Closeable {
     private final VolumeFormat format;
     private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private PartFs(MetaEngine meta, ObjectStore objects, PartFsConfig config) throws IOException {
         this.meta = meta;
@@ -57,8 +58,19 @@ public final class PartFs implements Closeable {
         }
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
                 ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize());
+        // Staged blocks an earlier write-back mount left are uploaded whether or not this one writes back.
+        io.partfs.engine.data.Staging staging = config.readOnly() || config.stagingDir() == null
+                || !(config.writeBack() || java.nio.file.Files.isDirectory(config.stagingDir())) ? null : new io.partfs.engine.data.Staging(config.stagingDir(), objects, cache,
+                Math.min(8, config.ioThreads()), config.uploadDelay(), config.writeBackUploadWait());
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile(),
-                config.writeBufferTotal());
+                config.writeBufferTotal(), staging, config.writeBack());
+        if (staging != null) {
+            staging.recover();
+            config.metrics().gauge("partfs_writeback_staged_blocks", "Blocks written in write-back mode and not yet uploaded.",
+                    staging::pendingBlocks);
+            config.metrics().gauge("partfs_writeback_staged_bytes", "Bytes written in write-back mode and not yet uploaded.",
+                    staging::pendingBytes);
+        }
         registerCacheMetrics(config.metrics(), cache);
         config.metrics().gauge("partfs_write_buffer_bytes", "Bytes written and not yet uploaded and committed, all files.",
                 chunks::bufferedBytes);
@@ -433,6 +445,9 @@ public final class PartFs implements Closeable {
 
     @Override
     public void close() throws IOException {
+        if (!closed.compareAndSet(false, true)) {
+            return; // a second close must not reach RocksDB, which crashes the JVM on a closed handle
+        }
         IOException failure = null;
         for (Closeable c : new Closeable[] {chunks, reclaimer, meta, objects}) {
             try {

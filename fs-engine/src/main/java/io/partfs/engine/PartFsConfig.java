@@ -16,6 +16,9 @@ public final class PartFsConfig {
     private final long capacity;
     private final boolean readOnly;
     private final AtimeMode atimeMode;
+    private final boolean writeBack;
+    private final java.time.Duration writeBackUploadWait;
+    private final java.time.Duration uploadDelay;
     private final java.time.Duration metaCacheTtl;
     private final io.partfs.engine.metrics.Metrics metrics;
 
@@ -24,6 +27,9 @@ public final class PartFsConfig {
         this.metaCacheTtl = b.metaCacheTtl;
         this.readOnly = b.readOnly;
         this.atimeMode = b.atimeMode;
+        this.writeBack = b.writeBack;
+        this.writeBackUploadWait = b.writeBackUploadWait;
+        this.uploadDelay = b.uploadDelay;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.ioThreads = b.ioThreads;
@@ -83,6 +89,27 @@ public final class PartFsConfig {
 
     public AtimeMode atimeMode() { return atimeMode; }
 
+    /**
+     * Write-back: a flush (fsync, close) makes written blocks durable on local disk, under the
+     * block cache directory, and returns; they are uploaded in the background. Faster writes;
+     * until a block is uploaded, only this machine can read it.
+     */
+    public boolean writeBack() { return writeBack; }
+
+    /**
+     * How long closing the volume (unmount) waits for staged blocks to upload while none is
+     * uploaded; what is left stays staged and is uploaded at the next open with this cache directory.
+     */
+    public java.time.Duration writeBackUploadWait() { return writeBackUploadWait; }
+
+    /** How long after it was staged a write-back block is uploaded (0: at once). */
+    public java.time.Duration uploadDelay() { return uploadDelay; }
+
+    /** Where write-back blocks wait for their upload: under the block cache directory, or null without one. */
+    public Path stagingDir() {
+        return blockCacheDir == null ? null : blockCacheDir.resolve(io.partfs.engine.data.BlockCache.STAGING);
+    }
+
     /** Whether a read may have to record its access (relatime on a writable mount). */
     public boolean readsUpdateAtime() { return !readOnly && atimeMode == AtimeMode.RELATIME; }
 
@@ -98,7 +125,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).metaCacheTtl(metaCacheTtl).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).metaCacheTtl(metaCacheTtl).metrics(metrics);
     }
 
     public static final class Builder {
@@ -111,6 +138,9 @@ public final class PartFsConfig {
         private long capacity = 1L << 50;
         private boolean readOnly;
         private AtimeMode atimeMode = AtimeMode.NOATIME;
+        private boolean writeBack;
+        private java.time.Duration writeBackUploadWait = java.time.Duration.ofSeconds(60);
+        private java.time.Duration uploadDelay = java.time.Duration.ZERO;
         private io.partfs.engine.metrics.Metrics metrics = io.partfs.engine.metrics.Metrics.none();
 
         public Builder metrics(io.partfs.engine.metrics.Metrics m) { this.metrics = java.util.Objects.requireNonNull(m); return this; }
@@ -118,6 +148,12 @@ public final class PartFsConfig {
         public Builder readOnly(boolean b) { this.readOnly = b; return this; }
 
         public Builder atimeMode(AtimeMode m) { this.atimeMode = java.util.Objects.requireNonNull(m); return this; }
+
+        public Builder writeBack(boolean b) { this.writeBack = b; return this; }
+
+        public Builder uploadDelay(java.time.Duration d) { this.uploadDelay = java.util.Objects.requireNonNull(d); return this; }
+
+        public Builder writeBackUploadWait(java.time.Duration d) { this.writeBackUploadWait = java.util.Objects.requireNonNull(d); return this; }
 
         private java.time.Duration metaCacheTtl;
 
@@ -158,6 +194,14 @@ public final class PartFsConfig {
             }
             if (metaCacheTtl != null && metaCacheTtl.isNegative()) {
                 throw new IllegalArgumentException("metadata cache TTL must not be negative");
+            }
+            if (writeBack && (blockCacheDir == null || readOnly)) {
+                throw new IllegalArgumentException(readOnly ? "write-back makes no sense on a read-only mount"
+                        : "write-back needs a local cache directory to stage writes in (--cache-dir)");
+            }
+            if (uploadDelay.isNegative() || (!uploadDelay.isZero() && !writeBack)) {
+                throw new IllegalArgumentException(uploadDelay.isNegative() ? "upload delay must not be negative"
+                        : "an upload delay needs write-back (--writeback): without it fsync waits for the upload");
             }
             if (capacity <= 0) {
                 throw new IllegalArgumentException("capacity must be positive");

@@ -1,8 +1,6 @@
 package io.partfs.engine.data;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -31,6 +29,8 @@ import org.slf4j.LoggerFactory;
 public final class BlockCache {
     private static final Logger log = LoggerFactory.getLogger(BlockCache.class);
     private static final String TMP = ".tmp";
+    /** Subdirectory of the cache directory that {@link Staging} uses; not part of the cache. */
+    public static final String STAGING = "staging";
 
     private final Path dir;
     private final long capacity;
@@ -55,8 +55,9 @@ public final class BlockCache {
         record Found(String key, long size, FileTime mtime, Path path) {
         }
         List<Found> found = new ArrayList<>();
+        Path staging = dir.resolve(STAGING);
         try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
+            for (Path p : (Iterable<Path>) walk.filter(f -> !f.startsWith(staging) && Files.isRegularFile(f))::iterator) {
                 String name = p.getFileName().toString();
                 if (name.endsWith(TMP)) {
                     Files.deleteIfExists(p);
@@ -111,17 +112,8 @@ public final class BlockCache {
             }
             hits++;
         }
-        try (FileChannel ch = FileChannel.open(file(key), StandardOpenOption.READ)) {
-            if (ch.size() < off + (long) len) {
-                throw new IOException("short cached block");
-            }
-            ByteBuffer buf = ByteBuffer.allocate(len);
-            while (buf.hasRemaining()) {
-                if (ch.read(buf, off + buf.position()) < 0) {
-                    throw new IOException("short cached block");
-                }
-            }
-            return buf.array();
+        try {
+            return LocalFiles.readRange(file(key), off, len);
         } catch (IOException e) {
             if (!(e instanceof NoSuchFileException)) {
                 log.warn("dropping unreadable cached block {}: {}", key, e.toString());
@@ -166,6 +158,33 @@ public final class BlockCache {
             if (index.put(key, (long) data.length) == null) {
                 used += data.length;
             }
+        }
+        evict();
+    }
+
+    /**
+     * Takes over a whole block already on local disk at {@code src} (a staged block just
+     * uploaded) by renaming it in; deletes it when the cache is off or the rename fails.
+     */
+    public void adopt(String key, Path src, long size) {
+        boolean taken = false;
+        if (capacity > 0 && size <= capacity) {
+            Path f = file(key);
+            try {
+                Files.createDirectories(f.getParent());
+                Files.move(src, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                taken = true;
+            } catch (IOException e) {
+                log.debug("cannot move {} into the block cache: {}", src, e.toString());
+            }
+        }
+        if (!taken) {
+            deleteQuietly(src);
+            return;
+        }
+        synchronized (lock) {
+            Long before = index.put(key, size);
+            used += size - (before == null ? 0 : before);
         }
         evict();
     }

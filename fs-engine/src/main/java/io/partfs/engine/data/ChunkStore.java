@@ -53,12 +53,16 @@ public final class ChunkStore implements Closeable {
             Executors.newSingleThreadScheduledExecutor(daemon("partfs-flush-retry"));
     private final Map<Long, FileWriter> writers = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<byte[]>> fetching = new ConcurrentHashMap<>();
+    /** Write-back staging, or null: staged blocks are read from it until they are uploaded. */
+    private final Staging staging;
+    /** Whether writes are staged on local disk (fsync returns then) instead of uploaded first. */
+    private final boolean writeBack;
     private final AtomicLong objectGets = new AtomicLong();
     private final AtomicLong objectPuts = new AtomicLong();
 
     public ChunkStore(MetaEngine meta, ObjectStore objects, BlockCache cache, VolumeFormat format,
                       int ioThreads, long writeBufferPerFile) {
-        this(meta, objects, cache, format, ioThreads, writeBufferPerFile, Long.MAX_VALUE);
+        this(meta, objects, cache, format, ioThreads, writeBufferPerFile, Long.MAX_VALUE, null, false);
     }
 
     /**
@@ -66,9 +70,17 @@ public final class ChunkStore implements Closeable {
      * @param writeBufferTotal   bytes all files together may buffer: a write that goes over it
      *                           flushes its own file first, so memory stays bounded however many
      *                           files are open for writing (a merge writes every column at once)
+     * @param staging            blocks staged on local disk by a write-back mount, or null
+     * @param writeBack          stage written blocks in {@code staging} and upload them in the
+     *                           background instead of uploading them before a flush commits
      */
     public ChunkStore(MetaEngine meta, ObjectStore objects, BlockCache cache, VolumeFormat format,
-                      int ioThreads, long writeBufferPerFile, long writeBufferTotal) {
+                      int ioThreads, long writeBufferPerFile, long writeBufferTotal, Staging staging, boolean writeBack) {
+        if (writeBack && staging == null) {
+            throw new IllegalArgumentException("write-back needs a staging directory");
+        }
+        this.staging = staging;
+        this.writeBack = writeBack;
         this.writeBufferTotal = writeBufferTotal;
         this.meta = meta;
         this.objects = objects;
@@ -238,15 +250,26 @@ public final class ChunkStore implements Closeable {
         return w == null ? -1 : w.end();
     }
 
-    /** Uploads one block in the background. */
+    /** Uploads one block in the background; in write-back mode stages it on local disk instead. */
     CompletableFuture<Void> upload(String key, byte[] data) {
         return CompletableFuture.runAsync(() -> {
             try {
-                putBlock(key, data);
+                if (writeBack) {
+                    staging.stage(key, data);
+                } else {
+                    putBlock(key, data);
+                }
             } catch (IOException e) {
                 throw new java.util.concurrent.CompletionException(e);
             }
         }, io);
+    }
+
+    /** Called by a flush after its blocks are stored and before it commits them. */
+    void beforeCommit() throws IOException {
+        if (writeBack) {
+            staging.syncDir();
+        }
     }
 
     void putBlock(String key, byte[] data) throws IOException {
@@ -307,6 +330,10 @@ public final class ChunkStore implements Closeable {
         byte[] cached = cache.read(key, off, len);
         if (cached != null) {
             return cached;
+        }
+        byte[] staged = staging == null ? null : staging.read(key, off, len);
+        if (staged != null) {
+            return staged;
         }
         if (!cache.enabled()) {
             objectGets.incrementAndGet();
@@ -375,7 +402,7 @@ public final class ChunkStore implements Closeable {
                         for (int b = seg.sliceOff() / blockSize; b <= (seg.sliceOff() + seg.len() - 1) / blockSize; b++) {
                             int blen = blockLength(s.size(), b);
                             String key = blockKey(s.id(), b, blen);
-                            if (!cache.contains(key)) {
+                            if (!cache.contains(key) && (staging == null || !staging.contains(key))) {
                                 fetchBlock(key, blen);
                             }
                         }
@@ -400,6 +427,9 @@ public final class ChunkStore implements Closeable {
             for (int i = 0; i < blocks; i++) {
                 String key = blockKey(id, i, blockLength(size, i));
                 cache.remove(key);
+                if (staging != null && staging.remove(key)) {
+                    continue; // never uploaded (and an upload under way deletes its object itself)
+                }
                 try {
                     objects.delete(key);
                 } catch (ObjectNotFoundException e) {
@@ -423,12 +453,25 @@ public final class ChunkStore implements Closeable {
         return cache;
     }
 
+    /** The write-back staging area, or null. */
+    public Staging staging() {
+        return staging;
+    }
+
     @Override
     public void close() throws IOException {
         retrier.shutdownNow();
         try {
             flushAll();
+            if (staging != null && staging.pendingBlocks() > 0) {
+                staging.drain();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } finally {
+            if (staging != null) {
+                staging.close();
+            }
             io.shutdown();
             try {
                 if (!io.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS)) {

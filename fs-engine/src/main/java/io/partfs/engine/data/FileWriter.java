@@ -14,7 +14,8 @@ import java.util.concurrent.ExecutionException;
  * Buffered writes of one file. Each continuous run of writes within a chunk becomes one slice;
  * a block of a slice is uploaded as soon as it is full, the last partial block at flush. Flush
  * waits for every upload of every slice and only then commits all slices in one metadata
- * transaction, in the order they were started, so later writes cover earlier ones.
+ * transaction, in the order they were started, so later writes cover earlier ones. In
+ * write-back mode "uploaded" means staged durably on local disk ({@link Staging}).
  *
  * <p>Concurrency: all methods synchronize on the writer. A failed upload keeps its bytes, so
  * a later flush tries it again; nothing is committed until all uploads succeed. Once flushed
@@ -100,6 +101,7 @@ final class FileWriter {
         startUploads();
         try {
             awaitUploads();
+            store.beforeCommit();
         } catch (IOException e) {
             failed = true;
             throw e;

@@ -38,6 +38,19 @@ class BlockCacheTest {
     }
 
     @Test
+    void adoptsAnUploadedStagedBlockAndNeverIndexesTheStagingDirectory() throws Exception {
+        Path staging = Files.createDirectories(dir.resolve(BlockCache.STAGING));
+        Path staged = Files.write(staging.resolve("v%chunks%0%0%7_0_4"), new byte[] {1, 2, 3, 4});
+        Files.write(staging.resolve("v%chunks%0%0%8_0_4"), new byte[4]); // still waiting for its upload
+        BlockCache c = new BlockCache(dir, 1 << 20);
+        assertEquals(0, c.stats().blocks(), "staged blocks are not cached blocks: eviction must never delete them");
+        c.adopt("v/chunks/0/0/7_0_4", staged, 4);
+        assertTrue(Files.notExists(staged), "moved, not copied");
+        assertArrayEquals(new byte[] {2, 3}, c.read("v/chunks/0/0/7_0_4", 1, 2));
+        assertEquals(1, new BlockCache(dir, 1 << 20).stats().blocks());
+    }
+
+    @Test
     void survivesRestartAndTrimsToNewCapacity() throws Exception {
         BlockCache c = new BlockCache(dir, 10_000);
         for (int i = 0; i < 5; i++) {

@@ -2,12 +2,14 @@ package io.partfs.engine.fs;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.Attr;
 import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
+import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.testing.Concurrently;
@@ -239,6 +241,96 @@ abstract class PartFsContract extends OnBackends {
         fs.release(fb);
         assertArrayEquals(a, readAll(ino("a.bin")));
         assertArrayEquals(b, readAll(ino("b.bin")));
+    }
+
+    /** Polls until the write-back staging area is empty; fails after 60 s. */
+    void awaitStagingEmpty() {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        while (fs.chunks().staging().pendingBlocks() > 0) {
+            assertTrue(System.nanoTime() < deadline, "staged blocks not uploaded within 60 s: " + fs.chunks().staging().pendingBlocks());
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
+        }
+    }
+
+    /** Reopens the volume with {@code config}; returns its object store, which counts requests. */
+    io.partfs.engine.testing.CountingObjectStore reopenCounted(PartFsConfig config) throws IOException {
+        fs.close();
+        io.partfs.engine.testing.CountingObjectStore[] store = new io.partfs.engine.testing.CountingObjectStore[1];
+        fs = volume.open(config, o -> store[0] = new io.partfs.engine.testing.CountingObjectStore(o));
+        return store[0];
+    }
+
+    /** Creates {@code name}, writes {@code data} into it, fsyncs and closes it. */
+    void writeFsynced(String name, byte[] data) throws IOException {
+        long fh = create(name);
+        fs.write(fh, 0, data, 0, data.length);
+        fs.fsync(fh);
+        fs.release(fh);
+    }
+
+    /** Closes this client and reads a file as another one without a local cache would: only from the object store. */
+    byte[] readFromObjectStoreOnly(String name) throws IOException {
+        fs.close();
+        fs = volume.openAs(PartFsConfig.builder().ioThreads(4).build());
+        return readAll(ino(name));
+    }
+
+    @Test
+    void writeBackFsyncReturnsWhileTheStoreIsDownAndUploadsOnceItIsBack() throws IOException {
+        var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().writeBack(true).build());
+        store.failPuts(true);
+        byte[] a = random(3 * fs.format().blockSize() + 100, 11);
+        writeFsynced("wb.bin", a);
+        assertEquals(a.length, fs.meta().getattr(ino("wb.bin")).size(), "fsync committed the staged blocks");
+        assertEquals(4, fs.chunks().staging().pendingBlocks());
+        assertTrue(dataObjects().isEmpty(), "nothing reached the object store");
+        assertArrayEquals(a, readAll(ino("wb.bin")), "read back from the staged blocks");
+
+        store.failPuts(false);
+        awaitStagingEmpty();
+        assertEquals(4, dataObjects().size());
+        assertArrayEquals(a, readFromObjectStoreOnly("wb.bin"));
+    }
+
+    @Test
+    void writeBackBlocksLeftAtCloseAreUploadedAtTheNextOpenAndTornOnesDropped() throws IOException {
+        PartFsConfig wb = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).writeBackUploadWait(java.time.Duration.ZERO).build();
+        reopenCounted(wb).failPuts(true);
+        byte[] b = random(2 * fs.format().blockSize() + 5, 12);
+        writeFsynced("left.bin", b);
+        fs.close(); // as a crash would: the store is down and close does not wait for it
+        java.nio.file.Path staging = wb.stagingDir();
+        try (var files = java.nio.file.Files.list(staging)) {
+            assertEquals(3, files.count(), "the blocks stay staged on local disk");
+        }
+        assertTrue(dataObjects().isEmpty());
+        // A block the process was writing when it died: shorter than its key says, never committed.
+        java.nio.file.Path torn = staging.resolve("testvol%chunks%0%0%999_0_100");
+        java.nio.file.Files.write(torn, new byte[5]);
+
+        fs = volume.open(wb, o -> o);
+        awaitStagingEmpty();
+        assertFalse(java.nio.file.Files.exists(torn), "a torn staged block is deleted, not uploaded");
+        assertEquals(3, dataObjects().size());
+        assertArrayEquals(b, readFromObjectStoreOnly("left.bin"));
+    }
+
+    @Test
+    void writeBackUploadDelaySkipsDeletedFilesAndCloseDoesNotWaitItOut() throws IOException {
+        var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().writeBack(true).uploadDelay(java.time.Duration.ofHours(1)).build());
+        byte[] keep = random(fs.format().blockSize() + 1, 13);
+        writeFsynced("keep.bin", keep);
+        writeFsynced("tmp.bin", random(1000, 14));
+        fs.unlink(ROOT, "tmp.bin");
+        fs.awaitReclaim();
+        assertEquals(2, fs.chunks().staging().pendingBlocks(), "the deleted file's staged block is gone with it");
+        assertEquals(0, store.puts(), "nothing is uploaded before the delay");
+        assertEquals(0, store.deletes(), "a block never uploaded is not deleted from the store either");
+
+        fs.close(); // waits for the uploads, not for the delay
+        assertEquals(2, store.puts());
+        assertEquals(2, dataObjects().size());
+        assertArrayEquals(keep, readFromObjectStoreOnly("keep.bin"));
     }
 
     @Test

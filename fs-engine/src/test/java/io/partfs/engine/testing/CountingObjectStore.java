@@ -14,6 +14,7 @@ public final class CountingObjectStore implements ObjectStore {
     private final ObjectStore real;
     private final List<String> gets = new CopyOnWriteArrayList<>();
     private final java.util.concurrent.atomic.AtomicInteger puts = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger deletes = new java.util.concurrent.atomic.AtomicInteger();
     private volatile boolean failPuts;
 
     public CountingObjectStore(ObjectStore real) {
@@ -28,11 +29,17 @@ public final class CountingObjectStore implements ObjectStore {
     public void reset() {
         gets.clear();
         puts.set(0);
+        deletes.set(0);
     }
 
     /** PUTs tried since creation or the last {@link #reset()}, failed ones included. */
     public int puts() {
         return puts.get();
+    }
+
+    /** DELETEs asked for since creation or the last {@link #reset()}. */
+    public int deletes() {
+        return deletes.get();
     }
 
     /** From now on every PUT fails (true) or goes through again (false). */
@@ -63,6 +70,7 @@ public final class CountingObjectStore implements ObjectStore {
 
     @Override
     public void delete(String key) throws IOException {
+        deletes.incrementAndGet();
         real.delete(key);
     }
 

@@ -92,9 +92,19 @@ public final class TestVolume {
     /** Opens the volume with its object store and its metadata store wrapped (to count requests). */
     public PartFs open(java.util.function.UnaryOperator<ObjectStore> wrap, java.util.function.UnaryOperator<KvStore> wrapKv)
             throws IOException {
+        return open(config, wrap, wrapKv);
+    }
+
+    /** Opens the volume, formatting it on first use, with another configuration and its object store wrapped. */
+    public PartFs open(PartFsConfig with, java.util.function.UnaryOperator<ObjectStore> wrap) throws IOException {
+        return open(with, wrap, kv -> kv);
+    }
+
+    private PartFs open(PartFsConfig with, java.util.function.UnaryOperator<ObjectStore> wrap,
+                        java.util.function.UnaryOperator<KvStore> wrapKv) throws IOException {
         MetaEngine engine = new MetaEngine(wrapKv.apply(newKvStore()), TimeSource.SYSTEM);
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
-        return PartFs.open(engine, objects, config);
+        return PartFs.open(engine, objects, with);
     }
 }

@@ -1,0 +1,295 @@
+package io.partfs.engine.data;
+
+import io.partfs.engine.object.ObjectNotFoundException;
+import io.partfs.engine.object.ObjectStore;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Blocks written in write-back mode: a write's blocks are made durable on local disk here
+ * (written and fsynced, then the directory fsynced by {@link #syncDir}) before their slices are
+ * committed, and uploaded to the object store in the background. Once uploaded a block moves
+ * into the {@link BlockCache} (a rename) and its staged file is gone.
+ *
+ * <p>Crash safety: a block is committed to metadata only after its staged file is durable, so
+ * after a crash every committed block is either in the object store or here. Opening a staging
+ * directory uploads what it holds ({@link #recover}); a file shorter or longer than the size in
+ * its key was being written when the process died, was never committed, and is deleted. A
+ * staged block whose slice was never committed is uploaded too and left to {@code partfs gc}.
+ *
+ * <p>Until a block is uploaded only this machine can read it: another client of a shared
+ * volume gets an error for it, as with JuiceFS's {@code --writeback}.
+ *
+ * <p>Concurrency: {@link #pending} is the index of staged blocks; the uploaders are a pool of
+ * their own, so an object store that is down delays uploads (retried with backoff, forever:
+ * the data is safe on disk) without holding up writes, which only need the local disk.
+ */
+public final class Staging implements Closeable {
+    private static final Logger log = LoggerFactory.getLogger(Staging.class);
+    private static final long MAX_BACKOFF_MS = 30_000;
+
+    private final Path dir;
+    private final ObjectStore objects;
+    private final BlockCache cache;
+    /** Staged blocks not yet uploaded: key to size. */
+    private final Map<String, Integer> pending = new ConcurrentHashMap<>();
+    private final ScheduledThreadPoolExecutor uploaders;
+    private final Object drained = new Object();
+    private final long drainStallMs;
+    private final long uploadDelayMs;
+    /** Keys an uploader is working on: a block queued twice (delayed, then hurried by a drain) is uploaded once. */
+    private final java.util.Set<String> uploading = ConcurrentHashMap.newKeySet();
+
+    /**
+     * A staging area in {@code dir} uploading with {@code threads} threads; call {@link #recover}
+     * to upload what an earlier run left. A staged block is uploaded {@code uploadDelay} after
+     * it was written (so a file deleted within that time is never uploaded: ClickHouse's
+     * temporary parts). {@link #drain} gives up after {@code drainStall} without an upload.
+     */
+    public Staging(Path dir, ObjectStore objects, BlockCache cache, int threads, java.time.Duration uploadDelay,
+                   java.time.Duration drainStall) throws IOException {
+        this.dir = dir.toAbsolutePath().normalize();
+        this.uploadDelayMs = uploadDelay.toMillis();
+        this.drainStallMs = drainStall.toMillis();
+        this.objects = objects;
+        this.cache = cache;
+        Files.createDirectories(this.dir);
+        this.uploaders = new ScheduledThreadPoolExecutor(threads, ChunkStore.daemon("partfs-writeback"));
+        uploaders.setRemoveOnCancelPolicy(true);
+    }
+
+    private Path file(String key) {
+        return dir.resolve(key.replace("/", "%"));
+    }
+
+    /** The size a block key ends with ({@code ..._<index>_<size>}), or -1 when it has none. */
+    static int sizeOf(String key) {
+        int at = key.lastIndexOf('_');
+        try {
+            return at < 0 ? -1 : Integer.parseInt(key.substring(at + 1));
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * Queues for upload every block an earlier process staged and did not upload; deletes the
+     * ones it was still writing. Returns how many blocks were queued.
+     */
+    public int recover() throws IOException {
+        List<Path> found;
+        try (Stream<Path> s = Files.list(dir)) {
+            found = s.filter(Files::isRegularFile).toList();
+        }
+        int queued = 0;
+        long bytes = 0;
+        for (Path p : found) {
+            String key = p.getFileName().toString().replace("%", "/");
+            long size = Files.size(p);
+            if (sizeOf(key) != size) {
+                log.warn("deleting staged block {}: {} bytes, its key says {} (written when the process died, never committed)",
+                        key, size, sizeOf(key));
+                Files.deleteIfExists(p);
+                continue;
+            }
+            if (pending.putIfAbsent(key, (int) size) == null) {
+                schedule(key, 0, 0);
+                queued++;
+                bytes += size;
+            }
+        }
+        if (queued > 0) {
+            log.info("uploading {} block(s), {} MiB, staged in {} by an earlier mount in write-back mode",
+                    queued, bytes >> 20, dir);
+        }
+        return queued;
+    }
+
+    /**
+     * Writes a block to local disk and fsyncs it, then queues its upload. The directory entry
+     * is durable only after {@link #syncDir}, which a flush calls once before it commits.
+     */
+    public void stage(String key, byte[] data) throws IOException {
+        Path f = file(key);
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            LocalFiles.writeAll(ch, data);
+            ch.force(true);
+        }
+        if (pending.put(key, data.length) == null) {
+            schedule(key, uploadDelayMs, 0);
+        }
+    }
+
+    /** Makes the names of the blocks staged so far durable (one fsync of the directory). */
+    public void syncDir() throws IOException {
+        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+            d.force(true);
+        }
+    }
+
+    /** Bytes {@code [off, off+len)} of a staged block, or null when it is not staged (any more). */
+    public byte[] read(String key, int off, int len) {
+        if (!pending.containsKey(key)) {
+            return null;
+        }
+        try {
+            return LocalFiles.readRange(file(key), off, len);
+        } catch (NoSuchFileException e) {
+            return null; // uploaded and moved into the cache meanwhile: the caller reads it from there
+        } catch (IOException e) {
+            log.error("cannot read staged block {}: {}", key, e.toString());
+            return null;
+        }
+    }
+
+    public boolean contains(String key) {
+        return pending.containsKey(key);
+    }
+
+    /**
+     * Forgets a block whose slice was deleted; true when it was still staged, so it is not in
+     * the object store (an upload under way when this is called deletes what it stored).
+     */
+    public boolean remove(String key) {
+        if (pending.remove(key) == null) {
+            return false;
+        }
+        try {
+            Files.deleteIfExists(file(key));
+        } catch (IOException e) {
+            log.warn("cannot delete staged block {}: {}", key, e.toString());
+        }
+        signal();
+        return true;
+    }
+
+    public int pendingBlocks() {
+        return pending.size();
+    }
+
+    public long pendingBytes() {
+        long n = 0;
+        for (int s : pending.values()) {
+            n += s;
+        }
+        return n;
+    }
+
+    private void schedule(String key, long delayMs, int failures) {
+        try {
+            uploaders.schedule(() -> upload(key, failures), delayMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closing: the block stays staged and is uploaded at the next start
+        }
+    }
+
+    private void upload(String key, int failures) {
+        if (!pending.containsKey(key) || !uploading.add(key)) {
+            return;
+        }
+        Path f = file(key);
+        try {
+            byte[] data;
+            try {
+                data = LocalFiles.readRange(f, 0, pending.getOrDefault(key, 0));
+            } catch (NoSuchFileException e) {
+                return; // removed meanwhile
+            }
+            objects.put(key, data);
+            if (pending.remove(key) == null) {
+                // its slice was deleted while it was uploading: delete the object too
+                try {
+                    objects.delete(key);
+                } catch (ObjectNotFoundException ignored) {
+                    // gone already
+                }
+                return;
+            }
+            cache.adopt(key, f, data.length);
+            signal();
+        } catch (IOException | RuntimeException e) {
+            long delay = Math.min(MAX_BACKOFF_MS, 500L << Math.min(failures, 10));
+            log.warn("upload of staged block {} failed (attempt {}), trying again in {} ms: {}",
+                    key, failures + 1, delay, e.getMessage());
+            schedule(key, delay, failures + 1);
+        } finally {
+            uploading.remove(key);
+        }
+    }
+
+    private void signal() {
+        synchronized (drained) {
+            drained.notifyAll();
+        }
+    }
+
+    /**
+     * Waits until every staged block is uploaded, or until the drain stall given at
+     * construction passes without one being uploaded; logs progress. Returns the blocks still staged.
+     */
+    public int drain() throws InterruptedException {
+        long stallMs = drainStallMs;
+        if (uploadDelayMs > 0) {
+            for (String key : pending.keySet()) {
+                schedule(key, 0, 0); // do not wait out the upload delay
+            }
+        }
+        int last = pending.size();
+        long stalledSince = System.nanoTime();
+        long nextLog = System.nanoTime();
+        while (!pending.isEmpty()) {
+            int now = pending.size();
+            if (now < last) {
+                last = now;
+                stalledSince = System.nanoTime();
+            } else if (System.nanoTime() - stalledSince > TimeUnit.MILLISECONDS.toNanos(stallMs)) {
+                break;
+            }
+            if (System.nanoTime() >= nextLog) {
+                log.info("write-back: {} staged block(s), {} MiB, left to upload", now, pendingBytes() >> 20);
+                nextLog = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            }
+            synchronized (drained) {
+                if (!pending.isEmpty()) {
+                    drained.wait(200);
+                }
+            }
+        }
+        return pending.size();
+    }
+
+    /** Stops uploading; what is still staged stays on disk for the next start. */
+    @Override
+    public void close() {
+        uploaders.shutdownNow();
+        try {
+            uploaders.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (!pending.isEmpty()) {
+            log.warn("{} block(s), {} MiB, written in write-back mode are not uploaded yet: they stay in {} and are "
+                    + "uploaded when the volume is next mounted with this cache directory", pending.size(), pendingBytes() >> 20, dir);
+        }
+    }
+
+    /** Paths of the staged files, for tests. */
+    List<String> stagedKeys() {
+        return new ArrayList<>(pending.keySet());
+    }
+}
