@@ -12,8 +12,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * operation after the first in a directory needs no round trip to the store (ClickHouse loading
  * a part stats every file in it).
  *
- * <p>Consistency: every transaction of this process invalidates the inodes it wrote (a changed
- * directory always has its attributes written too), except that a cached listing is patched
+ * <p>Consistency: a committed transaction of this process installs the attributes it wrote when
+ * no other transaction of this process began or ended while it ran (so no older write can land
+ * after a newer one); otherwise it invalidates them (a changed directory always has its
+ * attributes written too). A cached listing is patched
  * with the entries a committed transaction set or removed (so creating n files in a directory
  * does not reload its listing n times); for the only client of a volume the cache is exact. Changes by other clients of a shared volume are seen once an entry is older
  * than {@code ttlNanos}. A reader that fetched from the store installs its result only if no
@@ -80,18 +82,20 @@ final class MetaCache {
         }
     }
 
-    /** Called before a transaction starts. */
-    void begin() {
-        generation.incrementAndGet();
+    /** Called before a transaction starts; returns the generation to pass to {@link #end}. */
+    long begin() {
+        return generation.incrementAndGet();
     }
 
     /**
-     * Called after a transaction ended with the inodes it wrote, and the entries it changed if it
-     * committed (null if it did not).
+     * Called after a transaction ended with the inodes it wrote (their new attributes, null for
+     * deleted ones), and the entries it changed if it committed (null if it did not).
      */
-    void end(Collection<Long> touched, Collection<EntryChange> changes) {
+    void end(Map<Long, Attr> written, Collection<EntryChange> changes, long began) {
         synchronized (this) {
+            boolean alone = changes != null && generation.get() == began;
             generation.incrementAndGet();
+            long now = System.nanoTime();
             java.util.Set<Long> patched = new java.util.HashSet<>();
             if (changes != null) {
                 java.util.Set<Long> dropped = new java.util.HashSet<>();
@@ -114,8 +118,13 @@ final class MetaCache {
                     patched.add(c.dir());
                 }
             }
-            for (Long ino : touched) {
-                attrs.remove(ino);
+            for (Map.Entry<Long, Attr> w : written.entrySet()) {
+                long ino = w.getKey();
+                if (alone && w.getValue() != null) {
+                    attrs.put(ino, new Timed<>(w.getValue(), now));
+                } else {
+                    attrs.remove(ino);
+                }
                 if (!patched.contains(ino)) {
                     dirs.remove(ino);
                 }

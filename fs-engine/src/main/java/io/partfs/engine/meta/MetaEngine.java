@@ -62,7 +62,8 @@ public final class MetaEngine implements Closeable {
     /** In-memory attributes and listings, or null when caching is off. */
     private volatile MetaCache cache;
     /** Inodes written by the transaction running on this thread. */
-    private static final ThreadLocal<java.util.Set<Long>> TOUCHED = ThreadLocal.withInitial(java.util.HashSet::new);
+    /** Inodes the running transaction of this thread wrote: their new attributes, or null when deleted. */
+    private static final ThreadLocal<Map<Long, Attr>> TOUCHED = ThreadLocal.withInitial(java.util.HashMap::new);
     private VolumeFormat format;
 
     public MetaEngine(KvStore kv, TimeSource clock) {
@@ -98,20 +99,21 @@ public final class MetaEngine implements Closeable {
         if (c == null) {
             return kv.update(body);
         }
-        java.util.Set<Long> touched = TOUCHED.get();
+        Map<Long, Attr> touched = TOUCHED.get();
         touched.clear();
         List<MetaCache.EntryChange> changes = new ArrayList<>();
         boolean committed = false;
-        c.begin();
+        long began = c.begin();
         try {
             T result = kv.update(tx -> {
                 changes.clear(); // a retried transaction starts over
+                touched.clear();
                 return body.run(new EntryRecorder(tx, changes));
             });
             committed = true;
             return result;
         } finally {
-            c.end(List.copyOf(touched), committed ? changes : null);
+            c.end(new java.util.HashMap<>(touched), committed ? changes : null, began);
             touched.clear();
             lastUsage = null; // this process changed something: statfs reads again
         }
@@ -320,12 +322,13 @@ public final class MetaEngine implements Closeable {
     }
 
     private static void put(KvStore.Writer tx, Attr a) {
-        TOUCHED.get().add(a.ino());
-        tx.put(inodeKey(a.ino()), a.encode());
+        byte[] encoded = a.encode();
+        TOUCHED.get().put(a.ino(), Attr.decode(a.ino(), encoded)); // exactly what a read would return
+        tx.put(inodeKey(a.ino()), encoded);
     }
 
     private static void deleteInode(KvStore.Writer tx, long ino) {
-        TOUCHED.get().add(ino);
+        TOUCHED.get().put(ino, null);
         tx.delete(inodeKey(ino));
     }
 

@@ -419,6 +419,43 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void attributesATransactionWroteAreServedFromMemoryAndNeverOlderThanTheStore() throws Exception {
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
+        cached.load();
+        cached.enableCache(null);
+        Attr f = cached.mknod(ROOT, "new", FileType.FILE, 0644, 1000, 1000, 0, null);
+        Slice s = new Slice(cached.nextSliceId(), 100, 0, 100, 0);
+        Attr written = cached.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s)));
+        counting.reset();
+        assertEquals(written, cached.getattr(f.ino()));
+        assertEquals(0, counting.reads(), "what this client just wrote is not read back: " + counting.readsByKind());
+
+        // A transaction that overlapped another of this client must not put back its older result.
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        counting.afterCommit(() -> {
+            if (first.compareAndSet(true, false)) { // between the first commit and its caching, a second one runs whole
+                Thread later = new Thread(() -> {
+                    try {
+                        cached.truncate(f.ino(), 20);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                later.start();
+                try {
+                    later.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        cached.truncate(f.ino(), 10);
+        assertEquals(20, meta.getattr(f.ino()).size());
+        assertEquals(20, cached.getattr(f.ino()).size(), "the later commit's size, as the store has it");
+    }
+
+    @Test
     void chunkListsReadAtADataVersionComeFromMemoryUntilTheFileChanges() throws Exception {
         Attr f = file(ROOT, "f");
         Slice s1 = new Slice(meta.nextSliceId(), 100, 0, 100, 0);

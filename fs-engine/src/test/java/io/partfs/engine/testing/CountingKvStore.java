@@ -28,6 +28,13 @@ public final class CountingKvStore implements KvStore {
         byKind.computeIfAbsent(op + ":" + key.replaceAll("[0-9_].*$", ""), k -> new AtomicLong()).incrementAndGet();
     }
 
+    private volatile Runnable afterCommit = () -> { };
+
+    /** Runs {@code hook} on the committing thread after each transaction commits, before the caller continues. */
+    public void afterCommit(Runnable hook) {
+        this.afterCommit = hook;
+    }
+
     public CountingKvStore(KvStore real) {
         this.real = real;
     }
@@ -49,7 +56,9 @@ public final class CountingKvStore implements KvStore {
     @Override
     public <T> T update(Txn<T> body) throws IOException {
         transactions.incrementAndGet();
-        return real.update(body);
+        T result = real.update(body);
+        afterCommit.run();
+        return result;
     }
 
     @Override
