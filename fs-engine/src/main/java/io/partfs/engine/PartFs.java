@@ -244,8 +244,10 @@ public final class PartFs implements Closeable {
 
     public Created create(long parent, String name, int mode, int flags, int uid, int gid) throws IOException {
         Attr a;
+        int openFlags = flags;
         try {
             a = meta.mknod(parent, name, FileType.FILE, mode, uid, gid, 0, null);
+            openFlags &= ~O_TRUNC; // new and empty: truncating would only cost a transaction
         } catch (FsException.Exists e) {
             if ((flags & O_EXCL) != 0) {
                 throw e;
@@ -255,7 +257,7 @@ public final class PartFs implements Closeable {
                 throw new FsException.IsDirectory(name);
             }
         }
-        long fh = open(a.ino(), flags);
+        long fh = open(a.ino(), openFlags);
         return new Created(getattr(a.ino()), fh);
     }
 
