@@ -369,6 +369,18 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void creatingAFileWithOTruncIsOneMetadataTransaction() throws IOException {
+        fs.close();
+        io.partfs.engine.testing.CountingKvStore[] kv = new io.partfs.engine.testing.CountingKvStore[1];
+        fs = volume.open(o -> o, k -> kv[0] = new io.partfs.engine.testing.CountingKvStore(k));
+        fs.release(create("first.txt")); // takes a batch of inode numbers (one increment)
+        kv[0].reset();
+        long fh = fs.create(ROOT, "new.txt", 0644, RW | PartFs.O_TRUNC, 0, 0).fh();
+        assertEquals(1, kv[0].transactions(), "the create, and no truncate of the file it made");
+        fs.release(fh);
+    }
+
+    @Test
     void openTruncAndHandleModes() throws IOException {
         long fh = create("f");
         fs.write(fh, 0, new byte[100], 0, 100);
