@@ -24,7 +24,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * may mount at once.
  *
  * <p>Concurrency: a transaction is optimistic. On a connection of its own (from {@link #pool}),
- * it WATCHes every key before reading it, buffers its writes, and sends them in MULTI/EXEC; if
+ * it WATCHes every key before reading it (pipelined with the read), buffers its writes, and
+ * sends them in one pipelined MULTI/EXEC; if
  * another client changed a watched key, EXEC is discarded and the body runs again, up to
  * {@link #MAX_ATTEMPTS} times. Read-only views and counters use one shared connection, which
  * lettuce makes safe for concurrent callers.
@@ -35,6 +36,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class RedisKvStore implements KvStore {
     private static final int MAX_ATTEMPTS = 100;
     private static final int POOL_SIZE = 16;
+    private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(30);
 
     private final String description;
     private final RedisClient client;
@@ -54,7 +56,7 @@ public final class RedisKvStore implements KvStore {
         } catch (RuntimeException e) {
             throw new IOException("invalid Redis URL '" + redact(url) + "': expected redis://[user:password@]host:port/db");
         }
-        uri.setTimeout(Duration.ofSeconds(30));
+        uri.setTimeout(COMMAND_TIMEOUT);
         this.description = "redis://" + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
         this.client = RedisClient.create(uri);
         try {
@@ -119,18 +121,34 @@ public final class RedisKvStore implements KvStore {
             this.watch = watch;
         }
 
+        /**
+         * The key, WATCHed first inside a transaction. The WATCH is sent without waiting for its
+         * reply: the read that follows on the same connection is answered after it, so the
+         * pair costs one round trip, not two. {@link #watched} checks the WATCH's reply.
+         */
         private byte[] key(String k) {
             byte[] key = b(k);
             if (watch) {
-                cmd.watch(key);
+                watches.add(cmd.getStatefulConnection().async().watch(key));
             }
             return key;
+        }
+
+        private final java.util.List<io.lettuce.core.RedisFuture<String>> watches = new java.util.ArrayList<>(4);
+
+        /** Returns {@code value} once the WATCHes sent before it are known to have succeeded. */
+        private <V> V watched(V value) {
+            for (io.lettuce.core.RedisFuture<String> w : watches) {
+                await(w); // already answered: Redis replies in order
+            }
+            watches.clear();
+            return value;
         }
 
         @Override
         public byte[] get(String k) throws IOException {
             try {
-                return cmd.get(key(k));
+                return watched(cmd.get(key(k)));
             } catch (RedisException e) {
                 throw wrap("GET", e);
             }
@@ -139,7 +157,7 @@ public final class RedisKvStore implements KvStore {
         @Override
         public long counter(String k) throws IOException {
             try {
-                return parseCounter(cmd.get(key(k)));
+                return parseCounter(watched(cmd.get(key(k))));
             } catch (RedisException e) {
                 throw wrap("GET", e);
             }
@@ -148,7 +166,7 @@ public final class RedisKvStore implements KvStore {
         @Override
         public byte[] hget(String hash, String field) throws IOException {
             try {
-                return cmd.hget(key(hash), b(field));
+                return watched(cmd.hget(key(hash), b(field)));
             } catch (RedisException e) {
                 throw wrap("HGET", e);
             }
@@ -157,7 +175,7 @@ public final class RedisKvStore implements KvStore {
         @Override
         public Map<String, byte[]> hgetAll(String hash) throws IOException {
             try {
-                return decodeHash(cmd.hgetall(key(hash)));
+                return decodeHash(watched(cmd.hgetall(key(hash))));
             } catch (RedisException e) {
                 throw wrap("HGETALL", e);
             }
@@ -199,7 +217,7 @@ public final class RedisKvStore implements KvStore {
             }
             try {
                 java.util.List<byte[]> out = new java.util.ArrayList<>(ks.length);
-                for (io.lettuce.core.KeyValue<byte[], byte[]> kv : cmd.mget(ks)) {
+                for (io.lettuce.core.KeyValue<byte[], byte[]> kv : watched(cmd.mget(ks))) {
                     out.add(kv.hasValue() ? kv.getValue() : null);
                 }
                 return out;
@@ -211,37 +229,47 @@ public final class RedisKvStore implements KvStore {
         @Override
         public long hlen(String hash) throws IOException {
             try {
-                return cmd.hlen(key(hash));
+                return watched(cmd.hlen(key(hash)));
             } catch (RedisException e) {
                 throw wrap("HLEN", e);
             }
         }
     }
 
-    /** Sends a transaction's writes in MULTI/EXEC; false when a watched key changed. */
+    /**
+     * Sends a transaction's writes in MULTI/EXEC, pipelined: one round trip for all of them.
+     * False when a watched key changed.
+     */
     private static boolean commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
         if (buf.isEmpty()) {
             cmd.unwatch();
             return true;
         }
-        cmd.multi();
+        io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
+        io.lettuce.core.RedisFuture<String> multi = async.multi();
         for (TxnBuffer.Op op : buf.ops()) {
             if (op instanceof TxnBuffer.Put p) {
-                cmd.set(b(p.key()), p.value());
+                async.set(b(p.key()), p.value());
             } else if (op instanceof TxnBuffer.Delete d) {
-                cmd.del(b(d.key()));
+                async.del(b(d.key()));
             } else if (op instanceof TxnBuffer.HSet h) {
-                cmd.hset(b(h.hash()), b(h.field()), h.value());
+                async.hset(b(h.hash()), b(h.field()), h.value());
             } else if (op instanceof TxnBuffer.HDel h) {
-                cmd.hdel(b(h.hash()), b(h.field()));
+                async.hdel(b(h.hash()), b(h.field()));
             } else if (op instanceof TxnBuffer.HDelAll h) {
-                cmd.del(b(h.hash()));
+                async.del(b(h.hash()));
             } else if (op instanceof TxnBuffer.Add a) {
-                cmd.incrby(b(a.counter()), a.delta());
+                async.incrby(b(a.counter()), a.delta());
             }
         }
-        TransactionResult result = cmd.exec();
+        TransactionResult result = await(async.exec());
+        await(multi);
         return !result.wasDiscarded();
+    }
+
+    /** The value of a command sent asynchronously, with the connection's timeout; failures as lettuce's sync API throws them. */
+    private static <V> V await(io.lettuce.core.RedisFuture<V> f) {
+        return io.lettuce.core.LettuceFutures.awaitOrCancel(f, COMMAND_TIMEOUT.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
     }
 
     private StatefulRedisConnection<byte[], byte[]> borrow() throws IOException {
