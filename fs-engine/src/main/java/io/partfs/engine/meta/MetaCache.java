@@ -29,6 +29,29 @@ final class MetaCache {
     private record Timed<T>(T value, long at) {
     }
 
+    /**
+     * What one transaction changed: attributes it wrote (null for deleted inodes), directory
+     * entries it set or removed, inodes whose extended attributes it changed, inodes it created.
+     */
+    record TxnNotes(Map<Long, Attr> written, java.util.List<EntryChange> entries, java.util.Set<Long> xattrs,
+                    java.util.Set<Long> created) {
+        TxnNotes() {
+            this(new java.util.HashMap<>(), new java.util.ArrayList<>(), new java.util.HashSet<>(), new java.util.HashSet<>());
+        }
+
+        void reset() {
+            written.clear();
+            entries.clear();
+            xattrs.clear();
+            created.clear();
+        }
+
+        TxnNotes copy() {
+            return new TxnNotes(new java.util.HashMap<>(written), new java.util.ArrayList<>(entries),
+                    new java.util.HashSet<>(xattrs), new java.util.HashSet<>(created));
+        }
+    }
+
     /** A directory entry a committed transaction set ({@code entry} non-null) or removed; name null: the whole directory. */
     record EntryChange(long dir, String name, DirEntry entry) {
     }
@@ -36,6 +59,8 @@ final class MetaCache {
     private final long ttlNanos;
     private final Map<Long, Timed<Attr>> attrs = new ConcurrentHashMap<>();
     private final Map<Long, Timed<Map<String, DirEntry>>> dirs = new ConcurrentHashMap<>();
+    /** Extended attributes by inode, all of them (most often none). */
+    private final Map<Long, Timed<Map<String, byte[]>>> xattrs = new ConcurrentHashMap<>();
     private final AtomicLong generation = new AtomicLong();
 
     /** @param ttlNanos how long an entry may be used; {@code Long.MAX_VALUE} for an exclusive volume */
@@ -57,6 +82,29 @@ final class MetaCache {
         return fresh(t) ? t.value() : null;
     }
 
+    Map<String, byte[]> xattrs(long ino) {
+        Timed<Map<String, byte[]>> t = xattrs.get(ino);
+        return fresh(t) ? t.value() : null;
+    }
+
+    /** Installs the extended attributes of {@code ino} read at {@code gen}, unless a transaction ran since. */
+    void installXattrs(long gen, long ino, Map<String, byte[]> all) {
+        trim();
+        synchronized (this) {
+            if (generation.get() == gen) {
+                xattrs.put(ino, new Timed<>(Map.copyOf(all), System.nanoTime()));
+            }
+        }
+    }
+
+    private void trim() {
+        if (attrs.size() + dirs.size() + xattrs.size() > MAX_ENTRIES) {
+            attrs.clear();
+            dirs.clear();
+            xattrs.clear();
+        }
+    }
+
     /** The generation to pass to {@link #install} after reading from the store. */
     long generation() {
         return generation.get();
@@ -64,10 +112,7 @@ final class MetaCache {
 
     /** Installs what was read at {@code gen}, unless a transaction ran since. */
     void install(long gen, Collection<Attr> read, Long dirIno, Map<String, DirEntry> listing) {
-        if (attrs.size() + dirs.size() > MAX_ENTRIES) {
-            attrs.clear();
-            dirs.clear();
-        }
+        trim();
         long now = System.nanoTime();
         synchronized (this) {
             if (generation.get() != gen) {
@@ -88,23 +133,25 @@ final class MetaCache {
     }
 
     /**
-     * Called after a transaction ended with the inodes it wrote (their new attributes, null for
-     * deleted ones), and the entries it changed if it committed (null if it did not).
+     * Called after a transaction ended, with what it changed and whether it committed. Entries
+     * of the inodes it wrote are replaced (when it ran alone) or dropped; listings it changed
+     * are patched; extended attributes it changed are dropped; inodes it created are known to
+     * have none.
      */
-    void end(Map<Long, Attr> written, Collection<EntryChange> changes, long began) {
+    void end(TxnNotes notes, boolean committed, long began) {
         synchronized (this) {
-            boolean alone = changes != null && generation.get() == began;
+            boolean alone = committed && generation.get() == began;
             generation.incrementAndGet();
             long now = System.nanoTime();
             java.util.Set<Long> patched = new java.util.HashSet<>();
-            if (changes != null) {
+            if (committed) {
                 java.util.Set<Long> dropped = new java.util.HashSet<>();
-                for (EntryChange c : changes) {
+                for (EntryChange c : notes.entries()) {
                     if (c.name() == null) {
                         dropped.add(c.dir());
                     }
                 }
-                for (EntryChange c : changes) {
+                for (EntryChange c : notes.entries()) {
                     Map<String, DirEntry> listing = dropped.contains(c.dir()) ? null : dir(c.dir());
                     if (listing == null) {
                         dirs.remove(c.dir());
@@ -118,15 +165,24 @@ final class MetaCache {
                     patched.add(c.dir());
                 }
             }
-            for (Map.Entry<Long, Attr> w : written.entrySet()) {
+            for (Map.Entry<Long, Attr> w : notes.written().entrySet()) {
                 long ino = w.getKey();
                 if (alone && w.getValue() != null) {
                     attrs.put(ino, new Timed<>(w.getValue(), now));
                 } else {
                     attrs.remove(ino);
+                    xattrs.remove(ino);
                 }
                 if (!patched.contains(ino)) {
                     dirs.remove(ino);
+                }
+            }
+            for (Long ino : notes.xattrs()) {
+                xattrs.remove(ino);
+            }
+            if (alone) {
+                for (Long ino : notes.created()) {
+                    xattrs.put(ino, new Timed<>(Map.of(), now));
                 }
             }
         }
@@ -137,6 +193,7 @@ final class MetaCache {
             generation.incrementAndGet();
             attrs.clear();
             dirs.clear();
+            xattrs.clear();
         }
     }
 }

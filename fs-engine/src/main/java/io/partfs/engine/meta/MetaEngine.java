@@ -61,9 +61,8 @@ public final class MetaEngine implements Closeable {
     private final ChunkLists chunkLists = new ChunkLists();
     /** In-memory attributes and listings, or null when caching is off. */
     private volatile MetaCache cache;
-    /** Inodes written by the transaction running on this thread. */
-    /** Inodes the running transaction of this thread wrote: their new attributes, or null when deleted. */
-    private static final ThreadLocal<Map<Long, Attr>> TOUCHED = ThreadLocal.withInitial(java.util.HashMap::new);
+    /** What the transaction running on this thread changed, for {@link MetaCache}. */
+    private static final ThreadLocal<MetaCache.TxnNotes> NOTES = ThreadLocal.withInitial(MetaCache.TxnNotes::new);
     private VolumeFormat format;
 
     public MetaEngine(KvStore kv, TimeSource clock) {
@@ -91,39 +90,46 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * Runs a transaction and drops the cached state of every inode it wrote; cached listings of
-     * the directories whose entries it changed are patched instead, once it committed.
+     * Runs a transaction and tells the cache what it changed ({@link MetaCache#end}): the
+     * attributes it wrote, the directory entries and extended attributes it changed.
      */
     private <T> T mutate(KvStore.Txn<T> body) throws IOException {
         MetaCache c = cache;
         if (c == null) {
             return kv.update(body);
         }
-        Map<Long, Attr> touched = TOUCHED.get();
-        touched.clear();
-        List<MetaCache.EntryChange> changes = new ArrayList<>();
+        MetaCache.TxnNotes notes = NOTES.get();
+        notes.reset();
         boolean committed = false;
         long began = c.begin();
         try {
             T result = kv.update(tx -> {
-                changes.clear(); // a retried transaction starts over
-                touched.clear();
-                return body.run(new EntryRecorder(tx, changes));
+                notes.reset(); // a retried transaction starts over
+                return body.run(new EntryRecorder(tx, notes));
             });
             committed = true;
             return result;
         } finally {
-            c.end(new java.util.HashMap<>(touched), committed ? changes : null, began);
-            touched.clear();
+            c.end(notes.copy(), committed, began);
+            notes.reset();
             lastUsage = null; // this process changed something: statfs reads again
         }
     }
 
     /** A transaction that also notes every directory entry it sets or removes, for {@link MetaCache}. */
-    private record EntryRecorder(KvStore.Writer tx, List<MetaCache.EntryChange> changes) implements KvStore.Writer {
+    private record EntryRecorder(KvStore.Writer tx, MetaCache.TxnNotes notes) implements KvStore.Writer {
         /** The directory inode of a {@link #dirKey} ("d" and digits; not "delfiles"), else -1. */
         private static long dirOf(String hash) {
-            if (hash.length() < 2 || hash.charAt(0) != 'd') {
+            return inodeOf(hash, 'd');
+        }
+
+        /** The inode of an {@link #xattrKey} ("x" and digits), else -1. */
+        private static long xattrsOf(String hash) {
+            return inodeOf(hash, 'x');
+        }
+
+        private static long inodeOf(String hash, char kind) {
+            if (hash.length() < 2 || hash.charAt(0) != kind) {
                 return -1;
             }
             for (int i = 1; i < hash.length(); i++) {
@@ -139,8 +145,9 @@ public final class MetaEngine implements Closeable {
             tx.hset(hash, field, value);
             long dir = dirOf(hash);
             if (dir >= 0) {
-                changes.add(new MetaCache.EntryChange(dir, field, decodeEntry(field, value)));
+                notes.entries().add(new MetaCache.EntryChange(dir, field, decodeEntry(field, value)));
             }
+            noteXattrs(hash);
         }
 
         @Override
@@ -148,8 +155,9 @@ public final class MetaEngine implements Closeable {
             tx.hdel(hash, field);
             long dir = dirOf(hash);
             if (dir >= 0) {
-                changes.add(new MetaCache.EntryChange(dir, field, null));
+                notes.entries().add(new MetaCache.EntryChange(dir, field, null));
             }
+            noteXattrs(hash);
         }
 
         @Override
@@ -157,7 +165,15 @@ public final class MetaEngine implements Closeable {
             tx.hdelAll(hash);
             long dir = dirOf(hash);
             if (dir >= 0) {
-                changes.add(new MetaCache.EntryChange(dir, null, null));
+                notes.entries().add(new MetaCache.EntryChange(dir, null, null));
+            }
+            noteXattrs(hash);
+        }
+
+        private void noteXattrs(String hash) {
+            long ino = xattrsOf(hash);
+            if (ino >= 0) {
+                notes.xattrs().add(ino);
             }
         }
 
@@ -323,12 +339,12 @@ public final class MetaEngine implements Closeable {
 
     private static void put(KvStore.Writer tx, Attr a) {
         byte[] encoded = a.encode();
-        TOUCHED.get().put(a.ino(), Attr.decode(a.ino(), encoded)); // exactly what a read would return
+        NOTES.get().written().put(a.ino(), Attr.decode(a.ino(), encoded)); // exactly what a read would return
         tx.put(inodeKey(a.ino()), encoded);
     }
 
     private static void deleteInode(KvStore.Writer tx, long ino) {
-        TOUCHED.get().put(ino, null);
+        NOTES.get().written().put(ino, null);
         tx.delete(inodeKey(ino));
     }
 
@@ -561,6 +577,7 @@ public final class MetaEngine implements Closeable {
             }
             Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField, 0);
             put(tx, a);
+            NOTES.get().created().add(ino); // a new inode number: it has no extended attributes
             tx.hset(dirKey(parent), name, encodeEntry(type, ino));
             Attr np = p.modified(now);
             if (type == FileType.DIRECTORY) {
@@ -1103,6 +1120,24 @@ public final class MetaEngine implements Closeable {
     public static final int XATTR_REPLACE = 2;
 
     public byte[] getxattr(long ino, String name) throws IOException {
+        MetaCache c = cache;
+        if (c != null) {
+            // The kernel asks for security.capability before every write: answer from memory.
+            Map<String, byte[]> all = c.xattrs(ino);
+            if (all == null) {
+                long gen = c.generation();
+                all = kv.read(r -> {
+                    attr(r, ino);
+                    return r.hgetAll(xattrKey(ino));
+                });
+                c.installXattrs(gen, ino, all);
+            }
+            byte[] v = all.get(name);
+            if (v == null) {
+                throw new FsException.NoAttribute(name);
+            }
+            return v;
+        }
         return kv.read(r -> {
             byte[] v = r.hget(xattrKey(ino), name);
             if (v == null) {

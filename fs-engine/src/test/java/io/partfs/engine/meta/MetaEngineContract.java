@@ -456,6 +456,30 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void extendedAttributesAreServedFromMemoryAndFollowThisClientsChanges() throws Exception {
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
+        cached.load();
+        cached.enableCache(null);
+        Attr f = cached.mknod(ROOT, "x", FileType.FILE, 0644, 1000, 1000, 0, null);
+        counting.reset();
+        assertThrows(FsException.NoAttribute.class, () -> cached.getxattr(f.ino(), "security.capability"));
+        assertEquals(0, counting.reads(), "a file this client just created has none: the kernel's check before each write costs no read");
+
+        cached.setxattr(f.ino(), "user.a", new byte[] {1}, 0);
+        assertArrayEquals(new byte[] {1}, cached.getxattr(f.ino(), "user.a"));
+        counting.reset();
+        assertArrayEquals(new byte[] {1}, cached.getxattr(f.ino(), "user.a"));
+        assertThrows(FsException.NoAttribute.class, () -> cached.getxattr(f.ino(), "user.b"));
+        assertEquals(0, counting.reads(), counting.readsByKind().toString());
+        cached.setxattr(f.ino(), "user.a", new byte[] {2}, MetaEngine.XATTR_REPLACE);
+        assertArrayEquals(new byte[] {2}, cached.getxattr(f.ino(), "user.a"));
+        cached.removexattr(f.ino(), "user.a");
+        assertThrows(FsException.NoAttribute.class, () -> cached.getxattr(f.ino(), "user.a"));
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.getxattr(999_999, "user.a"), "an inode that does not exist");
+    }
+
+    @Test
     void chunkListsReadAtADataVersionComeFromMemoryUntilTheFileChanges() throws Exception {
         Attr f = file(ROOT, "f");
         Slice s1 = new Slice(meta.nextSliceId(), 100, 0, 100, 0);
