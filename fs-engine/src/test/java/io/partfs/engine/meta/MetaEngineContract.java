@@ -63,6 +63,14 @@ abstract class MetaEngineContract {
         return meta.mknod(parent, name, FileType.DIRECTORY, 0755, 1000, 1000, 0, null);
     }
 
+    /** Another client of the volume, on {@code store}, with its metadata cache on (exclusive TTL). */
+    MetaEngine cachingClient(KvStore store) throws IOException {
+        MetaEngine c = new MetaEngine(store, () -> clock.addAndGet(1000));
+        c.load();
+        c.enableCache(null);
+        return c;
+    }
+
     List<String> names(long dir) throws IOException {
         return meta.readdir(dir).stream().map(DirEntry::name).toList();
     }
@@ -80,9 +88,7 @@ abstract class MetaEngineContract {
             }
         }
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
-        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
-        cached.load();
-        cached.enableCache(null);
+        MetaEngine cached = cachingClient(counting);
         cached.readdir(ROOT); // the parts' own attributes, as a table's listing brings them
         counting.reset();
         cached.prefetchListings(dirs);
@@ -421,9 +427,7 @@ abstract class MetaEngineContract {
     @Test
     void attributesATransactionWroteAreServedFromMemoryAndNeverOlderThanTheStore() throws Exception {
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
-        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
-        cached.load();
-        cached.enableCache(null);
+        MetaEngine cached = cachingClient(counting);
         Attr f = cached.mknod(ROOT, "new", FileType.FILE, 0644, 1000, 1000, 0, null);
         Slice s = new Slice(cached.nextSliceId(), 100, 0, 100, 0);
         Attr written = cached.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s)));
@@ -458,9 +462,7 @@ abstract class MetaEngineContract {
     @Test
     void extendedAttributesAreServedFromMemoryAndFollowThisClientsChanges() throws Exception {
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
-        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
-        cached.load();
-        cached.enableCache(null);
+        MetaEngine cached = cachingClient(counting);
         Attr f = cached.mknod(ROOT, "x", FileType.FILE, 0644, 1000, 1000, 0, null);
         counting.reset();
         assertThrows(FsException.NoAttribute.class, () -> cached.getxattr(f.ino(), "security.capability"));
