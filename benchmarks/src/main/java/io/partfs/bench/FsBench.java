@@ -32,7 +32,9 @@ public final class FsBench implements Callable<Integer> {
     @Option(names = "--latency", defaultValue = "0", description = "S3 request latency in ms (default: ${DEFAULT-VALUE}).")
     double latency;
 
-    @Option(names = "--filesystems", split = ",", defaultValue = "local,partfs,rclone,s3fs", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--filesystems", split = ",", defaultValue = "local,partfs,partfs-writeback,rclone,s3fs",
+            description = {"Default: ${DEFAULT-VALUE}. partfs-writeback mounts with --writeback --upload-delay 5,",
+                    "rclone's own write-back delay in its default VFS mode."})
     List<String> filesystems;
 
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
@@ -68,6 +70,7 @@ public final class FsBench implements Callable<Integer> {
                     switch (fs) {
                         case "local" -> dir = Files.createDirectories(work.resolve("local"));
                         case "partfs" -> stack.mountPartFs(mnt, partfsOptions);
+                        case "partfs-writeback" -> stack.mountPartFs(mnt, writeBack());
                         case "rclone" -> tool = stack.startRclone(mnt);
                         case "s3fs" -> tool = stack.startS3fs(mnt);
                         default -> throw new IllegalArgumentException("unknown filesystem " + fs);
@@ -80,7 +83,7 @@ public final class FsBench implements Callable<Integer> {
                     Stack.progress("  %s failed: %s", fs, e.getMessage());
                     results.put(fs, Map.of());
                 } finally {
-                    if (fs.equals("partfs")) {
+                    if (fs.startsWith("partfs")) {
                         stack.umountPartFs(mnt);
                     } else if (tool != null) {
                         Stack.stopTool(tool, mnt);
@@ -101,6 +104,12 @@ public final class FsBench implements Callable<Integer> {
         Files.createDirectories(out.toAbsolutePath().getParent());
         Files.writeString(out, md);
         return 0;
+    }
+
+    private List<String> writeBack() {
+        List<String> o = new ArrayList<>(partfsOptions);
+        o.addAll(List.of("--writeback", "--upload-delay", "5"));
+        return o;
     }
 
     /** ITEM -> {VALUE, COST} from partfs bench's table. */
