@@ -1,0 +1,167 @@
+package io.partfs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.fuse.Mounts;
+import io.partfs.engine.testing.S3Server;
+import io.partfs.engine.testing.TempDirs;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.Test;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * The Kubernetes manifests in {@code operator-manifests/}. No Kubernetes runs here, so this
+ * checks what can be checked without one: the pieces of the pod fit together (the mount
+ * reaches ClickHouse, the disk points at it, the secrets exist), and the sidecar's own script
+ * and startup probe, taken from the manifest, run for real against s3proxy with only the
+ * pod's paths moved into a temporary directory: format, mount, probe, restart, SIGTERM.
+ */
+class OperatorManifestsIT {
+    private static final Path DIR = Partfs.ROOT.resolve("operator-manifests");
+    private static final String STATE = "/var/lib/partfs";
+    private static final String CACHE = "/var/cache/partfs";
+
+    @SuppressWarnings("unchecked")
+    private static <T> T at(Object node, Object... path) {
+        Object cur = node;
+        for (Object step : path) {
+            cur = step instanceof Integer i ? ((List<Object>) cur).get(i) : ((Map<String, Object>) cur).get(step);
+            if (cur == null) {
+                throw new AssertionError("manifest has no " + java.util.Arrays.toString(path) + " (missing at " + step + ")");
+            }
+        }
+        return (T) cur;
+    }
+
+    private static Map<String, Object> load(String file) throws IOException {
+        return new Yaml().load(Files.readString(DIR.resolve(file)));
+    }
+
+    private static Map<String, Object> podSpec() throws IOException {
+        return at(load("clickhouse-installation.yaml"), "spec", "templates", "podTemplates", 0, "spec");
+    }
+
+    private static Map<String, Object> sidecar() throws IOException {
+        return at(podSpec(), "initContainers", 0);
+    }
+
+    private static Map<String, Object> mountOf(Map<String, Object> container, String path) {
+        List<Map<String, Object>> mounts = at(container, "volumeMounts");
+        return mounts.stream().filter(m -> path.equals(m.get("mountPath"))).findFirst()
+                .orElseThrow(() -> new AssertionError(container.get("name") + " does not mount " + path));
+    }
+
+    @Test
+    void theSidecarsMountReachesClickHouseAndItsDiskPointsAtIt() throws Exception {
+        Map<String, Object> chi = load("clickhouse-installation.yaml");
+        Map<String, Object> side = sidecar();
+        assertEquals("Always", side.get("restartPolicy"), "a native sidecar: started before ClickHouse, stopped after it");
+        assertEquals(Boolean.TRUE, at(side, "securityContext", "privileged"), "/dev/fuse and mount(2)");
+        Map<String, Object> own = mountOf(side, STATE);
+        assertEquals("Bidirectional", own.get("mountPropagation"));
+        Map<String, Object> clickhouse = at(podSpec(), "containers", 0);
+        Map<String, Object> seen = mountOf(clickhouse, STATE);
+        assertEquals("HostToContainer", seen.get("mountPropagation"));
+        assertEquals(own.get("name"), seen.get("name"), "one volume for both");
+        assertEquals(own.get("name"), at(chi, "spec", "templates", "volumeClaimTemplates", 0, "name"));
+        assertEquals(own.get("name"), at(chi, "spec", "configuration", "clusters", 0, "templates", "dataVolumeClaimTemplate"));
+
+        String script = at(side, "args", 0);
+        assertTrue(script.contains("partfs mount " + STATE + "/mnt "), script);
+        assertTrue(script.contains("--disk-name partfs "), "cache keys name the disk ClickHouse knows: " + script);
+        String config = at(chi, "spec", "configuration", "files", "config.d/partfs.xml");
+        assertTrue(config.contains("<partfs>") && config.contains("<path>" + STATE + "/mnt/</path>"), config);
+
+        Map<String, Object> secret = load("secret.yaml");
+        Map<String, Object> keys = at(secret, "stringData");
+        List<Map<String, Object>> env = at(side, "env");
+        for (Map<String, Object> e : env) {
+            if (e.get("valueFrom") instanceof Map<?, ?> from && from.get("secretKeyRef") != null) {
+                String name = at(from, "secretKeyRef", "name");
+                String key = at(from, "secretKeyRef", "key");
+                assertEquals((String) at(secret, "metadata", "name"), name);
+                assertTrue(keys.containsKey(key), e.toString());
+            }
+        }
+    }
+
+    @Test
+    void theSidecarScriptFormatsMountsSurvivesARestartAndStopsCleanlyOnSigterm() throws Exception {
+        Path dir = Files.createTempDirectory("partfs-k8s-");
+        Path mnt = dir.resolve("state/mnt");
+        try (S3Server s3 = S3Server.start()) {
+            Map<String, Object> side = sidecar();
+            String script = local(at(side, "args", 0), dir);
+            List<String> probe = at(side, "startupProbe", "exec", "command");
+            String probeScript = local(probe.get(2), dir);
+            Path bin = Files.createDirectories(dir.resolve("bin"));
+            Files.writeString(bin.resolve("partfs"), "#!/bin/sh\nexec " + Partfs.LAUNCHER + " \"$@\"\n");
+            bin.resolve("partfs").toFile().setExecutable(true);
+
+            ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", script).redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("sidecar.log").toFile());
+            Map<String, String> env = pb.environment();
+            env.put("PATH", bin + ":" + env.get("PATH"));
+            env.put("POD_NAME", "chi-partfs-main-0-0-0");
+            env.put("PARTFS_HOME", local(at(envVar(side, "PARTFS_HOME"), "value"), dir));
+            env.put("PARTFS_S3_PREFIX", "s3://partfs-k8s/clickhouse");
+            env.put("PARTFS_S3_OPTIONS", "?endpoint=" + s3.endpoint() + "&path-style=true");
+            env.put("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY);
+            env.put("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            env.put("PARTFS_HTTP_TOKEN", "k8s-test-token");
+
+            byte[] data = new byte[(5 << 20) + 7];
+            new Random(5).nextBytes(data);
+            for (int start = 1; start <= 2; start++) { // the second start is the pod restarting
+                Process sidecar = pb.start();
+                awaitProbe(probeScript, sidecar, dir);
+                if (start == 1) {
+                    Files.write(mnt.resolve("part.bin"), data);
+                }
+                assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")), "start " + start);
+                sidecar.destroy(); // SIGTERM, as the kubelet sends
+                assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops within its grace period");
+                assertEquals(0, sidecar.exitValue(), Files.readString(dir.resolve("sidecar.log")));
+                assertFalse(Mounts.isMounted(mnt), "unmounted on SIGTERM");
+            }
+            String log = Files.readString(dir.resolve("sidecar.log"));
+            assertTrue(log.contains("already formatted"), "a restart formats nothing: " + log);
+            assertFalse(log.contains(S3Server.SECRET_KEY) || log.contains("k8s-test-token"), "no secret in the log");
+        } finally {
+            Partfs.ensureUnmounted(mnt);
+            TempDirs.deleteRecursively(dir);
+        }
+    }
+
+    private static Map<String, Object> envVar(Map<String, Object> container, String name) {
+        List<Map<String, Object>> env = at(container, "env");
+        return env.stream().filter(e -> name.equals(e.get("name"))).findFirst().orElseThrow();
+    }
+
+    /** The manifest's text with the pod's directories moved under {@code dir}. */
+    private static String local(String text, Path dir) {
+        return text.replace(STATE, dir.resolve("state").toString()).replace(CACHE, dir.resolve("cache").toString());
+    }
+
+    /** Runs the startup probe every 200 ms, as the kubelet would, until it passes; fails after 120 s. */
+    private static void awaitProbe(String probe, Process sidecar, Path dir) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        List<String> cmd = new ArrayList<>(List.of("/bin/sh", "-c", probe));
+        while (new ProcessBuilder(cmd).start().waitFor() != 0) {
+            assertTrue(sidecar.isAlive(), "the sidecar exited: " + Files.readString(dir.resolve("sidecar.log")));
+            assertTrue(System.nanoTime() < deadline, "the startup probe did not pass within 120 s");
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+        }
+    }
+}
