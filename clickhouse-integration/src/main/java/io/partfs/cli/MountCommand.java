@@ -75,6 +75,12 @@ final class MountCommand implements Callable<Integer> {
                     + "(kernel driver; the kernel then learns each file of a part from a stat of its own).")
     boolean noPrefetchParts;
 
+    @Option(names = "--no-passthrough",
+            description = {"Do not hand reads of files held whole in one locally cached block to the kernel (FUSE",
+                    "passthrough, Linux 6.9+, kernel driver). With it the kernel reads such files from local disk",
+                    "without asking PartFS; a reader then does not see writes made while it keeps the file open."})
+    boolean noPassthrough;
+
     @Option(names = "--attr-cache", paramLabel = "SECONDS",
             description = "Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse, "
                     + "whose path API gives each hard link its own kernel inode, so nlink would drift after ln).")
@@ -206,7 +212,7 @@ final class MountCommand implements Callable<Integer> {
     private FuseOptions fuseOptions() {
         FuseOptions.Builder b = FuseOptions.builder().entryTimeout(entryCache).dirEntryTimeout(dirEntryCache)
                 .negativeTimeout(Math.min(entryCache, dirEntryCache)).allowOther(Ids.uid() == 0)
-                .prefetchParts(!noPrefetchParts);
+                .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough);
         if (fuseDriver != null) {
             b.driver(FuseOptions.Driver.parse(fuseDriver));
         }

@@ -18,6 +18,7 @@ public enum Errno {
     ENOTDIR(20),
     EISDIR(21),
     EINVAL(22),
+    ETXTBSY(26),
     EFBIG(27),
     ENOSPC(28),
     EROFS(30),

@@ -140,4 +140,13 @@ public abstract class FsException extends IOException {
             super(Errno.ERANGE, "out of range: " + what);
         }
     }
+
+    /** ETXTBSY: the file is open in a way that excludes this open (read by the kernel itself: FUSE passthrough). */
+    public static final class TextBusy extends FsException {
+        private static final long serialVersionUID = 1L;
+
+        public TextBusy(String what) {
+            super(Errno.ETXTBSY, "busy: " + what);
+        }
+    }
 }

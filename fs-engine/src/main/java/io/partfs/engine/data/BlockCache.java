@@ -123,6 +123,16 @@ public final class BlockCache {
         }
     }
 
+    /** The local file of a cached block, or null; it may be evicted (deleted) at any time after. */
+    public Path pathIfCached(String key) {
+        synchronized (lock) {
+            if (capacity <= 0 || index.get(key) == null) {
+                return null;
+            }
+        }
+        return file(key);
+    }
+
     public boolean contains(String key) {
         synchronized (lock) {
             return index.containsKey(key);

@@ -1,6 +1,7 @@
 package io.partfs.engine.data;
 
 import io.partfs.engine.Attr;
+import io.partfs.engine.FileType;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.Slice;
@@ -378,6 +379,30 @@ public final class ChunkStore implements Closeable {
                     + ": the object store lost or truncated data");
         }
         return data;
+    }
+
+    /**
+     * The local file that holds all of {@code file}'s content, when its content is exactly one
+     * whole block (one slice from offset 0, nothing buffered) already in the block cache or
+     * staging; else null. Never fetches: a miss stays a miss. The file may be evicted or moved
+     * right after, so an open of it can fail and the caller falls back.
+     */
+    public java.nio.file.Path localWholeFile(Attr file) throws IOException {
+        long size = file.size();
+        if (file.type() != FileType.FILE || size <= 0 || size > blockSize || pendingEnd(file.ino()) >= 0) {
+            return null;
+        }
+        List<Slice> slices = meta.readChunk(file.ino(), 0, file.dataVersion());
+        if (slices.size() != 1) {
+            return null;
+        }
+        Slice s = slices.get(0);
+        if (s.isHole() || s.pos() != 0 || s.off() != 0 || s.len() != size || s.size() != size) {
+            return null;
+        }
+        String key = blockKey(s.id(), 0, s.size());
+        java.nio.file.Path p = cache.pathIfCached(key);
+        return p != null || staging == null ? p : staging.pathIfStaged(key);
     }
 
     /** Starts fetching the blocks of {@code [off, off+len)} of {@code file} into the cache. */

@@ -157,6 +157,11 @@ public final class Staging implements Closeable {
         }
     }
 
+    /** The local file of a staged block, or null; it moves into the block cache once uploaded. */
+    public Path pathIfStaged(String key) {
+        return pending.containsKey(key) ? file(key) : null;
+    }
+
     public boolean contains(String key) {
         return pending.containsKey(key);
     }

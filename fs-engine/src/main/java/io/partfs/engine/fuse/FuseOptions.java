@@ -42,6 +42,7 @@ public final class FuseOptions {
 
     private final Driver driver;
     private final boolean prefetchParts;
+    private final boolean passthrough;
     private final double attrTimeout;
     private final double entryTimeout;
     private final double dirEntryTimeout;
@@ -52,6 +53,7 @@ public final class FuseOptions {
     private FuseOptions(Builder b) {
         this.driver = b.driver == null ? Driver.preferred() : b.driver;
         this.prefetchParts = b.prefetchParts;
+        this.passthrough = b.passthrough;
         this.attrTimeout = b.attrTimeout == null ? (driver == Driver.KERNEL ? 1 : 0) : b.attrTimeout;
         this.entryTimeout = b.entryTimeout;
         this.dirEntryTimeout = b.dirEntryTimeout == null ? b.entryTimeout : b.dirEntryTimeout;
@@ -71,6 +73,14 @@ public final class FuseOptions {
     /** Whether listing a directory of MergeTree parts lists the parts ahead (kernel driver only; see PartPrefetcher). */
     public boolean prefetchParts() {
         return prefetchParts;
+    }
+
+    /**
+     * Whether read-only opens of files held whole in one locally cached block are handed to the
+     * kernel's FUSE passthrough (kernel driver, Linux 6.9+; see {@link Passthrough}).
+     */
+    public boolean passthrough() {
+        return passthrough;
     }
 
     /** Seconds the kernel caches a directory's name; {@link #entryTimeout()} for other names. */
@@ -118,6 +128,7 @@ public final class FuseOptions {
     public static final class Builder {
         private Driver driver;
         private boolean prefetchParts = true;
+        private boolean passthrough = true;
         private Double attrTimeout;
         private double entryTimeout = 1;
         private Double dirEntryTimeout;
@@ -130,6 +141,8 @@ public final class FuseOptions {
 
         /** List MergeTree part directories ahead when their table directory is listed (default true). */
         public Builder prefetchParts(boolean b) { this.prefetchParts = b; return this; }
+
+        public Builder passthrough(boolean b) { this.passthrough = b; return this; }
 
         /** Seconds the kernel may cache a directory's name (default: the entry timeout). */
         public Builder dirEntryTimeout(double s) { this.dirEntryTimeout = s; return this; }

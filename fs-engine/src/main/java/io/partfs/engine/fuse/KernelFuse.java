@@ -87,7 +87,9 @@ public final class KernelFuse implements FuseMount {
     // fuse_init flags
     private static final int ASYNC_READ = 1, BIG_WRITES = 1 << 5, AUTO_INVAL_DATA = 1 << 12,
             DO_READDIRPLUS = 1 << 13, ASYNC_DIO = 1 << 15, PARALLEL_DIROPS = 1 << 18, MAX_PAGES_FLAG = 1 << 22,
-            CACHE_SYMLINKS = 1 << 23, NO_OPENDIR_SUPPORT = 1 << 24;
+            CACHE_SYMLINKS = 1 << 23, NO_OPENDIR_SUPPORT = 1 << 24, INIT_EXT = 1 << 30;
+    /** fuse_init flags2 (bits 32 and up of the flags, with INIT_EXT): FUSE_PASSTHROUGH is bit 37. */
+    private static final int PASSTHROUGH_FLAG2 = 1 << (37 - 32);
     // fuse_setattr_in.valid
     private static final int FATTR_MODE = 1, FATTR_UID = 2, FATTR_GID = 4, FATTR_SIZE = 8, FATTR_ATIME = 16,
             FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256;
@@ -132,6 +134,8 @@ public final class KernelFuse implements FuseMount {
     private volatile Path mountedAt;
     /** The protocol minor version agreed with the kernel. */
     private volatile int minor = MINOR;
+    /** Read-only opens of files held in one local block, served by the kernel itself. */
+    private final Passthrough passthrough = new Passthrough();
     private final List<Thread> threads = new ArrayList<>();
     private final CountDownLatch initialized = new CountDownLatch(1);
     private final AtomicReference<String> initFailure = new AtomicReference<>();
@@ -159,6 +163,9 @@ public final class KernelFuse implements FuseMount {
     public void mountAndWait(Path mountPoint, FuseOptions options) throws IOException {
         Path mp = FuseMount.checkMountPoint(mountPoint);
         this.options = options;
+        fs.config().metrics().counterFrom("partfs_fuse_passthrough_opens_total",
+                "Read-only opens of part files the kernel then read from the local block itself (FUSE passthrough).",
+                passthrough::backingOpens);
         long flags = LibC.MS_NOSUID | LibC.MS_NODEV;
         if (options.extra().contains("ro")) { // FuseOptions allows only ro, rw and nonempty here
             flags |= 1; // MS_RDONLY
@@ -441,10 +448,32 @@ public final class KernelFuse implements FuseMount {
                 int flags = in.getInt();
                 if ((flags & PartFs.O_ACCMODE) == PartFs.O_RDONLY) {
                     long fh = fs.open(node, flags);
-                    openOut(out, fh, readOnlyOpenFlags(node));
+                    int pageCacheFlags = readOnlyOpenFlags(node);
+                    if (passthrough.enabled()) {
+                        // a file whose content this process stored into the page cache is read from there
+                        java.nio.file.Path local = (pageCacheFlags & FOPEN_KEEP_CACHE) != 0 || !names.inPart(node)
+                                ? null : fs.chunks().localWholeFile(fs.getattr(node));
+                        Passthrough.Opened o = passthrough.readOpen(node, fh, local, pageCacheFlags);
+                        openOut(out, fh, o.openFlags(), o.backingId());
+                    } else {
+                        openOut(out, fh, pageCacheFlags, 0);
+                    }
                 } else {
-                    stored.remove(node);
-                    openOut(out, openForWriting(node, () -> fs.open(node, flags)), 0);
+                    boolean reserved = passthrough.reserve(node); // before the open truncates anything
+                    long fh;
+                    try {
+                        stored.remove(node);
+                        fh = openForWriting(node, () -> fs.open(node, flags));
+                    } catch (IOException | RuntimeException e) {
+                        if (reserved) {
+                            passthrough.cancel(node);
+                        }
+                        throw e;
+                    }
+                    if (reserved) {
+                        passthrough.bind(fh);
+                    }
+                    openOut(out, fh, 0, 0);
                 }
             }
             case READ -> read(node, in, b);
@@ -474,6 +503,7 @@ public final class KernelFuse implements FuseMount {
                     committed(node, fh);
                 } finally {
                     observed.released(fh);
+                    passthrough.release(node, fh);
                     fs.release(fh);
                     Long ino = writeHandles.remove(fh);
                     if (ino != null) {
@@ -519,7 +549,7 @@ public final class KernelFuse implements FuseMount {
                 }
                 // listings need no handle; the kernel keeps what it read (CACHE_DIR) for the next
                 // opens until the directory changes here or its mtime does
-                openOut(out, 0, FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR);
+                openOut(out, 0, FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, 0);
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);
@@ -531,13 +561,31 @@ public final class KernelFuse implements FuseMount {
                 int mode = in.getInt();
                 in.position(in.position() + 8);
                 String name = name(in);
-                PartFs.Created c = fs.create(node, name, mode & 07777, flags | PartFs.O_CREAT, uid(in), gid(in));
+                // an existing file is opened (and maybe truncated) by the create: reserve it first
+                long existing = (flags & PartFs.O_EXCL) == 0 && passthrough.enabled() ? existingFile(node, name) : 0;
+                boolean reserved = existing != 0 && passthrough.reserve(existing);
+                PartFs.Created c;
+                try {
+                    c = fs.create(node, name, mode & 07777, flags | PartFs.O_CREAT, uid(in), gid(in));
+                } catch (IOException | RuntimeException e) {
+                    if (reserved) {
+                        passthrough.cancel(existing);
+                    }
+                    throw e;
+                }
+                if (reserved && c.attr().ino() != existing) {
+                    passthrough.cancel(existing);
+                    reserved = false;
+                }
+                if (reserved || passthrough.reserve(c.attr().ino())) {
+                    passthrough.bind(c.fh());
+                }
                 if ((flags & PartFs.O_ACCMODE) != PartFs.O_RDONLY) {
                     startChanging(c.attr().ino()); // new to the kernel: nothing of it can be stored yet
                     writeHandles.put(c.fh(), c.attr().ino());
                 }
                 entry(out, node, name, c.attr());
-                openOut(out, c.fh(), 0);
+                openOut(out, c.fh(), 0, 0);
             }
             case FALLOCATE -> {
                 long fh = in.getLong();
@@ -553,11 +601,26 @@ public final class KernelFuse implements FuseMount {
         return 0;
     }
 
+    /** The inode named {@code name} in {@code dir}, or 0 when there is none. */
+    private long existingFile(long dir, String name) throws IOException {
+        try {
+            return fs.lookup(dir, name).ino();
+        } catch (io.partfs.engine.FsException.NoSuchEntry e) {
+            return 0;
+        }
+    }
+
+    /** Read-only opens handed to FUSE passthrough since the mount (0 when the kernel lacks it). */
+    public long passthroughOpens() {
+        return passthrough.backingOpens();
+    }
+
     private void init(ByteBuffer in, ByteBuffer out) {
         int major = in.getInt();
         int minor = in.getInt();
         int maxReadahead = in.getInt();
         int kernelFlags = in.getInt();
+        int kernelFlags2 = (kernelFlags & INIT_EXT) != 0 ? in.getInt() : 0;
         if (major < MAJOR || (major == MAJOR && minor < MINOR)) {
             initFailure.set("kernel FUSE protocol " + major + "." + minor + " is older than " + MAJOR + "." + MINOR
                     + " (Linux 5.4); use --fuse-driver libfuse");
@@ -566,13 +629,22 @@ public final class KernelFuse implements FuseMount {
         opendirless = (kernelFlags & NO_OPENDIR_SUPPORT) != 0;
         int wanted = ASYNC_READ | BIG_WRITES | AUTO_INVAL_DATA | DO_READDIRPLUS | ASYNC_DIO | PARALLEL_DIROPS
                 | MAX_PAGES_FLAG | CACHE_SYMLINKS;
+        boolean withPassthrough = options.passthrough() && (kernelFlags2 & PASSTHROUGH_FLAG2) != 0;
+        if (withPassthrough) {
+            wanted |= INIT_EXT;
+        }
         this.minor = Math.min(minor, MINOR_KNOWN);
         out.putInt(MAJOR).putInt(this.minor).putInt(Math.min(maxReadahead, MAX_IO)).putInt(kernelFlags & wanted)
                 .putShort((short) 64).putShort((short) 48) // max_background, congestion_threshold
                 .putInt(MAX_IO).putInt(1) // max_write, time_gran (ns)
-                .putShort((short) MAX_PAGES).putShort((short) 0).putInt(0); // max_pages, map_alignment, flags2
-        for (int i = 0; i < 7; i++) {
+                .putShort((short) MAX_PAGES).putShort((short) 0) // max_pages, map_alignment
+                .putInt(withPassthrough ? PASSTHROUGH_FLAG2 : 0) // flags2
+                .putInt(withPassthrough ? 1 : 0); // max_stack_depth: backing files live on a non-stacked filesystem
+        for (int i = 0; i < 6; i++) {
             out.putInt(0);
+        }
+        if (withPassthrough) {
+            passthrough.enable(fd);
         }
         initialized.countDown();
     }
@@ -609,8 +681,8 @@ public final class KernelFuse implements FuseMount {
                 .putInt(a.rdev()).putInt(4096).putInt(0);
     }
 
-    private static void openOut(ByteBuffer out, long fh, int openFlags) {
-        out.putLong(fh).putInt(openFlags).putInt(0);
+    private static void openOut(ByteBuffer out, long fh, int openFlags, int backingId) {
+        out.putLong(fh).putInt(openFlags).putInt(backingId);
     }
 
     /**
@@ -765,6 +837,7 @@ public final class KernelFuse implements FuseMount {
         }
         if ((valid & FATTR_SIZE) != 0) {
             long ino = (valid & FATTR_FH) != 0 ? fs.inodeOf(fh) : node;
+            passthrough.checkChangeable(ino);
             stored.remove(ino);
             startChanging(ino);
             try {

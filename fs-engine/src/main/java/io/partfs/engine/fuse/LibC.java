@@ -12,6 +12,7 @@ import jnr.ffi.types.ssize_t;
  * {@link #errno()}. Public only because jnr-ffi generates its implementation in another class loader.
  */
 public interface LibC {
+    int O_RDONLY = 0;
     int O_RDWR = 02;
     int O_CLOEXEC = 02000000;
     long MS_NOSUID = 2;
@@ -37,6 +38,10 @@ public interface LibC {
 
     @SaveError
     @ssize_t long write(int fd, Pointer buf, @size_t long count);
+
+    /** ioctl(2) with a pointer argument (the FUSE device's backing-file requests). */
+    @SaveError
+    int ioctl(int fd, @jnr.ffi.types.u_int64_t long request, Pointer arg);
 
     @SaveError
     int mount(String source, String target, String fstype, long flags, String data);

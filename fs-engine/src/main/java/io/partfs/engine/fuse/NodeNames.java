@@ -34,6 +34,16 @@ final class NodeNames {
         nodes.computeIfPresent(ino, (k, n) -> new Node(parent, name, n.lookups));
     }
 
+    /**
+     * Whether the kernel knows {@code ino} as a file of a committed MergeTree part: its
+     * directory's name is a part name ({@code tmp_...} directories of parts being written are not).
+     */
+    boolean inPart(long ino) {
+        Node n = nodes.get(ino);
+        Node dir = n == null ? null : nodes.get(n.parent());
+        return dir != null && PartPrefetcher.PART.matcher(dir.name()).matches();
+    }
+
     /** The mount-relative path of {@code ino} ("" for the root), or null when not known. */
     String path(long ino) {
         if (ino == MetaEngine.ROOT) {

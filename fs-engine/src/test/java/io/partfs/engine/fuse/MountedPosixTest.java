@@ -75,6 +75,68 @@ class MountedPosixTest {
         }
     }
 
+    private static byte[] randomBytes(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    /** Opens the kernel driver handed to FUSE passthrough so far (0 with libfuse). */
+    private long passthroughOpens() {
+        return fuse instanceof KernelFuse k ? k.passthroughOpens() : 0;
+    }
+
+    @Test
+    void partFilesInOneCachedBlockAreReadByTheKernelAndWritesWaitForTheirReaders() throws Exception {
+        boolean kernel = driver() == FuseOptions.Driver.KERNEL;
+        Path part = Files.createDirectories(fresh("passthrough").resolve("202001_1_1_0"));
+        Path f = part.resolve("checksums.txt");
+        byte[] v1 = randomBytes(10_000, 1);
+        Files.write(f, v1);
+        long before = passthroughOpens();
+        assertArrayEquals(v1, Files.readAllBytes(f));
+        assertEquals(kernel ? before + 1 : 0, passthroughOpens(), "read by the kernel from the locally cached block");
+
+        byte[] v2 = randomBytes(20_000, 2);
+        try (FileChannel reader = FileChannel.open(f, StandardOpenOption.READ)) {
+            assertArrayEquals(v1, Files.readAllBytes(f), "a second reader");
+            if (kernel) {
+                // the kernel would fail any non-passthrough open now (EIO): PartFS says why instead
+                java.nio.file.FileSystemException busy = assertThrows(java.nio.file.FileSystemException.class,
+                        () -> FileChannel.open(f, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING).close());
+                assertTrue(String.valueOf(busy.getMessage()).contains("Text file busy"), busy.getMessage());
+                IOException rw = assertThrows(IOException.class, () -> new RandomAccessFile(f.toFile(), "rw").close());
+                assertTrue(String.valueOf(rw.getMessage()).contains("Text file busy"), rw.getMessage());
+            }
+            assertTrue(reader.read(ByteBuffer.allocate(100)) > 0);
+        }
+        assertArrayEquals(v1, Files.readAllBytes(f), "nothing was changed by the refused opens");
+        try (FileChannel w = FileChannel.open(f, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            w.write(ByteBuffer.wrap(v2));
+            long during = passthroughOpens();
+            assertArrayEquals(v2, Files.readAllBytes(f), "a reader while a writer is open reads through PartFS");
+            assertEquals(during, passthroughOpens());
+        }
+        long again = passthroughOpens();
+        assertArrayEquals(v2, Files.readAllBytes(f));
+        assertEquals(kernel ? again + 1 : 0, passthroughOpens(), "the new content, once nothing else is open");
+
+        Path big = part.resolve("data.bin");
+        byte[] b = randomBytes(fs.format().blockSize() + 10, 3);
+        Files.write(big, b);
+        Path other = Files.createDirectories(part.getParent().resolve("tmp_insert_202001_2_2_0")).resolve("checksums.txt");
+        Files.write(other, v1);
+        long beforeOthers = passthroughOpens();
+        assertArrayEquals(b, Files.readAllBytes(big));
+        assertArrayEquals(v1, Files.readAllBytes(other));
+        assertEquals(beforeOthers, passthroughOpens(), "more than one block, or not in a committed part: read through PartFS");
+        try (FileChannel reader = FileChannel.open(other, StandardOpenOption.READ);
+             FileChannel w = FileChannel.open(other, StandardOpenOption.WRITE)) {
+            w.write(ByteBuffer.wrap(v2), 0);
+            assertTrue(reader.read(ByteBuffer.allocate(10)) > 0, "other files take writers while read, as before");
+        }
+    }
+
     private Path fresh(String name) throws IOException {
         return Files.createDirectory(mnt.resolve(name));
     }

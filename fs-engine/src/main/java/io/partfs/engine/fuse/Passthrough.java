@@ -1,0 +1,199 @@
+package io.partfs.engine.fuse;
+
+import io.partfs.engine.FsException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import jnr.ffi.Memory;
+import jnr.ffi.Pointer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * FUSE passthrough (Linux 6.9+) for the kernel driver: a read-only open of a file of a
+ * committed MergeTree part whose whole content is one block already on local disk (block cache
+ * or write-back staging) hands that local file to the kernel, which then reads it itself. No
+ * READ request reaches this process; reads cost what reads of a local file cost. Most files of
+ * a part qualify: its small metadata files and every column file up to one block (4 MiB).
+ *
+ * <p>The kernel keeps each inode in one I/O mode while files of it are open: while it has a
+ * backing file, every open of it must be a passthrough open of that same file (any other open
+ * fails with EIO), and a passthrough open fails while page-cache opens exist. A writer cannot
+ * pass through to an immutable cached block, so this class keeps the modes apart per inode: a
+ * read-only open takes passthrough only when no other open of the inode exists in page-cache
+ * mode, later read-only opens share its backing file, and an open for writing, a create of an
+ * existing name or a truncate while passthrough readers exist fails with ETXTBSY (as writing a
+ * running executable does) instead of the kernel's EIO.
+ *
+ * <p>Why only committed part files: ClickHouse never writes, truncates or rewrites a file of a
+ * committed part (parts are immutable; changes make new parts), so nothing it does meets
+ * ETXTBSY. Readers of a part file see its content as of the first of the overlapping
+ * passthrough opens; only another client of a shared volume could change it meanwhile.
+ * {@code --no-passthrough} turns it off.
+ *
+ * <p>Concurrency: opens and releases of all inodes serialize on this object; each does at most
+ * one open(2) and one ioctl(2) under it.
+ */
+final class Passthrough {
+    private static final Logger log = LoggerFactory.getLogger(Passthrough.class);
+    private static final LibC C = LibC.INSTANCE;
+
+    // fuse_open_out.open_flags
+    static final int FOPEN_NOFLUSH = 1 << 5, FOPEN_PASSTHROUGH = 1 << 7;
+    // _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t)
+    private static final long BACKING_OPEN = 0x4010E501L, BACKING_CLOSE = 0x4004E502L;
+    private static final int EPERM = 1, ELOOP = 40, ENOTTY = 25, EOPNOTSUPP = 95;
+
+    /** How one handle was opened. */
+    private enum Mode { PAGE_CACHE, PASSTHROUGH }
+
+    /** The open files of one inode, by mode, and the backing file its passthrough opens share. */
+    private static final class Inode {
+        int pageCache;
+        int passthrough;
+        int backingId;
+    }
+
+    /** The reply to an open: its FOPEN flags and backing id (0: none). */
+    record Opened(int openFlags, int backingId) {
+    }
+
+    private final Map<Long, Inode> inodes = new HashMap<>();
+    private final Map<Long, Mode> handles = new ConcurrentHashMap<>();
+    private volatile int devFd = -1;
+    private volatile boolean enabled;
+    private long backingOpens;
+
+    /** Turns passthrough on for the FUSE device {@code fd}, once the kernel agreed to it at INIT. */
+    void enable(int fd) {
+        this.devFd = fd;
+        this.enabled = true;
+    }
+
+    boolean enabled() {
+        return enabled;
+    }
+
+    /**
+     * A read-only open of {@code ino}: {@code local} holds its whole content (null when it is not
+     * one local block of a part file), {@code pageCacheFlags} are the flags it gets without
+     * passthrough.
+     */
+    synchronized Opened readOpen(long ino, long fh, Path local, int pageCacheFlags) {
+        Inode n = inodes.computeIfAbsent(ino, k -> new Inode());
+        if (n.passthrough > 0) { // the kernel allows only passthrough opens of this backing file now
+            n.passthrough++;
+            handles.put(fh, Mode.PASSTHROUGH);
+            return new Opened(FOPEN_PASSTHROUGH | FOPEN_NOFLUSH, n.backingId);
+        }
+        if (local != null && n.pageCache == 0 && enabled) {
+            int id = backingOpen(local);
+            if (id > 0) {
+                n.passthrough = 1;
+                n.backingId = id;
+                handles.put(fh, Mode.PASSTHROUGH);
+                return new Opened(FOPEN_PASSTHROUGH | FOPEN_NOFLUSH, id);
+            }
+        }
+        n.pageCache++;
+        handles.put(fh, Mode.PAGE_CACHE);
+        return new Opened(pageCacheFlags, 0);
+    }
+
+    /**
+     * Reserves a page-cache open of {@code ino} for a writer, before anything is changed; false
+     * (nothing reserved) when passthrough is off. Follow with {@link #bind} or {@link #cancel}.
+     *
+     * @throws FsException.TextBusy while the kernel reads the file itself (passthrough readers)
+     */
+    synchronized boolean reserve(long ino) throws FsException.TextBusy {
+        if (!enabled && inodes.isEmpty()) {
+            return false;
+        }
+        Inode n = inodes.computeIfAbsent(ino, k -> new Inode());
+        if (n.passthrough > 0) {
+            throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
+        }
+        n.pageCache++;
+        return true;
+    }
+
+    /** The reserved open became handle {@code fh}. */
+    void bind(long fh) {
+        handles.put(fh, Mode.PAGE_CACHE);
+    }
+
+    /** The reserved open of {@code ino} failed. */
+    synchronized void cancel(long ino) {
+        Inode n = inodes.get(ino);
+        if (n != null && --n.pageCache <= 0 && n.passthrough <= 0) {
+            inodes.remove(ino);
+        }
+    }
+
+    /** Fails a truncate of {@code ino} while passthrough readers exist (they would keep reading the old content). */
+    synchronized void checkChangeable(long ino) throws FsException.TextBusy {
+        Inode n = inodes.get(ino);
+        if (n != null && n.passthrough > 0) {
+            throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
+        }
+    }
+
+    /** The handle was released: the last passthrough handle of an inode closes its backing file. */
+    synchronized void release(long ino, long fh) {
+        Mode m = handles.remove(fh);
+        Inode n = inodes.get(ino);
+        if (m == null || n == null) {
+            return;
+        }
+        if (m == Mode.PAGE_CACHE) {
+            n.pageCache--;
+        } else if (m == Mode.PASSTHROUGH && --n.passthrough == 0) {
+            backingClose(n.backingId);
+            n.backingId = 0;
+        }
+        if (n.pageCache <= 0 && n.passthrough <= 0) {
+            inodes.remove(ino);
+        }
+    }
+
+    /** Backing files registered so far, for tests and logs. */
+    synchronized long backingOpens() {
+        return backingOpens;
+    }
+
+    private int backingOpen(Path local) {
+        int fd = C.open(local.toString(), LibC.O_RDONLY | LibC.O_CLOEXEC);
+        if (fd < 0) {
+            return -1; // evicted or uploaded and moved meanwhile: read it the usual way
+        }
+        try {
+            Pointer map = Memory.allocateDirect(jnr.ffi.Runtime.getRuntime(C), 16);
+            map.putInt(0, fd);
+            map.putInt(4, 0);
+            map.putLong(8, 0);
+            int id = C.ioctl(devFd, BACKING_OPEN, map);
+            if (id <= 0) {
+                int err = LibC.errno();
+                if (err == EPERM || err == ELOOP || err == ENOTTY || err == EOPNOTSUPP) {
+                    enabled = false;
+                    log.warn("FUSE passthrough is not available ({}); reads go through this process", C.strerror(err));
+                }
+                return -1;
+            }
+            backingOpens++;
+            return id;
+        } finally {
+            C.close(fd); // the kernel holds its own reference to the file
+        }
+    }
+
+    private void backingClose(int id) {
+        Pointer p = Memory.allocateDirect(jnr.ffi.Runtime.getRuntime(C), 4);
+        p.putInt(0, id);
+        if (C.ioctl(devFd, BACKING_CLOSE, p) != 0) {
+            log.debug("closing FUSE backing file {}: {}", id, LibC.error());
+        }
+    }
+}
