@@ -44,8 +44,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>What keeps calls away from this process: READDIRPLUS; directory listings the kernel keeps
  * (FOPEN_CACHE_DIR, dropped when the directory changes); no FLUSH after read-only opens
- * (FOPEN_NOFLUSH); and the MergeTree readahead ({@link PartPrefetcher}), which lists parts
- * ahead of ClickHouse and stores their cached metadata files into the page cache.
+ * (FOPEN_NOFLUSH); the MergeTree readahead ({@link PartPrefetcher}), which lists parts
+ * ahead of ClickHouse and stores their cached metadata files into the page cache; and FUSE
+ * passthrough for part files held in one local block ({@link Passthrough}), read by the kernel.
  */
 public final class KernelFuse implements FuseMount {
     private static final Logger log = LoggerFactory.getLogger(KernelFuse.class);
