@@ -137,9 +137,11 @@ class PartPrefetchTest {
             assertEquals(reads, calls(metrics, "read"), "reads of stored files reached PartFS");
             assertEquals(flushes, calls(metrics, "flush"), "closing a read-only file sent FLUSH");
             assertEquals(getattrs, calls(metrics, "getattr"), "stats after reading stored files reached PartFS");
-            // the data file was not stored: it is read as usual
+            // the data file was not stored: it is read as usual, or by the kernel from its cached
+            // block where the kernel has FUSE passthrough
+            long passedThrough = calls(metrics, "partfs_fuse_passthrough_opens_total", "");
             assertEquals("data", Files.readString(table.resolve("all_0_0_0/c.bin")));
-            assertTrue(calls(metrics, "read") > reads);
+            assertTrue(calls(metrics, "read") > reads || calls(metrics, "partfs_fuse_passthrough_opens_total", "") > passedThrough);
 
             // stored, then changed behind the kernel (same size): the open drops the stored copy
             String lastPart = "all_" + last + "_" + last + "_0";
