@@ -383,9 +383,10 @@ public final class ChunkStore implements Closeable {
 
     /**
      * The local file that holds all of {@code file}'s content, when its content is exactly one
-     * whole block (one slice from offset 0, nothing buffered) already in the block cache or
-     * staging; else null. Never fetches: a miss stays a miss. The file may be evicted or moved
-     * right after, so an open of it can fail and the caller falls back.
+     * whole block (one slice from offset 0, nothing buffered) already in the block cache,
+     * staging, or a local object directory; else null. Never fetches: a miss stays a miss.
+     * The file may be evicted or moved right after, so an open of it can fail and the caller
+     * falls back.
      */
     public java.nio.file.Path localWholeFile(Attr file) throws IOException {
         long size = file.size();
@@ -402,7 +403,10 @@ public final class ChunkStore implements Closeable {
         }
         String key = blockKey(s.id(), 0, s.size());
         java.nio.file.Path p = cache.pathIfCached(key);
-        return p != null || staging == null ? p : staging.pathIfStaged(key);
+        if (p == null && staging != null) {
+            p = staging.pathIfStaged(key);
+        }
+        return p != null ? p : objects.localFile(key); // a local object directory (embedded volume)
     }
 
     /** Starts fetching the blocks of {@code [off, off+len)} of {@code file} into the cache. */

@@ -66,6 +66,11 @@ public final class MeteredObjectStore implements ObjectStore {
     }
 
     @Override
+    public java.nio.file.Path localFile(String key) {
+        return inner.localFile(key);
+    }
+
+    @Override
     public void close() throws IOException {
         inner.close();
     }

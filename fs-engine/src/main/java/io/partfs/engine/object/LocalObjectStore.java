@@ -38,6 +38,12 @@ public final class LocalObjectStore implements ObjectStore {
         Files.createDirectories(this.root);
     }
 
+    /** Objects are whole files, written aside and renamed in, never rewritten. */
+    @Override
+    public Path localFile(String key) {
+        return file(key);
+    }
+
     public Path root() {
         return root;
     }

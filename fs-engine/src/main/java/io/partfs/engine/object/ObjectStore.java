@@ -45,6 +45,15 @@ public interface ObjectStore extends java.io.Closeable {
         list("", null, 1);
     }
 
+    /**
+     * The local file that holds all of object {@code key}, for a store that keeps objects as
+     * files on this machine (so the kernel can read it directly: FUSE passthrough); null for
+     * remote stores. The file may not exist.
+     */
+    default java.nio.file.Path localFile(String key) {
+        return null;
+    }
+
     /** Every key under {@code prefix}; for tests and small prefixes. */
     default List<ObjectInfo> listAll(String prefix) throws IOException {
         List<ObjectInfo> all = new ArrayList<>();

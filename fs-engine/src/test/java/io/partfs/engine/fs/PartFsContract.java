@@ -334,6 +334,25 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void aFileInOneBlockIsFoundWholeOnLocalDiskForTheKernelToRead() throws IOException {
+        byte[] small = random(5000, 21);
+        writeFsynced("one.bin", small);
+        java.nio.file.Path cached = fs.chunks().localWholeFile(fs.getattr(ino("one.bin")));
+        assertArrayEquals(small, java.nio.file.Files.readAllBytes(cached), "the block cache's copy");
+
+        fs.close();
+        fs = volume.openAs(PartFsConfig.builder().ioThreads(4).build()); // no block cache
+        java.nio.file.Path local = fs.chunks().localWholeFile(fs.getattr(ino("one.bin")));
+        if (store() == TestVolume.Store.LOCAL) {
+            assertArrayEquals(small, java.nio.file.Files.readAllBytes(local), "the object file of a local object directory");
+        } else {
+            assertEquals(null, local, "an S3 object is not on local disk");
+        }
+        writeFsynced("two.bin", random(fs.format().blockSize() + 1, 22));
+        assertEquals(null, fs.chunks().localWholeFile(fs.getattr(ino("two.bin"))), "two blocks are not one file");
+    }
+
+    @Test
     void buffersOfAllFilesTogetherStayWithinTheTotalBudget() throws IOException {
         fs.close();
         fs = volume.openAs(TestVolume.defaultConfig(dir).toBuilder().writeBufferPerFile(1 << 20).writeBufferTotal(2 << 20).build());
