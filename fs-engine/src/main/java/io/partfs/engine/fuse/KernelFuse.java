@@ -451,9 +451,12 @@ public final class KernelFuse implements FuseMount {
                     long fh = fs.open(node, flags);
                     int pageCacheFlags = readOnlyOpenFlags(node);
                     if (passthrough.enabled()) {
-                        // a file whose content this process stored into the page cache is read from there
-                        java.nio.file.Path local = (pageCacheFlags & FOPEN_KEEP_CACHE) != 0 || !names.inPart(node)
-                                ? null : fs.chunks().localWholeFile(fs.getattr(node));
+                        // Not passed through: a file whose content this process stored into the page
+                        // cache (read from there), and a file the part-metadata cache keeps (its reads
+                        // are served and fill the cache: warmup, a miss after a drop).
+                        boolean keep = (pageCacheFlags & FOPEN_KEEP_CACHE) != 0 || !names.inPart(node)
+                                || observed.active() && observed.observed(pathOf(node));
+                        java.nio.file.Path local = keep ? null : fs.chunks().localWholeFile(fs.getattr(node));
                         Passthrough.Opened o = passthrough.readOpen(node, fh, local, pageCacheFlags);
                         openOut(out, fh, o.openFlags(), o.backingId());
                     } else {

@@ -26,6 +26,9 @@ import org.slf4j.LoggerFactory;
  * existing name or a truncate while passthrough readers exist fails with ETXTBSY (as writing a
  * running executable does) instead of the kernel's EIO.
  *
+ * <p>Files the part-metadata cache keeps (a selected table's checksums.txt, columns.txt, ...)
+ * are not passed through: their reads are answered from that cache and, on a miss, fill it.
+ *
  * <p>Why only committed part files: ClickHouse never writes, truncates or rewrites a file of a
  * committed part (parts are immutable; changes make new parts), so nothing it does meets
  * ETXTBSY. Readers of a part file see its content as of the first of the overlapping
