@@ -204,14 +204,15 @@ public final class Staging implements Closeable {
     }
 
     private void upload(String key, int failures) {
-        if (!pending.containsKey(key) || !uploading.add(key)) {
+        Integer size = pending.get(key);
+        if (size == null || !uploading.add(key)) {
             return;
         }
         Path f = file(key);
         try {
             byte[] data;
             try {
-                data = LocalFiles.readRange(f, 0, pending.getOrDefault(key, 0));
+                data = LocalFiles.readRange(f, 0, size);
             } catch (NoSuchFileException e) {
                 return; // removed meanwhile
             }

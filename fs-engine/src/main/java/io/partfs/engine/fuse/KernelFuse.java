@@ -96,7 +96,8 @@ public final class KernelFuse implements FuseMount {
             FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256;
     private static final int S_IFMT = 0170000;
     // fuse_open_out.open_flags (FOPEN_NOFLUSH: 7.35, ignored by older kernels)
-    private static final int FOPEN_KEEP_CACHE = 1 << 1, FOPEN_CACHE_DIR = 1 << 3, FOPEN_NOFLUSH = 1 << 5;
+    private static final int FOPEN_KEEP_CACHE = 1 << 1, FOPEN_CACHE_DIR = 1 << 3;
+    static final int FOPEN_NOFLUSH = 1 << 5;
     // notifications: written to the device unasked, "unique" 0 and the code in the error field
     private static final int NOTIFY_INVAL_INODE = 2, NOTIFY_STORE = 4;
     /** Largest file {@link #storeCached} puts into the page cache, and how many it remembers. */

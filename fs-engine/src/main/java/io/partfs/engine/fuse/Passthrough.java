@@ -43,7 +43,8 @@ final class Passthrough {
     private static final LibC C = LibC.INSTANCE;
 
     // fuse_open_out.open_flags
-    static final int FOPEN_NOFLUSH = 1 << 5, FOPEN_PASSTHROUGH = 1 << 7;
+    static final int FOPEN_PASSTHROUGH = 1 << 7;
+    private static final int FOPEN_NOFLUSH = KernelFuse.FOPEN_NOFLUSH;
     // _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t)
     private static final long BACKING_OPEN = 0x4010E501L, BACKING_CLOSE = 0x4004E502L;
     private static final int EPERM = 1, ELOOP = 40, ENOTTY = 25, EOPNOTSUPP = 95;

@@ -45,11 +45,6 @@ final class MetaCache {
             xattrs.clear();
             created.clear();
         }
-
-        TxnNotes copy() {
-            return new TxnNotes(new java.util.HashMap<>(written), new java.util.ArrayList<>(entries),
-                    new java.util.HashSet<>(xattrs), new java.util.HashSet<>(created));
-        }
     }
 
     /** A directory entry a committed transaction set ({@code entry} non-null) or removed; name null: the whole directory. */

@@ -110,7 +110,7 @@ public final class MetaEngine implements Closeable {
             committed = true;
             return result;
         } finally {
-            c.end(notes.copy(), committed, began);
+            c.end(notes, committed, began); // end keeps none of the notes' collections
             notes.reset();
             lastUsage = null; // this process changed something: statfs reads again
         }
