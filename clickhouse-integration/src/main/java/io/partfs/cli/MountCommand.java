@@ -81,6 +81,12 @@ final class MountCommand implements Callable<Integer> {
                     "without asking PartFS; a reader then does not see writes made while it keeps the file open."})
     boolean noPassthrough;
 
+    @Option(names = "--readahead", paramLabel = "SIZE", defaultValue = "16M",
+            description = {"How far the kernel reads ahead of a sequential reader (default: ${DEFAULT-VALUE}; 0 keeps the",
+                    "kernel's 128K). The kernel then asks PartFS for several 1 MiB pieces at once; random reads are",
+                    "not affected. Set as root only (read_ahead_kb of the mount in /sys/class/bdi)."})
+    String readahead;
+
     @Option(names = "--attr-cache", paramLabel = "SECONDS",
             description = "Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse, "
                     + "whose path API gives each hard link its own kernel inode, so nlink would drift after ln).")
@@ -212,7 +218,8 @@ final class MountCommand implements Callable<Integer> {
     private FuseOptions fuseOptions() {
         FuseOptions.Builder b = FuseOptions.builder().entryTimeout(entryCache).dirEntryTimeout(dirEntryCache)
                 .negativeTimeout(Math.min(entryCache, dirEntryCache)).allowOther(Ids.uid() == 0)
-                .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough);
+                .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough)
+                .readahead(Sizes.parse(readahead, "readahead"));
         if (fuseDriver != null) {
             b.driver(FuseOptions.Driver.parse(fuseDriver));
         }

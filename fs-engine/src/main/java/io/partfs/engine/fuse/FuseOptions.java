@@ -39,6 +39,9 @@ public final class FuseOptions {
 
     /** The -o options the kernel driver understands. */
     static final List<String> KERNEL_OPTIONS = List.of("ro", "rw", "nonempty");
+    /** The kernel readahead window a mount gets unless told otherwise (see {@link KernelReadahead}). */
+    public static final long DEFAULT_READAHEAD = 16L << 20;
+    private static final long MAX_READAHEAD = 1L << 30;
 
     private final Driver driver;
     private final boolean prefetchParts;
@@ -48,6 +51,7 @@ public final class FuseOptions {
     private final double dirEntryTimeout;
     private final double negativeTimeout;
     private final boolean allowOther;
+    private final long readahead;
     private final List<String> extra;
 
     private FuseOptions(Builder b) {
@@ -59,6 +63,7 @@ public final class FuseOptions {
         this.dirEntryTimeout = b.dirEntryTimeout == null ? b.entryTimeout : b.dirEntryTimeout;
         this.negativeTimeout = b.negativeTimeout;
         this.allowOther = b.allowOther;
+        this.readahead = b.readahead;
         this.extra = List.copyOf(b.extra);
     }
 
@@ -90,6 +95,11 @@ public final class FuseOptions {
 
     public boolean allowOther() {
         return allowOther;
+    }
+
+    /** Bytes the kernel may read ahead of a sequential reader; 0 for the kernel's own 128 KiB. */
+    public long readahead() {
+        return readahead;
     }
 
     /** The options given with {@link Builder#option}, as given. */
@@ -134,6 +144,7 @@ public final class FuseOptions {
         private Double dirEntryTimeout;
         private double negativeTimeout = 1;
         private boolean allowOther = true;
+        private long readahead = DEFAULT_READAHEAD;
         private final List<String> extra = new ArrayList<>();
 
         /** The FUSE driver; default {@link Driver#preferred()}. */
@@ -159,6 +170,9 @@ public final class FuseOptions {
         /** Let other users (ClickHouse's own user) use the mount; needs root or user_allow_other. */
         public Builder allowOther(boolean b) { this.allowOther = b; return this; }
 
+        /** Kernel readahead window in bytes (default {@link #DEFAULT_READAHEAD}; 0: the kernel's own). */
+        public Builder readahead(long bytes) { this.readahead = bytes; return this; }
+
         /** Another libfuse {@code -o} option, passed as given. */
         public Builder option(String o) { this.extra.add(o); return this; }
 
@@ -170,6 +184,9 @@ public final class FuseOptions {
                 if (t < 0 || Double.isNaN(t) || t > 86400) {
                     throw new IllegalArgumentException("cache timeouts must be between 0 and 86400 seconds, not " + t);
                 }
+            }
+            if (readahead < 0 || readahead > MAX_READAHEAD) {
+                throw new IllegalArgumentException("readahead must be between 0 and 1G, not " + readahead + " bytes");
             }
             for (String o : extra) {
                 if (o.contains(",") || o.isBlank()) {

@@ -217,6 +217,7 @@ public final class KernelFuse implements FuseMount {
             unmount();
             throw new java.io.InterruptedIOException("interrupted while mounting " + mp);
         }
+        KernelReadahead.apply(mp, options.readahead()); // after INIT, which would lower it again
         log.info("mounted volume {} at {} (kernel FUSE driver, protocol {}.{})", fs.format().name(), mp, MAJOR, minor);
     }
 
@@ -339,6 +340,12 @@ public final class KernelFuse implements FuseMount {
                     (System.nanoTime() - start) / 1000, in.getInt(32));
         }
         reply(b, unique, error);
+        if (opcode == INIT) {
+            if (error != 0) {
+                initFailure.compareAndSet(null, "INIT failed with errno " + error);
+            }
+            initialized.countDown(); // after the reply: the kernel applies INIT's settings as it reads it
+        }
     }
 
     private void reply(Buffers b, long unique, int error) {
@@ -651,7 +658,6 @@ public final class KernelFuse implements FuseMount {
         if (withPassthrough) {
             passthrough.enable(fd);
         }
-        initialized.countDown();
     }
 
     // ---- replies ----

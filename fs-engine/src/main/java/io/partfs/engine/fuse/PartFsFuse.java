@@ -561,6 +561,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
             java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
         }
         mountedAt = mp;
+        KernelReadahead.apply(mp, options.readahead());
         log.info("mounted volume {} at {}", fs.format().name(), mp);
     }
 

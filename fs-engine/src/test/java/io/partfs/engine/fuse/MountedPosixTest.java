@@ -155,6 +155,14 @@ class MountedPosixTest {
     }
 
     @Test
+    void mountReadsAheadSixteenMebibytesNotTheKernelsDefault() throws IOException {
+        // the kernel's window for FUSE is 128 KiB, and INIT can only lower it: set after INIT, as root
+        Path f = KernelReadahead.sysfsFile(mnt);
+        long want = FuseOptions.DEFAULT_READAHEAD >> 10;
+        assertEquals(String.valueOf(want), Files.readString(f).trim(), f.toString());
+    }
+
+    @Test
     void mountedNoatimeAndReadsLeaveAtimeAlone() throws Exception {
         String options = null;
         for (String line : Files.readAllLines(Path.of("/proc/self/mounts"))) {
