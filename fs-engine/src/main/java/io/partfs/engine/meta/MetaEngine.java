@@ -982,7 +982,8 @@ public final class MetaEngine implements Closeable {
      * exists the slices are handed straight to deletion.
      */
     public Attr commitWrite(long ino, List<ChunkSlice> slices) throws IOException {
-        return mutate(tx -> {
+        java.util.concurrent.atomic.AtomicReference<Map<Long, byte[]>> written = new java.util.concurrent.atomic.AtomicReference<>();
+        Attr committed = mutate(tx -> {
             byte[] raw = tx.get(inodeKey(ino));
             long now = clock.nowNanos();
             if (raw == null) {
@@ -1003,6 +1004,7 @@ public final class MetaEngine implements Closeable {
             for (Map.Entry<Long, byte[]> e : lists.entrySet()) {
                 tx.put(chunkKey(ino, e.getKey()), e.getValue());
             }
+            written.set(lists); // the last run's lists are the ones committed
             tx.add(USED_SPACE, align4k(end) - align4k(a.size()));
             Attr na = a.contentChanged(end, now);
             put(tx, na);
@@ -1011,6 +1013,14 @@ public final class MetaEngine implements Closeable {
             }
             return na;
         });
+        if (committed != null) {
+            // committed together with the new data version: what a read at that version would get,
+            // so reading back what was just written costs no round trip (see ChunkLists)
+            for (Map.Entry<Long, byte[]> e : written.get().entrySet()) {
+                chunkLists.put(ino, e.getKey(), committed.dataVersion(), Slice.decodeList(e.getValue()));
+            }
+        }
+        return committed;
     }
 
     // ---- open files and deletion ----

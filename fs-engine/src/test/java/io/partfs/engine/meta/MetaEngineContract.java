@@ -507,6 +507,25 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void aCommittedWriteIsReadBackWithoutARoundTrip() throws Exception {
+        Attr f = file(ROOT, "f");
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine writer = cachingClient(counting);
+        Slice s1 = new Slice(writer.nextSliceId(), 100, 0, 100, 0);
+        Slice s2 = new Slice(writer.nextSliceId(), 10, 0, 10, 50);
+        writer.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s1)));
+        Attr v2 = writer.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s2), new MetaEngine.ChunkSlice(1, s1)));
+        counting.reset();
+        assertEquals(List.of(s1, s2), writer.readChunk(f.ino(), 0, v2.dataVersion()));
+        assertEquals(List.of(s1), writer.readChunk(f.ino(), 1, v2.dataVersion()));
+        assertEquals(0, counting.reads(), "the slice lists it committed: " + counting.readsByKind());
+
+        Slice s3 = new Slice(meta.nextSliceId(), 5, 0, 5, 0);
+        Attr v3 = meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, s3))); // another client
+        assertEquals(List.of(s1, s2, s3), writer.readChunk(f.ino(), 0, v3.dataVersion()), "another client's write is read");
+    }
+
+    @Test
     void truncateFreesChunksAndLeavesAHole() throws Exception {
         Attr f = file(ROOT, "f");
         Slice a = new Slice(meta.nextSliceId(), 1000, 0, 1000, 0);
