@@ -277,6 +277,14 @@ public final class PartFs implements Closeable {
     }
 
     public int read(long fh, long off, byte[] dst, int dstOff, int len) throws IOException {
+        return read(fh, off, java.nio.ByteBuffer.wrap(dst, dstOff, dst.length - dstOff), len);
+    }
+
+    /**
+     * Reads up to {@code len} bytes at {@code off} into {@code dst} at its position (which moves
+     * past them); into a direct buffer, locally held blocks are read with no copy on the way.
+     */
+    public int read(long fh, long off, java.nio.ByteBuffer dst, int len) throws IOException {
         Handle h = handle(fh);
         if (!h.canRead()) {
             throw new FsException.BadHandle(fh + " is not open for reading");
@@ -289,7 +297,7 @@ public final class PartFs implements Closeable {
         if (a.isDirectory()) {
             throw new FsException.IsDirectory("inode " + h.ino);
         }
-        int n = chunks.read(a, off, dst, dstOff, len);
+        int n = chunks.read(a, off, dst, len);
         if (config.readsUpdateAtime() && meta.atimeStale(a)) {
             meta.touchAtime(h.ino); // checked first, so a stream of reads costs one update at most
         }

@@ -1,6 +1,7 @@
 package io.partfs.engine.data;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -94,32 +95,49 @@ public final class BlockCache {
         return name.replace("%", "/");
     }
 
+    private static final String[] BUCKETS = new String[256];
+
+    static {
+        for (int i = 0; i < 256; i++) {
+            BUCKETS[i] = String.format("%02x", i);
+        }
+    }
+
     private Path file(String key) {
         String flat = flatten(key);
-        String bucket = String.format("%02x", (flat.hashCode() >>> 8) & 0xff);
-        return dir.resolve(bucket).resolve(flat);
+        return dir.resolve(BUCKETS[(flat.hashCode() >>> 8) & 0xff]).resolve(flat);
     }
 
     /** Bytes {@code [off, off+len)} of a cached block, or null when it is not cached. */
     public byte[] read(String key, int off, int len) {
+        byte[] out = new byte[len];
+        return read(key, off, len, ByteBuffer.wrap(out)) ? out : null;
+    }
+
+    /**
+     * Reads bytes {@code [off, off+len)} of a cached block into {@code dst} at its position (which
+     * moves past them); false, with nothing read, when the block is not cached.
+     */
+    public boolean read(String key, int off, int len, ByteBuffer dst) {
         if (capacity <= 0) {
-            return null;
+            return false;
         }
         synchronized (lock) {
             if (index.get(key) == null) {
                 misses++;
-                return null;
+                return false;
             }
             hits++;
         }
         try {
-            return LocalFiles.readRange(file(key), off, len);
+            LocalFiles.readRange(file(key), off, len, dst);
+            return true;
         } catch (IOException e) {
             if (!(e instanceof NoSuchFileException)) {
                 log.warn("dropping unreadable cached block {}: {}", key, e.toString());
             }
             remove(key);
-            return null;
+            return false;
         }
     }
 

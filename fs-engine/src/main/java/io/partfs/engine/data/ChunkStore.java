@@ -10,6 +10,7 @@ import io.partfs.engine.object.ObjectStore;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -286,13 +287,25 @@ public final class ChunkStore implements Closeable {
      * Reads up to {@code len} bytes at {@code off} of {@code file}, as of the size and data
      * version of those attributes; returns the number of bytes read (short only at end of file).
      */
+    private static final byte[] ZEROS = new byte[64 << 10];
+
     public int read(Attr file, long off, byte[] dst, int dstOff, int len) throws IOException {
+        return read(file, off, ByteBuffer.wrap(dst, dstOff, dst.length - dstOff), len);
+    }
+
+    /**
+     * Reads up to {@code len} bytes at {@code off} of {@code file} into {@code dst} at its
+     * position (which moves past them), as {@link #read(Attr, long, byte[], int, int)} does. Into
+     * a direct buffer, blocks held on local disk are read with no copy on the way.
+     */
+    public int read(Attr file, long off, ByteBuffer dst, int len) throws IOException {
         long ino = file.ino();
         long fileSize = file.size();
         if (off >= fileSize || len <= 0) {
             return 0;
         }
         int n = (int) Math.min(len, fileSize - off);
+        int base = dst.position();
         int done = 0;
         while (done < n) {
             long pos = off + done;
@@ -301,19 +314,22 @@ public final class ChunkStore implements Closeable {
             int to = (int) Math.min(CHUNK, from + (long) (n - done));
             List<Slice> slices = meta.readChunk(ino, idx, file.dataVersion());
             for (SliceView.Segment seg : SliceView.resolve(slices, from, to)) {
-                int at = dstOff + done + (seg.pos() - from);
+                dst.position(base + done + (seg.pos() - from));
                 if (seg.isZero()) {
-                    java.util.Arrays.fill(dst, at, at + seg.len(), (byte) 0);
+                    for (int z = 0; z < seg.len(); z += ZEROS.length) {
+                        dst.put(ZEROS, 0, Math.min(ZEROS.length, seg.len() - z));
+                    }
                 } else {
-                    readSlice(seg.slice(), seg.sliceOff(), dst, at, seg.len());
+                    readSlice(seg.slice(), seg.sliceOff(), dst, seg.len());
                 }
             }
             done += to - from;
         }
+        dst.position(base + n);
         return n;
     }
 
-    private void readSlice(Slice s, int sliceOff, byte[] dst, int dstOff, int len) throws IOException {
+    private void readSlice(Slice s, int sliceOff, ByteBuffer dst, int len) throws IOException {
         int done = 0;
         while (done < len) {
             int o = sliceOff + done;
@@ -321,27 +337,21 @@ public final class ChunkStore implements Closeable {
             int inBlock = o % blockSize;
             int blen = blockLength(s.size(), index);
             int n = Math.min(len - done, blen - inBlock);
-            byte[] part = readBlock(blockKey(s.id(), index, blen), blen, inBlock, n);
-            System.arraycopy(part, 0, dst, dstOff + done, n);
+            readBlock(blockKey(s.id(), index, blen), blen, inBlock, n, dst);
             done += n;
         }
     }
 
-    private byte[] readBlock(String key, int blockLen, int off, int len) throws IOException {
-        byte[] cached = cache.read(key, off, len);
-        if (cached != null) {
-            return cached;
-        }
-        byte[] staged = staging == null ? null : staging.read(key, off, len);
-        if (staged != null) {
-            return staged;
+    private void readBlock(String key, int blockLen, int off, int len, ByteBuffer dst) throws IOException {
+        if (cache.read(key, off, len, dst) || (staging != null && staging.read(key, off, len, dst))) {
+            return;
         }
         if (!cache.enabled()) {
             objectGets.incrementAndGet();
-            return checkLength(key, objects.get(key, off, len), len);
+            dst.put(checkLength(key, objects.get(key, off, len), len));
+            return;
         }
-        byte[] block = fetchBlock(key, blockLen);
-        return java.util.Arrays.copyOfRange(block, off, off + len);
+        dst.put(fetchBlock(key, blockLen), off, len);
     }
 
     /** Fetches a whole block into the cache; concurrent callers for one key share one GET. */

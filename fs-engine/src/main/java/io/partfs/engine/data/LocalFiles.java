@@ -21,17 +21,33 @@ final class LocalFiles {
     /** Reads {@code len} bytes at {@code off} of {@code f}; fails if the file is shorter. */
     static byte[] readRange(Path f, int off, int len) throws IOException {
         byte[] out = new byte[len];
+        readRange(f, off, len, ByteBuffer.wrap(out));
+        return out;
+    }
+
+    /**
+     * Reads {@code len} bytes at {@code off} of {@code f} into {@code dst} at its position, which
+     * then moves past them; fails, with the position unmoved, if the file is shorter. A direct
+     * {@code dst} is read into in one piece, with no copy on the way.
+     */
+    static void readRange(Path f, int off, int len, ByteBuffer dst) throws IOException {
+        int start = dst.position();
+        if (dst.remaining() < len) {
+            throw new IllegalArgumentException(len + " bytes do not fit in " + dst.remaining());
+        }
         try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
+            ByteBuffer w = dst.duplicate();
             int done = 0;
             while (done < len) {
-                int n = ch.read(ByteBuffer.wrap(out, done, Math.min(PIECE, len - done)), off + (long) done);
+                w.limit(start + done + (dst.isDirect() ? len - done : Math.min(PIECE, len - done))).position(start + done);
+                int n = ch.read(w, off + (long) done);
                 if (n < 0) {
                     throw new IOException(f + " is shorter than " + (off + (long) len) + " bytes");
                 }
                 done += n;
             }
         }
-        return out;
+        dst.position(start + len);
     }
 
     /** Writes all of {@code data} at the channel's position. */

@@ -4,6 +4,7 @@ import io.partfs.engine.object.ObjectNotFoundException;
 import io.partfs.engine.object.ObjectStore;
 import java.io.Closeable;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -144,16 +145,26 @@ public final class Staging implements Closeable {
 
     /** Bytes {@code [off, off+len)} of a staged block, or null when it is not staged (any more). */
     public byte[] read(String key, int off, int len) {
+        byte[] out = new byte[len];
+        return read(key, off, len, ByteBuffer.wrap(out)) ? out : null;
+    }
+
+    /**
+     * Reads bytes {@code [off, off+len)} of a staged block into {@code dst} at its position (which
+     * moves past them); false, with nothing read, when it is not staged (any more).
+     */
+    public boolean read(String key, int off, int len, ByteBuffer dst) {
         if (!pending.containsKey(key)) {
-            return null;
+            return false;
         }
         try {
-            return LocalFiles.readRange(file(key), off, len);
+            LocalFiles.readRange(file(key), off, len, dst);
+            return true;
         } catch (NoSuchFileException e) {
-            return null; // uploaded and moved into the cache meanwhile: the caller reads it from there
+            return false; // uploaded and moved into the cache meanwhile: the caller reads it from there
         } catch (IOException e) {
             log.error("cannot read staged block {}: {}", key, e.toString());
-            return null;
+            return false;
         }
     }
 

@@ -147,6 +147,46 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void readsIntoADirectBufferMatchTheContentAcrossBlocksHolesAndOverwrites() throws IOException {
+        int block = fs.format().blockSize();
+        byte[] model = new byte[2 * block + 5000];
+        byte[] a = random(block + 300, 31);
+        byte[] b = random(1000, 32);
+        System.arraycopy(a, 0, model, 0, a.length);
+        System.arraycopy(b, 0, model, block - 500, b.length); // over the end of block 0 and into block 1
+        model[model.length - 1] = 9; // a hole before it
+        long fh = create("direct.bin");
+        fs.write(fh, 0, a, 0, a.length);
+        fs.flush(fh);
+        fs.write(fh, block - 500, b, 0, b.length);
+        fs.write(fh, model.length - 1, new byte[] {9}, 0, 1);
+        fs.release(fh);
+        reopen(); // read from the store and cache, not from write buffers
+        long r = fs.open(ino("direct.bin"), PartFs.O_RDONLY);
+        try {
+            java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocateDirect(model.length + 64);
+            for (int chunk : new int[] {4096, 128 << 10, 1 << 20, model.length}) {
+                byte[] got = new byte[model.length];
+                for (int off = 0; off < model.length; ) {
+                    dst.clear().position(16); // where a reply's header ends
+                    int n = fs.read(r, off, dst, chunk);
+                    assertEquals(Math.min(chunk, model.length - off), n);
+                    assertEquals(16 + n, dst.position(), "the position moves past what was read");
+                    dst.flip().position(16);
+                    dst.get(got, off, n);
+                    off += n;
+                }
+                assertArrayEquals(model, got, "read " + chunk + " bytes at a time");
+            }
+            dst.clear();
+            assertEquals(0, fs.read(r, model.length, dst, 10), "nothing at the end");
+            assertEquals(0, dst.position());
+        } finally {
+            fs.release(r);
+        }
+    }
+
+    @Test
     void sparseFilesReadZerosInHoles() throws IOException {
         long fh = create("sparse");
         fs.write(fh, 10 << 20, new byte[] {1, 2, 3}, 0, 3);
