@@ -43,6 +43,12 @@ public final class FsBench implements Callable<Integer> {
     @Option(names = "--objbench", description = "Also run partfs objbench (-p threads) against the same S3 server.")
     boolean objbench;
 
+    @Option(names = "--passes", defaultValue = "2",
+            description = {"partfs bench runs per filesystem on one mount (default: ${DEFAULT-VALUE}). The main table is the",
+                    "last pass: a long-running mount, as in production (the first pass after mounting also times the",
+                    "JVM compiling PartFS's code); the first pass is shown in a table of its own."})
+    int passes;
+
     @Option(names = "--out", defaultValue = "benchmarks/results/fs-bench.md", description = "Default: ${DEFAULT-VALUE}.")
     Path out;
 
@@ -54,7 +60,10 @@ public final class FsBench implements Callable<Integer> {
     public Integer call() throws Exception {
         Path work = Files.createTempDirectory("partfs-fs-bench-");
         Path mnt = Files.createDirectories(work.resolve("mnt"));
-        Map<String, Map<String, String[]>> results = new LinkedHashMap<>();
+        if (passes < 1) {
+            throw new IllegalArgumentException("--passes must be at least 1");
+        }
+        Map<String, List<Map<String, String[]>>> results = new LinkedHashMap<>();
         String objTable = "";
         try (Stack stack = new Stack(work)) {
             stack.proxy.setDelayMillis(latency);
@@ -75,13 +84,18 @@ public final class FsBench implements Callable<Integer> {
                         case "s3fs" -> tool = stack.startS3fs(mnt);
                         default -> throw new IllegalArgumentException("unknown filesystem " + fs);
                     }
-                    String table = Procs.ok(Procs.partfs("bench", dir.toString(), "--big-file-size", bigFileSize,
-                            "--small-file-count", String.valueOf(smallFiles), "-p", String.valueOf(threads)), stack.env);
-                    System.err.println(table);
-                    results.put(fs, parse(table));
+                    List<Map<String, String[]>> runs = new ArrayList<>();
+                    results.put(fs, runs);
+                    for (int pass = 1; pass <= passes; pass++) {
+                        Stack.progress("  pass %d of %d", pass, passes);
+                        String table = Procs.ok(Procs.partfs("bench", dir.toString(), "--big-file-size", bigFileSize,
+                                "--small-file-count", String.valueOf(smallFiles), "-p", String.valueOf(threads)), stack.env);
+                        System.err.println(table);
+                        runs.add(parse(table));
+                    }
                 } catch (Exception e) {
                     Stack.progress("  %s failed: %s", fs, e.getMessage());
-                    results.put(fs, Map.of());
+                    results.putIfAbsent(fs, new ArrayList<>());
                 } finally {
                     if (fs.startsWith("partfs")) {
                         stack.umountPartFs(mnt);
@@ -99,7 +113,12 @@ public final class FsBench implements Callable<Integer> {
             Procs.unmount(mnt);
             TempDirs.deleteRecursively(work);
         }
-        String md = markdown(results) + (objTable.isEmpty() ? "" : "\n```\n" + objTable.trim() + "\n```\n");
+        String md = String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread, S3 latency %.0f ms%n%n",
+                threads, bigFileSize, smallFiles, latency)
+                + (passes > 1 ? "Pass " + passes + " of " + passes + " on each mount:\n\n" : "")
+                + markdown(pass(results, passes - 1)) + "\n" + ratios(pass(results, passes - 1))
+                + (passes > 1 ? "\nFirst pass after mounting:\n\n" + markdown(pass(results, 0)) + "\n" + ratios(pass(results, 0)) : "")
+                + (objTable.isEmpty() ? "" : "\n```\n" + objTable.trim() + "\n```\n");
         System.out.println(md);
         Files.createDirectories(out.toAbsolutePath().getParent());
         Files.writeString(out, md);
@@ -124,15 +143,60 @@ public final class FsBench implements Callable<Integer> {
         return m;
     }
 
+    private static final List<String> ITEMS = List.of("Write big file", "Read big file", "Write small file", "Read small file", "Stat file");
+
+    /** Each filesystem's results of pass {@code index} (none when it failed before that pass). */
+    private static Map<String, Map<String, String[]>> pass(Map<String, List<Map<String, String[]>>> results, int index) {
+        Map<String, Map<String, String[]>> m = new LinkedHashMap<>();
+        results.forEach((fs, runs) -> m.put(fs, index < runs.size() ? runs.get(index) : Map.of()));
+        return m;
+    }
+
+    /** PartFS's columns over rclone's and s3fs's, item by item (every item is a rate: more is better). */
+    static String ratios(Map<String, Map<String, String[]>> results) {
+        List<String> ours = results.keySet().stream().filter(fs -> fs.startsWith("partfs")).toList();
+        List<String> theirs = results.keySet().stream().filter(fs -> fs.equals("rclone") || fs.equals("s3fs")).toList();
+        if (ours.isEmpty() || theirs.isEmpty()) {
+            return "";
+        }
+        StringBuilder b = new StringBuilder("| ratio |");
+        for (String o : ours) {
+            theirs.forEach(t -> b.append(' ').append(o).append(" / ").append(t).append(" |"));
+        }
+        b.append("\n|---|").append("---|".repeat(ours.size() * theirs.size())).append('\n');
+        for (String item : ITEMS) {
+            b.append("| ").append(item).append(" |");
+            for (String o : ours) {
+                for (String t : theirs) {
+                    double a = rate(results.get(o).get(item));
+                    double c = rate(results.get(t).get(item));
+                    b.append(' ').append(a > 0 && c > 0 ? String.format("%.2fx", a / c) : "-").append(" |");
+                }
+            }
+            b.append('\n');
+        }
+        return b.toString();
+    }
+
+    /** The number of a "123.45 MiB/s" or "678.90 files/s" value, 0 when missing. */
+    private static double rate(String[] v) {
+        if (v == null) {
+            return 0;
+        }
+        try {
+            return Double.parseDouble(v[0].split(" ")[0]);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
     private String markdown(Map<String, Map<String, String[]>> results) {
-        StringBuilder b = new StringBuilder(String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread, "
-                + "S3 latency %.0f ms%n%n| item |", threads, bigFileSize, smallFiles, latency));
+        StringBuilder b = new StringBuilder("| item |");
         results.keySet().forEach(fs -> b.append(' ').append(fs).append(" |"));
         b.append("\n|---|");
         results.keySet().forEach(fs -> b.append("---|"));
         b.append('\n');
-        List<String> items = List.of("Write big file", "Read big file", "Write small file", "Read small file", "Stat file");
-        for (String item : items) {
+        for (String item : ITEMS) {
             b.append("| ").append(item).append(" |");
             for (Map<String, String[]> r : results.values()) {
                 String[] v = r.get(item);
