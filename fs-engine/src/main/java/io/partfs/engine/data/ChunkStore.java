@@ -287,8 +287,6 @@ public final class ChunkStore implements Closeable {
      * Reads up to {@code len} bytes at {@code off} of {@code file}, as of the size and data
      * version of those attributes; returns the number of bytes read (short only at end of file).
      */
-    private static final byte[] ZEROS = new byte[64 << 10];
-
     public int read(Attr file, long off, byte[] dst, int dstOff, int len) throws IOException {
         return read(file, off, ByteBuffer.wrap(dst, dstOff, dst.length - dstOff), len);
     }
@@ -328,6 +326,9 @@ public final class ChunkStore implements Closeable {
         dst.position(base + n);
         return n;
     }
+
+    /** What holes are read as, a piece at a time. */
+    private static final byte[] ZEROS = new byte[64 << 10];
 
     private void readSlice(Slice s, int sliceOff, ByteBuffer dst, int len) throws IOException {
         int done = 0;
