@@ -107,6 +107,12 @@ class MountedPosixTest {
                 assertTrue(String.valueOf(busy.getMessage()).contains("Text file busy"), busy.getMessage());
                 IOException rw = assertThrows(IOException.class, () -> new RandomAccessFile(f.toFile(), "rw").close());
                 assertTrue(String.valueOf(rw.getMessage()).contains("Text file busy"), rw.getMessage());
+                // truncate(2) by path, no open: perl calls it directly (perl-base is in every Debian)
+                Process t = new ProcessBuilder("perl", "-e", "truncate($ARGV[0], 0) or die \"$!\\n\"", f.toString())
+                        .redirectErrorStream(true).start();
+                String err = new String(t.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertTrue(t.waitFor(60, TimeUnit.SECONDS));
+                assertTrue(t.exitValue() != 0 && err.contains("Text file busy"), "truncate by path: " + err);
             }
             assertTrue(reader.read(ByteBuffer.allocate(100)) > 0);
         }
