@@ -1,0 +1,163 @@
+package io.partfs.bench;
+
+import io.partfs.cli.ClickHouseServer;
+import io.partfs.engine.testing.TempDirs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * ClickHouse reading a table through each filesystem: one MergeTree table made on local disk,
+ * copied onto PartFS (Redis metadata, S3 behind the latency proxy), and a full scan of its
+ * columns timed with the page cache dropped before each query, for local disk, PartFS with its
+ * block cache holding the data (as after ClickHouse wrote or merged it), and PartFS reading
+ * everything from S3 ({@code --cache-size 0}).
+ */
+@Command(name = "scan-bench", mixinStandardHelpOptions = true,
+        description = "ClickHouse full scans of one table on local disk and on PartFS (block cache warm, and S3 only), page cache dropped.")
+public final class ScanBench implements Callable<Integer> {
+    @Option(names = "--rows", defaultValue = "20000000", description = "Rows in the table (default: ${DEFAULT-VALUE}).")
+    long rows;
+
+    @Option(names = "--runs", defaultValue = "3", description = "Scans per mode; the median is reported (default: ${DEFAULT-VALUE}).")
+    int runs;
+
+    @Option(names = "--latency", defaultValue = "0", description = "S3 request latency in ms (default: ${DEFAULT-VALUE}).")
+    double latency;
+
+    @Option(names = "--modes", split = ",", defaultValue = "local,partfs,partfs-s3",
+            description = "Default: ${DEFAULT-VALUE}. partfs: block cache holds the table; partfs-s3: --cache-size 0.")
+    List<String> modes;
+
+    @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
+    List<String> partfsOptions = new ArrayList<>();
+
+    @Option(names = "--out", defaultValue = "benchmarks/results/scan-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    Path out;
+
+    /** Reads every column: the bytes read are the table's size on disk. */
+    static final String QUERY = "SELECT count(), sum(k), sum(v), sum(length(s)) FROM bench.scan";
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new ScanBench()).execute(args));
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (runs < 1 || rows < 1) {
+            throw new IllegalArgumentException("--runs and --rows must be at least 1");
+        }
+        Path work = Files.createTempDirectory("partfs-scan-bench-");
+        Path local = work.resolve("local");
+        Path mnt = Files.createDirectories(work.resolve("mnt"));
+        Map<String, double[]> results = new LinkedHashMap<>();
+        long bytes;
+        String expected;
+        try (Stack stack = new Stack(work)) {
+            stack.proxy.setDelayMillis(latency);
+            expected = makeTable(work, local);
+            bytes = sizeOf(local.resolve("data/bench/scan"));
+            Stack.progress("table: %d rows, %.1f MiB on disk", rows, bytes / 1048576.0);
+            stack.formatPartFs();
+            stack.mountPartFs(mnt, partfsOptions);
+            long t0 = System.nanoTime();
+            ParallelCopy.copy(local, mnt, 16);
+            stack.umountPartFs(mnt);
+            Stack.progress("copied onto PartFS in %.1f s", (System.nanoTime() - t0) / 1e9);
+            for (String mode : modes) {
+                Path data = mnt;
+                List<String> options = new ArrayList<>(partfsOptions);
+                switch (mode) {
+                    case "local" -> data = local;
+                    case "partfs" -> stack.mountPartFs(mnt, options);
+                    case "partfs-s3" -> {
+                        options.addAll(List.of("--cache-size", "0"));
+                        stack.mountPartFs(mnt, options);
+                    }
+                    default -> throw new IllegalArgumentException("unknown mode " + mode + ": use local, partfs, partfs-s3");
+                }
+                try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-" + mode), data)) {
+                    ch.start();
+                    double[] seconds = new double[runs];
+                    for (int r = 0; r < runs; r++) {
+                        io.partfs.cli.PageCache.drop();
+                        long q0 = System.nanoTime();
+                        String got = ch.query(QUERY).trim();
+                        seconds[r] = (System.nanoTime() - q0) / 1e9;
+                        if (!got.equals(expected)) {
+                            throw new IllegalStateException(mode + " read " + got + ", expected " + expected);
+                        }
+                        Stack.progress("%s scan %d/%d: %.2f s, %.0f MiB/s", mode, r + 1, runs, seconds[r], bytes / 1048576.0 / seconds[r]);
+                    }
+                    ch.stop();
+                    results.put(mode, seconds);
+                } finally {
+                    if (mode.startsWith("partfs")) {
+                        stack.umountPartFs(mnt);
+                    }
+                }
+            }
+        } finally {
+            Procs.unmount(mnt);
+            TempDirs.deleteRecursively(work);
+        }
+        String md = markdown(results, bytes);
+        System.out.println(md);
+        Files.createDirectories(out.toAbsolutePath().getParent());
+        Files.writeString(out, md);
+        return 0;
+    }
+
+    /** Makes bench.scan on local disk as one part; returns the scan's answer. */
+    private String makeTable(Path work, Path local) throws Exception {
+        Stack.progress("creating a %d-row table with ClickHouse on local disk", rows);
+        try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-load"), Files.createDirectories(local))) {
+            ch.start();
+            ch.query("CREATE DATABASE bench");
+            ch.query("CREATE TABLE bench.scan (k UInt64, v Float64, s String) ENGINE = MergeTree ORDER BY k");
+            ch.query("INSERT INTO bench.scan SELECT number, number * 0.5, toString(cityHash64(number)) FROM system.numbers LIMIT " + rows);
+            ch.query("OPTIMIZE TABLE bench.scan FINAL");
+            String answer = ch.query(QUERY).trim();
+            ch.stop();
+            return answer;
+        }
+    }
+
+    private static long sizeOf(Path dir) throws Exception {
+        try (Stream<Path> s = Files.walk(dir)) {
+            return s.filter(Files::isRegularFile).mapToLong(p -> p.toFile().length()).sum();
+        }
+    }
+
+    private String markdown(Map<String, double[]> results, long bytes) {
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
+                "ClickHouse full scan (%s), %d rows, %.1f MiB on disk, S3 latency %.0f ms, page cache dropped before each; median of %d%n%n"
+                        + "| mode | scan (median) | min - max | throughput | vs local |%n|---|---|---|---|---|%n",
+                QUERY, rows, bytes / 1048576.0, latency, runs));
+        double[] base = results.get("local");
+        double localMedian = base == null ? Double.NaN : median(base);
+        results.forEach((mode, s) -> {
+            double m = median(s);
+            b.append(String.format(Locale.ROOT, "| %s | %.2f s | %.2f - %.2f | %.0f MiB/s | %s |%n", mode, m,
+                    Arrays.stream(s).min().orElse(m), Arrays.stream(s).max().orElse(m), bytes / 1048576.0 / m,
+                    Double.isNaN(localMedian) ? "-" : String.format(Locale.ROOT, "%.2fx", m / localMedian)));
+        });
+        return b.toString();
+    }
+
+    private static double median(double[] s) {
+        double[] c = s.clone();
+        Arrays.sort(c);
+        return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
+    }
+}

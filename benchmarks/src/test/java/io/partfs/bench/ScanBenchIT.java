@@ -1,0 +1,39 @@
+package io.partfs.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.testing.TempDirs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * scripts/scan-bench end to end on a small table: every mode's scan returned what ClickHouse
+ * computed on local disk (the benchmark fails otherwise) and the report has a row per mode.
+ * The times are not checked; RESULTS.md has them.
+ */
+class ScanBenchIT {
+    @Test
+    void smallTableIsScannedThroughEveryModeWithTheSameAnswer() throws Exception {
+        Path out = Files.createTempDirectory("partfs-scan-bench-out-");
+        try {
+            Path md = out.resolve("scan.md");
+            Process p = new ProcessBuilder(Procs.ROOT.resolve("scripts/scan-bench").toString(), "--rows", "100000", "--runs", "1",
+                    "--latency", "5", "--out", md.toString())
+                    .redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
+            p.getOutputStream().close();
+            assertTrue(p.waitFor(10, TimeUnit.MINUTES), "the small table finishes");
+            String log = Files.readString(out.resolve("log.txt"));
+            assertEquals(0, p.exitValue(), log);
+            String report = Files.readString(md);
+            for (String mode : new String[] {"local", "partfs", "partfs-s3"}) {
+                assertTrue(report.lines().anyMatch(l -> l.matches("\\| " + mode + " \\| [0-9.]+ s \\|.*")), mode + " in\n" + report);
+            }
+            assertTrue(report.contains("100000 rows"), report);
+        } finally {
+            TempDirs.deleteRecursively(out);
+        }
+    }
+}
