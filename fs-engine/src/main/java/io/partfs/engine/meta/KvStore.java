@@ -64,6 +64,14 @@ public interface KvStore extends java.io.Closeable {
             return out;
         }
 
+        /**
+         * A plain key's value and one field of a hash (null where missing), in one request where
+         * the store allows: a directory's inode and one of its entries, as creating a name needs.
+         */
+        default byte[][] getAndHget(String key, String hash, String field) throws IOException {
+            return new byte[][] {get(key), hget(hash, field)};
+        }
+
         /** Values of several plain keys in one request (null where missing), in the order asked. */
         default java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
             java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());

@@ -221,6 +221,16 @@ public final class MetaEngine implements Closeable {
         public List<byte[]> getAll(List<String> keys) throws IOException {
             return tx.getAll(keys);
         }
+
+        @Override
+        public byte[][] getAndHget(String key, String hash, String field) throws IOException {
+            return tx.getAndHget(key, hash, field);
+        }
+
+        @Override
+        public List<Map<String, byte[]>> hgetAllMany(List<String> hashes) throws IOException {
+            return tx.hgetAllMany(hashes);
+        }
     }
 
     /**
@@ -321,7 +331,15 @@ public final class MetaEngine implements Closeable {
     }
 
     private static Attr dir(KvStore.Reader r, long ino) throws IOException {
-        Attr a = attr(r, ino);
+        return asDir(ino, r.get(inodeKey(ino)));
+    }
+
+    /** The attributes of directory {@code ino} as stored in {@code raw}. */
+    private static Attr asDir(long ino, byte[] raw) throws FsException {
+        if (raw == null) {
+            throw new FsException.NoSuchEntry("inode " + ino);
+        }
+        Attr a = Attr.decode(ino, raw);
         if (!a.isDirectory()) {
             throw new FsException.NotDirectory("inode " + ino);
         }
@@ -544,11 +562,12 @@ public final class MetaEngine implements Closeable {
         checkName(name);
         long ino = inodeIds.next();
         return mutate(tx -> {
-            Attr p = dir(tx, parent);
+            byte[][] read = tx.getAndHget(inodeKey(parent), dirKey(parent), name); // one round trip
+            Attr p = asDir(parent, read[0]);
             if (p.nlink() == 0) {
                 throw new FsException.NoSuchEntry("directory inode " + parent + " was removed");
             }
-            if (tx.hget(dirKey(parent), name) != null) {
+            if (read[1] != null) {
                 throw new FsException.Exists(name);
             }
             long now = clock.nowNanos();
@@ -983,8 +1002,13 @@ public final class MetaEngine implements Closeable {
      */
     public Attr commitWrite(long ino, List<ChunkSlice> slices) throws IOException {
         java.util.concurrent.atomic.AtomicReference<Map<Long, byte[]>> written = new java.util.concurrent.atomic.AtomicReference<>();
+        List<Long> indexes = slices.stream().map(ChunkSlice::index).distinct().toList();
+        List<String> keys = new java.util.ArrayList<>(indexes.size() + 1);
+        keys.add(inodeKey(ino));
+        indexes.forEach(i -> keys.add(chunkKey(ino, i)));
         Attr committed = mutate(tx -> {
-            byte[] raw = tx.get(inodeKey(ino));
+            List<byte[]> stored = tx.getAll(keys); // the inode and every chunk written to: one round trip
+            byte[] raw = stored.get(0);
             long now = clock.nowNanos();
             if (raw == null) {
                 byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
@@ -996,9 +1020,11 @@ public final class MetaEngine implements Closeable {
             Attr a = Attr.decode(ino, raw);
             long end = a.size();
             Map<Long, byte[]> lists = new java.util.HashMap<>();
+            for (int i = 0; i < indexes.size(); i++) {
+                lists.put(indexes.get(i), stored.get(i + 1));
+            }
             for (ChunkSlice cs : slices) {
-                byte[] list = lists.containsKey(cs.index()) ? lists.get(cs.index()) : tx.get(chunkKey(ino, cs.index()));
-                lists.put(cs.index(), Slice.append(list, cs.slice()));
+                lists.put(cs.index(), Slice.append(lists.get(cs.index()), cs.slice()));
                 end = Math.max(end, cs.index() * CHUNK + cs.slice().end());
             }
             for (Map.Entry<Long, byte[]> e : lists.entrySet()) {

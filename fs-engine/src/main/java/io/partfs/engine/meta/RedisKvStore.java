@@ -172,6 +172,19 @@ public final class RedisKvStore implements KvStore {
             }
         }
 
+        /** Both commands go out together (after their WATCHes): one round trip. */
+        @Override
+        public byte[][] getAndHget(String key, String hash, String field) throws IOException {
+            try {
+                io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
+                io.lettuce.core.RedisFuture<byte[]> value = async.get(key(key));
+                io.lettuce.core.RedisFuture<byte[]> entry = async.hget(key(hash), b(field));
+                return watched(new byte[][] {await(value), await(entry)});
+            } catch (RedisException e) {
+                throw wrap("GET and HGET", e);
+            }
+        }
+
         @Override
         public Map<String, byte[]> hgetAll(String hash) throws IOException {
             try {

@@ -65,6 +65,30 @@ final class TxnBuffer implements KvStore.Writer {
     }
 
     @Override
+    public byte[][] getAndHget(String key, String hash, String field) throws java.io.IOException {
+        if (hasKey(key) || hasField(hash, field)) {
+            return new byte[][] {get(key), hget(hash, field)};
+        }
+        return stored.getAndHget(key, hash, field);
+    }
+
+    /** Keys this transaction wrote are answered from it; the rest in one request to the store. */
+    @Override
+    public java.util.List<byte[]> getAll(java.util.List<String> keys) throws java.io.IOException {
+        java.util.List<String> unwritten = keys.stream().filter(k -> !hasKey(k)).distinct().toList();
+        java.util.List<byte[]> fetched = unwritten.isEmpty() ? java.util.List.of() : stored.getAll(unwritten);
+        Map<String, byte[]> byKey = new HashMap<>();
+        for (int i = 0; i < unwritten.size(); i++) {
+            byKey.put(unwritten.get(i), fetched.get(i));
+        }
+        java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());
+        for (String k : keys) {
+            out.add(hasKey(k) ? bufferedGet(k) : byKey.get(k));
+        }
+        return out;
+    }
+
+    @Override
     public Map<String, byte[]> hgetAll(String hash) throws java.io.IOException {
         return mergeHash(hash, clearedHashes.contains(hash) ? Map.of() : stored.hgetAll(hash));
     }

@@ -507,6 +507,25 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void creatingANameAndCommittingAWriteReadTheStoreInOneRequestEach() throws Exception {
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine client = cachingClient(counting);
+        counting.reset();
+        Attr f = client.mknod(ROOT, "f", FileType.FILE, 0644, 1000, 1000, 0, null);
+        assertEquals(java.util.Map.of("getAndHget", 1L), counting.transactionReads(), "the directory and the name together");
+        assertThrows(FsException.Exists.class, () -> client.mknod(ROOT, "f", FileType.FILE, 0644, 1000, 1000, 0, null));
+        counting.reset();
+        Slice a = new Slice(client.nextSliceId(), 100, 0, 100, 0);
+        Slice b = new Slice(client.nextSliceId(), 100, 0, 100, 0);
+        Slice c = new Slice(client.nextSliceId(), 10, 0, 10, 5);
+        client.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, a), new MetaEngine.ChunkSlice(2, b), new MetaEngine.ChunkSlice(0, c)));
+        assertEquals(java.util.Map.of("getAll", 1L), counting.transactionReads(), "the inode and both chunks together");
+        assertEquals(List.of(a, c), meta.readChunk(f.ino(), 0));
+        assertEquals(List.of(b), meta.readChunk(f.ino(), 2));
+        assertEquals(2 * VolumeFormat.CHUNK_SIZE + 100, meta.getattr(f.ino()).size());
+    }
+
+    @Test
     void aCommittedWriteIsReadBackWithoutARoundTrip() throws Exception {
         Attr f = file(ROOT, "f");
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());

@@ -49,16 +49,120 @@ public final class CountingKvStore implements KvStore {
 
     public void reset() {
         byKind.clear();
+        txnReads.clear();
         reads.set(0);
         transactions.set(0);
+    }
+
+    private final Map<String, AtomicLong> txnReads = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Reads made inside transactions, by operation (get, hget, getAndHget, getAll, ...), each a
+     * request to the store; a retried transaction's reads count again.
+     */
+    public Map<String, Long> transactionReads() {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        txnReads.forEach((k, v) -> out.put(k, v.get()));
+        return out;
     }
 
     @Override
     public <T> T update(Txn<T> body) throws IOException {
         transactions.incrementAndGet();
-        T result = real.update(body);
+        T result = real.update(tx -> body.run(new CountingWriter(tx)));
         afterCommit.run();
         return result;
+    }
+
+    /** A transaction whose reads are counted in {@link #transactionReads()}. */
+    private final class CountingWriter implements Writer {
+        private final Writer tx;
+
+        CountingWriter(Writer tx) {
+            this.tx = tx;
+        }
+
+        private void count(String op) {
+            txnReads.computeIfAbsent(op, k -> new AtomicLong()).incrementAndGet();
+        }
+
+        @Override
+        public byte[] get(String key) throws IOException {
+            count("get");
+            return tx.get(key);
+        }
+
+        @Override
+        public long counter(String key) throws IOException {
+            count("counter");
+            return tx.counter(key);
+        }
+
+        @Override
+        public byte[] hget(String hash, String field) throws IOException {
+            count("hget");
+            return tx.hget(hash, field);
+        }
+
+        @Override
+        public byte[][] getAndHget(String key, String hash, String field) throws IOException {
+            count("getAndHget");
+            return tx.getAndHget(key, hash, field);
+        }
+
+        @Override
+        public Map<String, byte[]> hgetAll(String hash) throws IOException {
+            count("hgetAll");
+            return tx.hgetAll(hash);
+        }
+
+        @Override
+        public long hlen(String hash) throws IOException {
+            count("hlen");
+            return tx.hlen(hash);
+        }
+
+        @Override
+        public List<Map<String, byte[]>> hgetAllMany(List<String> hashes) throws IOException {
+            count("hgetAllMany");
+            return tx.hgetAllMany(hashes);
+        }
+
+        @Override
+        public List<byte[]> getAll(List<String> keys) throws IOException {
+            count("getAll");
+            return tx.getAll(keys);
+        }
+
+        @Override
+        public void put(String key, byte[] value) {
+            tx.put(key, value);
+        }
+
+        @Override
+        public void delete(String key) {
+            tx.delete(key);
+        }
+
+        @Override
+        public void hset(String hash, String field, byte[] value) {
+            tx.hset(hash, field, value);
+        }
+
+        @Override
+        public void hdel(String hash, String field) {
+            tx.hdel(hash, field);
+        }
+
+        @Override
+        public void hdelAll(String hash) {
+            tx.hdelAll(hash);
+        }
+
+        @Override
+        public void add(String counter, long delta) {
+            tx.add(counter, delta);
+        }
     }
 
     @Override
