@@ -117,7 +117,14 @@ public final class MetaEngine implements Closeable {
     }
 
     /** A transaction that also notes every directory entry it sets or removes, for {@link MetaCache}. */
-    private record EntryRecorder(KvStore.Writer tx, MetaCache.TxnNotes notes) implements KvStore.Writer {
+    private static final class EntryRecorder extends ForwardingWriter {
+        private final MetaCache.TxnNotes notes;
+
+        EntryRecorder(KvStore.Writer tx, MetaCache.TxnNotes notes) {
+            super(tx);
+            this.notes = notes;
+        }
+
         /** The directory inode of a {@link #dirKey} ("d" and digits; not "delfiles"), else -1. */
         private static long dirOf(String hash) {
             return inodeOf(hash, 'd');
@@ -175,61 +182,6 @@ public final class MetaEngine implements Closeable {
             if (ino >= 0) {
                 notes.xattrs().add(ino);
             }
-        }
-
-        @Override
-        public void put(String key, byte[] value) {
-            tx.put(key, value);
-        }
-
-        @Override
-        public void delete(String key) {
-            tx.delete(key);
-        }
-
-        @Override
-        public void add(String counter, long delta) {
-            tx.add(counter, delta);
-        }
-
-        @Override
-        public byte[] get(String key) throws IOException {
-            return tx.get(key);
-        }
-
-        @Override
-        public long counter(String key) throws IOException {
-            return tx.counter(key);
-        }
-
-        @Override
-        public byte[] hget(String hash, String field) throws IOException {
-            return tx.hget(hash, field);
-        }
-
-        @Override
-        public Map<String, byte[]> hgetAll(String hash) throws IOException {
-            return tx.hgetAll(hash);
-        }
-
-        @Override
-        public long hlen(String hash) throws IOException {
-            return tx.hlen(hash);
-        }
-
-        @Override
-        public List<byte[]> getAll(List<String> keys) throws IOException {
-            return tx.getAll(keys);
-        }
-
-        @Override
-        public byte[][] getAndHget(String key, String hash, String field) throws IOException {
-            return tx.getAndHget(key, hash, field);
-        }
-
-        @Override
-        public List<Map<String, byte[]>> hgetAllMany(List<String> hashes) throws IOException {
-            return tx.hgetAllMany(hashes);
         }
     }
 

@@ -75,11 +75,9 @@ public final class CountingKvStore implements KvStore {
     }
 
     /** A transaction whose reads are counted in {@link #transactionReads()}. */
-    private final class CountingWriter implements Writer {
-        private final Writer tx;
-
+    private final class CountingWriter extends io.partfs.engine.meta.ForwardingWriter {
         CountingWriter(Writer tx) {
-            this.tx = tx;
+            super(tx);
         }
 
         private void count(String op) {
@@ -132,36 +130,6 @@ public final class CountingKvStore implements KvStore {
         public List<byte[]> getAll(List<String> keys) throws IOException {
             count("getAll");
             return tx.getAll(keys);
-        }
-
-        @Override
-        public void put(String key, byte[] value) {
-            tx.put(key, value);
-        }
-
-        @Override
-        public void delete(String key) {
-            tx.delete(key);
-        }
-
-        @Override
-        public void hset(String hash, String field, byte[] value) {
-            tx.hset(hash, field, value);
-        }
-
-        @Override
-        public void hdel(String hash, String field) {
-            tx.hdel(hash, field);
-        }
-
-        @Override
-        public void hdelAll(String hash) {
-            tx.hdelAll(hash);
-        }
-
-        @Override
-        public void add(String counter, long delta) {
-            tx.add(counter, delta);
         }
     }
 
