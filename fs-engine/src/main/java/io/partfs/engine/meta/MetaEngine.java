@@ -566,11 +566,12 @@ public final class MetaEngine implements Closeable {
         return mutate(tx -> {
             // Checks in the order Linux makes them: the new name first, then the source.
             Attr a = attr(tx, ino);
-            Attr p = dir(tx, newParent);
+            byte[][] read = tx.getAndHget(inodeKey(newParent), dirKey(newParent), newName);
+            Attr p = asDir(newParent, read[0]);
             if (p.nlink() == 0) {
                 throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
             }
-            if (tx.hget(dirKey(newParent), newName) != null) {
+            if (read[1] != null) {
                 throw new FsException.Exists(newName);
             }
             if (a.isDirectory()) {
@@ -594,8 +595,9 @@ public final class MetaEngine implements Closeable {
     /** Removes a non-directory name; returns the inode's attributes after the change. */
     public Attr unlink(long parent, String name) throws IOException {
         Attr result = mutate(tx -> {
-            Attr p = dir(tx, parent);
-            byte[] e = tx.hget(dirKey(parent), name);
+            byte[][] read = tx.getAndHget(inodeKey(parent), dirKey(parent), name);
+            Attr p = asDir(parent, read[0]);
+            byte[] e = read[1];
             if (e == null) {
                 throw new FsException.NoSuchEntry(name);
             }
@@ -616,8 +618,9 @@ public final class MetaEngine implements Closeable {
     /** Removes an empty directory. */
     public void rmdir(long parent, String name) throws IOException {
         mutate(tx -> {
-            Attr p = dir(tx, parent);
-            byte[] e = tx.hget(dirKey(parent), name);
+            byte[][] read = tx.getAndHget(inodeKey(parent), dirKey(parent), name);
+            Attr p = asDir(parent, read[0]);
+            byte[] e = read[1];
             if (e == null) {
                 throw new FsException.NoSuchEntry(name);
             }

@@ -520,6 +520,12 @@ abstract class MetaEngineContract {
         Slice c = new Slice(client.nextSliceId(), 10, 0, 10, 5);
         client.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, a), new MetaEngine.ChunkSlice(2, b), new MetaEngine.ChunkSlice(0, c)));
         assertEquals(java.util.Map.of("getAll", 1L), counting.transactionReads(), "the inode and both chunks together");
+        counting.reset();
+        client.link(f.ino(), ROOT, "g");
+        client.unlink(ROOT, "f");
+        assertEquals(java.util.Map.of("get", 2L, "getAndHget", 2L), counting.transactionReads(),
+                "link: the inode, then the directory and the new name; unlink: the directory and the name, then the inode");
+        f = client.lookup(ROOT, "g");
         assertEquals(List.of(a, c), meta.readChunk(f.ino(), 0));
         assertEquals(List.of(b), meta.readChunk(f.ino(), 2));
         assertEquals(2 * VolumeFormat.CHUNK_SIZE + 100, meta.getattr(f.ino()).size());
