@@ -186,7 +186,7 @@ public final class FuseOptions {
                 }
             }
             if (readahead < 0 || readahead > MAX_READAHEAD) {
-                throw new IllegalArgumentException("readahead must be between 0 and 1G, not " + readahead + " bytes");
+                throw new IllegalArgumentException("--readahead must be between 0 and 1G (e.g. 16M), not " + readahead + " bytes");
             }
             for (String o : extra) {
                 if (o.contains(",") || o.isBlank()) {

@@ -286,6 +286,16 @@ public final class MetaEngine implements Closeable {
         return asDir(ino, r.get(inodeKey(ino)));
     }
 
+    /** A directory's attributes and its entry for one name (null when there is none). */
+    private record DirAndEntry(Attr dir, byte[] entry) {
+    }
+
+    /** Directory {@code parent} and its entry {@code name}, read in one request where the store allows. */
+    private static DirAndEntry dirAndEntry(KvStore.Reader r, long parent, String name) throws IOException {
+        byte[][] read = r.getAndHget(inodeKey(parent), dirKey(parent), name);
+        return new DirAndEntry(asDir(parent, read[0]), read[1]);
+    }
+
     /** The attributes of directory {@code ino} as stored in {@code raw}. */
     private static Attr asDir(long ino, byte[] raw) throws FsException {
         if (raw == null) {
@@ -514,12 +524,12 @@ public final class MetaEngine implements Closeable {
         checkName(name);
         long ino = inodeIds.next();
         return mutate(tx -> {
-            byte[][] read = tx.getAndHget(inodeKey(parent), dirKey(parent), name); // one round trip
-            Attr p = asDir(parent, read[0]);
+            DirAndEntry d = dirAndEntry(tx, parent, name);
+            Attr p = d.dir();
             if (p.nlink() == 0) {
                 throw new FsException.NoSuchEntry("directory inode " + parent + " was removed");
             }
-            if (read[1] != null) {
+            if (d.entry() != null) {
                 throw new FsException.Exists(name);
             }
             long now = clock.nowNanos();
@@ -566,12 +576,12 @@ public final class MetaEngine implements Closeable {
         return mutate(tx -> {
             // Checks in the order Linux makes them: the new name first, then the source.
             Attr a = attr(tx, ino);
-            byte[][] read = tx.getAndHget(inodeKey(newParent), dirKey(newParent), newName);
-            Attr p = asDir(newParent, read[0]);
+            DirAndEntry d = dirAndEntry(tx, newParent, newName);
+            Attr p = d.dir();
             if (p.nlink() == 0) {
                 throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
             }
-            if (read[1] != null) {
+            if (d.entry() != null) {
                 throw new FsException.Exists(newName);
             }
             if (a.isDirectory()) {
@@ -595,9 +605,9 @@ public final class MetaEngine implements Closeable {
     /** Removes a non-directory name; returns the inode's attributes after the change. */
     public Attr unlink(long parent, String name) throws IOException {
         Attr result = mutate(tx -> {
-            byte[][] read = tx.getAndHget(inodeKey(parent), dirKey(parent), name);
-            Attr p = asDir(parent, read[0]);
-            byte[] e = read[1];
+            DirAndEntry d = dirAndEntry(tx, parent, name);
+            Attr p = d.dir();
+            byte[] e = d.entry();
             if (e == null) {
                 throw new FsException.NoSuchEntry(name);
             }
@@ -618,9 +628,9 @@ public final class MetaEngine implements Closeable {
     /** Removes an empty directory. */
     public void rmdir(long parent, String name) throws IOException {
         mutate(tx -> {
-            byte[][] read = tx.getAndHget(inodeKey(parent), dirKey(parent), name);
-            Attr p = asDir(parent, read[0]);
-            byte[] e = read[1];
+            DirAndEntry d = dirAndEntry(tx, parent, name);
+            Attr p = d.dir();
+            byte[] e = d.entry();
             if (e == null) {
                 throw new FsException.NoSuchEntry(name);
             }
