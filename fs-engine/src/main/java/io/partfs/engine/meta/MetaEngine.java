@@ -275,11 +275,15 @@ public final class MetaEngine implements Closeable {
     }
 
     private static Attr attr(KvStore.Reader r, long ino) throws IOException {
-        byte[] b = r.get(inodeKey(ino));
-        if (b == null) {
+        return decodeInode(ino, r.get(inodeKey(ino)));
+    }
+
+    /** The attributes of inode {@code ino} as stored in {@code raw}; NoSuchEntry when it is gone. */
+    private static Attr decodeInode(long ino, byte[] raw) throws FsException {
+        if (raw == null) {
             throw new FsException.NoSuchEntry("inode " + ino);
         }
-        return Attr.decode(ino, b);
+        return Attr.decode(ino, raw);
     }
 
     private static Attr dir(KvStore.Reader r, long ino) throws IOException {
@@ -298,10 +302,7 @@ public final class MetaEngine implements Closeable {
 
     /** The attributes of directory {@code ino} as stored in {@code raw}. */
     private static Attr asDir(long ino, byte[] raw) throws FsException {
-        if (raw == null) {
-            throw new FsException.NoSuchEntry("inode " + ino);
-        }
-        Attr a = Attr.decode(ino, raw);
+        Attr a = decodeInode(ino, raw);
         if (!a.isDirectory()) {
             throw new FsException.NotDirectory("inode " + ino);
         }
@@ -702,15 +703,29 @@ public final class MetaEngine implements Closeable {
             throw new FsException.InvalidArgument("rename flags " + flags);
         }
         Attr replaced = mutate(tx -> {
-            Attr sp = dir(tx, srcParent);
-            Attr dp = srcParent == dstParent ? sp : dir(tx, dstParent);
-            byte[] se = tx.hget(dirKey(srcParent), srcName);
+            // each directory with its entry, then both inodes: three requests (two in one directory)
+            DirAndEntry s = dirAndEntry(tx, srcParent, srcName);
+            Attr sp = s.dir();
+            Attr dp;
+            byte[] de;
+            if (srcParent == dstParent) {
+                dp = sp;
+                de = srcName.equals(dstName) ? s.entry() : tx.hget(dirKey(dstParent), dstName);
+            } else {
+                DirAndEntry d = dirAndEntry(tx, dstParent, dstName);
+                dp = d.dir();
+                de = d.entry();
+            }
+            byte[] se = s.entry();
             if (se == null) {
                 throw new FsException.NoSuchEntry(srcName);
             }
-            Attr src = attr(tx, decodeEntry(srcName, se).ino());
-            byte[] de = tx.hget(dirKey(dstParent), dstName);
-            Attr dst = de == null ? null : attr(tx, decodeEntry(dstName, de).ino());
+            long srcIno = decodeEntry(srcName, se).ino();
+            List<String> inodes = de == null ? List.of(inodeKey(srcIno))
+                    : List.of(inodeKey(srcIno), inodeKey(decodeEntry(dstName, de).ino()));
+            List<byte[]> raw = tx.getAll(inodes);
+            Attr src = decodeInode(srcIno, raw.get(0));
+            Attr dst = de == null ? null : decodeInode(decodeEntry(dstName, de).ino(), raw.get(1));
             // Checks in the order Linux's renameat2 makes them, so errno values match.
             boolean exchange = (flags & RENAME_EXCHANGE) != 0;
             if ((flags & RENAME_NOREPLACE) != 0 && dst != null) {

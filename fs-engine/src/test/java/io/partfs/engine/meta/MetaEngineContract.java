@@ -525,7 +525,19 @@ abstract class MetaEngineContract {
         client.unlink(ROOT, "f");
         assertEquals(java.util.Map.of("get", 2L, "getAndHget", 2L), counting.transactionReads(),
                 "link: the inode, then the directory and the new name; unlink: the directory and the name, then the inode");
-        f = client.lookup(ROOT, "g");
+        Attr d1 = client.mknod(ROOT, "d1", FileType.DIRECTORY, 0755, 1000, 1000, 0, null);
+        client.mknod(ROOT, "old", FileType.FILE, 0644, 1000, 1000, 0, null);
+        counting.reset();
+        client.rename(ROOT, "g", d1.ino(), "g", 0);
+        assertEquals(java.util.Map.of("getAndHget", 2L, "getAll", 1L), counting.transactionReads(),
+                "rename across directories: each directory with its entry, then the inode");
+        counting.reset();
+        client.rename(ROOT, "old", ROOT, "old2", 0);
+        client.rename(d1.ino(), "g", ROOT, "old2", 0); // replaces a file
+        assertEquals(java.util.Map.of("getAndHget", 3L, "hget", 1L, "getAll", 2L), counting.transactionReads(),
+                "within one directory the second name is one HGET; a replaced inode comes with the moved one");
+        f = client.lookup(ROOT, "old2");
+        assertThrows(FsException.NoSuchEntry.class, () -> client.lookup(ROOT, "old"));
         assertEquals(List.of(a, c), meta.readChunk(f.ino(), 0));
         assertEquals(List.of(b), meta.readChunk(f.ino(), 2));
         assertEquals(2 * VolumeFormat.CHUNK_SIZE + 100, meta.getattr(f.ino()).size());
