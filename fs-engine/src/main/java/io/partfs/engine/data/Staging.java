@@ -143,12 +143,6 @@ public final class Staging implements Closeable {
         }
     }
 
-    /** Bytes {@code [off, off+len)} of a staged block, or null when it is not staged (any more). */
-    public byte[] read(String key, int off, int len) {
-        byte[] out = new byte[len];
-        return read(key, off, len, ByteBuffer.wrap(out)) ? out : null;
-    }
-
     /**
      * Reads bytes {@code [off, off+len)} of a staged block into {@code dst} at its position (which
      * moves past them); false, with nothing read, when it is not staged (any more).

@@ -721,11 +721,10 @@ public final class MetaEngine implements Closeable {
                 throw new FsException.NoSuchEntry(srcName);
             }
             long srcIno = decodeEntry(srcName, se).ino();
-            List<String> inodes = de == null ? List.of(inodeKey(srcIno))
-                    : List.of(inodeKey(srcIno), inodeKey(decodeEntry(dstName, de).ino()));
-            List<byte[]> raw = tx.getAll(inodes);
+            long dstIno = de == null ? -1 : decodeEntry(dstName, de).ino();
+            List<byte[]> raw = tx.getAll(de == null ? List.of(inodeKey(srcIno)) : List.of(inodeKey(srcIno), inodeKey(dstIno)));
             Attr src = decodeInode(srcIno, raw.get(0));
-            Attr dst = de == null ? null : decodeInode(decodeEntry(dstName, de).ino(), raw.get(1));
+            Attr dst = de == null ? null : decodeInode(dstIno, raw.get(1));
             // Checks in the order Linux's renameat2 makes them, so errno values match.
             boolean exchange = (flags & RENAME_EXCHANGE) != 0;
             if ((flags & RENAME_NOREPLACE) != 0 && dst != null) {
