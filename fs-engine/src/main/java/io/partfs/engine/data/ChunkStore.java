@@ -59,6 +59,8 @@ public final class ChunkStore implements Closeable {
     private final Staging staging;
     /** Whether writes are staged on local disk (fsync returns then) instead of uploaded first. */
     private final boolean writeBack;
+    /** Block-sized write buffers for reuse: a file's worth of blocks ({@code writeBufferPerFile}), 16 at most. */
+    private final BlockBuffers buffers;
     private final AtomicLong objectGets = new AtomicLong();
     private final AtomicLong objectPuts = new AtomicLong();
 
@@ -91,7 +93,9 @@ public final class ChunkStore implements Closeable {
         this.blockSize = format.blockSize();
         this.writeBufferPerFile = writeBufferPerFile;
         this.io = Executors.newFixedThreadPool(ioThreads, daemon("partfs-io"));
+        this.buffers = new BlockBuffers(blockSize, (int) Math.max(1, Math.min(16, writeBufferPerFile / blockSize)));
         retrier.scheduleWithFixedDelay(this::retryFailedQuietly, RETRY_SECONDS, RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+        retrier.scheduleWithFixedDelay(buffers::trim, RETRY_SECONDS, RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     /** How often writes whose flush failed are tried again. */
@@ -138,6 +142,21 @@ public final class ChunkStore implements Closeable {
 
     int blockSize() {
         return blockSize;
+    }
+
+    /** A block-sized write buffer, with undefined contents. */
+    byte[] takeBuffer() {
+        return buffers.take();
+    }
+
+    /** Gives back a buffer of {@link #takeBuffer} (or any array) that nothing reads or writes any more. */
+    void giveBuffer(byte[] b) {
+        buffers.give(b);
+    }
+
+    /** Block-sized write buffers kept for reuse; all are dropped once no write took one for 15 to 30 s. */
+    public int keptWriteBuffers() {
+        return buffers.kept();
     }
 
     /** The object key of block {@code index} (of {@code size} bytes) of slice {@code id}. */
@@ -252,8 +271,21 @@ public final class ChunkStore implements Closeable {
         return w == null ? -1 : w.end();
     }
 
-    /** Uploads one block in the background; in write-back mode stages it on local disk instead. */
-    CompletableFuture<Void> upload(String key, byte[] data) {
+    /**
+     * Uploads one block in the background; in write-back mode stages it on local disk instead.
+     * A flush's own blocks ({@code byFlush}) are staged by the flushing thread, which would only
+     * wait for them: handing a small file's one block to the pool and back cost ~0.15 ms of the
+     * ~2.4 ms a create, write, fsync and close took.
+     */
+    CompletableFuture<Void> upload(String key, byte[] data, boolean byFlush) {
+        if (writeBack && byFlush) {
+            try {
+                staging.stage(key, data);
+                return CompletableFuture.completedFuture(null);
+            } catch (IOException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
         return CompletableFuture.runAsync(() -> {
             try {
                 if (writeBack) {

@@ -111,6 +111,11 @@ final class FileWriter {
             commit.add(new MetaEngine.ChunkSlice(s.chunk, new Slice(s.id, s.length, 0, s.length, s.pos)));
         }
         meta.commitWrite(ino, commit);
+        for (PendingSlice s : slices) {
+            for (Upload u : s.uploads) {
+                store.giveBuffer(u.data); // stored and committed: nothing reads it any more
+            }
+        }
         slices.clear();
         store.buffered(-pendingBytes);
         pendingBytes = 0;
@@ -188,10 +193,11 @@ final class FileWriter {
         /** A flush gave up on this block; the next one starts it again. */
         boolean failedBefore;
 
-        Upload(String key, byte[] data) {
+        /** {@code byFlush}: started by a flush, which waits for it (see {@link ChunkStore#upload}). */
+        Upload(String key, byte[] data, boolean byFlush) {
             this.key = key;
             this.data = data;
-            this.future = store.upload(key, data);
+            this.future = store.upload(key, data, byFlush);
         }
 
         /** Waits for this attempt: null when the block is stored, else why not. */
@@ -210,7 +216,7 @@ final class FileWriter {
 
         void retry() {
             failedBefore = false;
-            future = store.upload(key, data);
+            future = store.upload(key, data, true); // tried again by a flush
         }
     }
 
@@ -241,17 +247,22 @@ final class FileWriter {
                 if (currentLen + k > current.length) {
                     // small files grow their buffer as they go; a slice that already filled a
                     // block, or a write of a quarter block, is big: its buffer is a whole block
-                    // at once, not three growing copies of it
+                    // at once, not three growing copies of it, and a reused one (BlockBuffers)
                     boolean big = !uploads.isEmpty() || k >= bs / 4;
-                    int size = big ? bs : (int) Math.min(bs, Math.max(currentLen + k, 2L * current.length));
-                    current = Arrays.copyOf(current, size);
+                    if (big) {
+                        byte[] block = store.takeBuffer();
+                        System.arraycopy(current, 0, block, 0, currentLen);
+                        current = block;
+                    } else {
+                        current = Arrays.copyOf(current, (int) Math.min(bs, Math.max(currentLen + k, 2L * current.length)));
+                    }
                 }
                 System.arraycopy(src, off + done, current, currentLen, k);
                 currentLen += k;
                 done += k;
                 length += k;
                 if (currentLen == bs) {
-                    uploads.add(new Upload(store.blockKey(id, uploads.size(), bs), current));
+                    uploads.add(new Upload(store.blockKey(id, uploads.size(), bs), current, false));
                     current = new byte[0];
                     currentLen = 0;
                 }
@@ -262,7 +273,10 @@ final class FileWriter {
         void finish() {
             if (!finished && currentLen > 0) {
                 byte[] last = currentLen == current.length ? current : Arrays.copyOf(current, currentLen);
-                uploads.add(new Upload(store.blockKey(id, uploads.size(), currentLen), last));
+                if (last != current) {
+                    store.giveBuffer(current);
+                }
+                uploads.add(new Upload(store.blockKey(id, uploads.size(), currentLen), last, true));
                 current = new byte[0];
                 currentLen = 0;
             }

@@ -122,6 +122,27 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void writeBuffersAreReusedAcrossFilesWithoutMixingTheirBytes() throws IOException {
+        int block = 1 << 20;
+        byte[][] data = new byte[4][];
+        for (int i = 0; i < data.length; i++) {
+            // a whole number of blocks and a partial one, shorter each time: a reused buffer
+            // holds the longer file's bytes past the end of this one's
+            data[i] = random(3 * block - 100_000 * i - 7, 100 + i);
+            long fh = create("f" + i);
+            for (int off = 0; off < data[i].length; off += 128 << 10) {
+                fs.write(fh, off, data[i], off, Math.min(128 << 10, data[i].length - off));
+            }
+            fs.release(fh);
+            assertTrue(fs.chunks().keptWriteBuffers() > 0, "the committed blocks' buffers are kept for the next write");
+        }
+        reopen();
+        for (int i = 0; i < data.length; i++) {
+            assertArrayEquals(data[i], readAll(ino("f" + i)), "file " + i);
+        }
+    }
+
+    @Test
     void randomOverwritesMatchAModel() throws IOException {
         Random rnd = new Random(7);
         byte[] model = new byte[0];
