@@ -61,6 +61,12 @@ public final class StartupBench implements Callable<Integer> {
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use (e.g. --partfs-option=--attr-cache=1).")
     List<String> partfsOptions = new ArrayList<>();
 
+    @Option(names = "--sidecar-jvm", paramLabel = "NAME=OPTIONS",
+            description = {"Also runs partfs-cache with the sidecar's JVM options replaced (PARTFS_JAVA_OPTS), as mode",
+                    "partfs-cache:NAME, side by side with the others; one per use, e.g.",
+                    "--sidecar-jvm='c2=-Xmx512m -XX:+UseG1GC' (JIT choices cost startup CPU: benchmarks/RESULTS.md)."})
+    Map<String, String> sidecarJvms = new java.util.LinkedHashMap<>();
+
     @Option(names = "--work", description = "Scratch directory (default: a new temp directory, deleted at the end).")
     Path work;
 
@@ -108,6 +114,11 @@ public final class StartupBench implements Callable<Integer> {
             }
         }
         modes = modes.stream().filter(m -> skipped.stream().noneMatch(s -> s.startsWith(m + " "))).toList();
+        if (!sidecarJvms.isEmpty()) {
+            List<String> all = new ArrayList<>(modes);
+            sidecarJvms.keySet().forEach(name -> all.add("partfs-cache:" + name));
+            modes = all;
+        }
         boolean ownWork = work == null;
         work = ownWork ? Files.createTempDirectory("partfs-startup-bench-") : Files.createDirectories(work);
         local = work.resolve("local");
@@ -238,6 +249,16 @@ public final class StartupBench implements Callable<Integer> {
         return stack.mountPartFs(mnt, mountOptions(cache));
     }
 
+    /** A cache-on mount whose sidecar JVM runs with {@code javaOptions} instead of scripts/partfs's. */
+    private long mountPartFsWithJvm(String javaOptions) throws Exception {
+        stack.env.put("PARTFS_JAVA_OPTS", javaOptions);
+        try {
+            return mountPartFs(true);
+        } finally {
+            stack.env.remove("PARTFS_JAVA_OPTS");
+        }
+    }
+
     private void umountPartFs() throws Exception {
         stack.umountPartFs(mnt);
     }
@@ -306,7 +327,12 @@ public final class StartupBench implements Callable<Integer> {
                 }
                 case "rclone" -> tool = stack.startRclone(mnt);
                 case "s3fs" -> tool = stack.startS3fs(mnt);
-                default -> throw new IllegalArgumentException("unknown mode " + mode);
+                default -> {
+                    if (!mode.startsWith("partfs-cache:")) {
+                        throw new IllegalArgumentException("unknown mode " + mode);
+                    }
+                    pid = mountPartFsWithJvm(sidecarJvms.get(mode.substring("partfs-cache:".length())));
+                }
             }
             pageCacheDropped &= io.partfs.cli.PageCache.drop();
             Path conf = work.resolve("conf-" + mode);
