@@ -39,6 +39,11 @@ final class VolumeOptions {
             interactive = false, description = "S3 secret key (better: $PARTFS_SECRET_KEY, so it stays out of the process list).")
     String secretKey;
 
+    @Option(names = "--ca-bundle", paramLabel = "FILE", defaultValue = "${env:AWS_CA_BUNDLE}",
+            description = {"PEM file of CA certificates to trust, besides the JVM's, for an https S3 endpoint whose",
+                    "certificate a private CA signed (or $AWS_CA_BUNDLE; ignored for http endpoints)."})
+    Path caBundle;
+
     /** Attempts per S3 request of a filesystem this opens (mount's --io-retries). */
     int ioAttempts = 10;
 
@@ -66,7 +71,7 @@ final class VolumeOptions {
             throw new IllegalArgumentException("give both the S3 access key and the secret key (--access-key and "
                     + "$PARTFS_SECRET_KEY), or neither to use the AWS default credential chain");
         }
-        return hasKey ? new StorageUrl.Credentials(accessKey, secretKey) : StorageUrl.Credentials.DEFAULT_CHAIN;
+        return (hasKey ? new StorageUrl.Credentials(accessKey, secretKey) : StorageUrl.Credentials.DEFAULT_CHAIN).withCaBundle(caBundle);
     }
 
     /** Opens the metadata read-only (works while the volume is mounted) and checks it is formatted. */

@@ -15,7 +15,11 @@ import java.util.Optional;
  */
 public interface ObjectStore extends java.io.Closeable {
 
-    /** Stores {@code data} under {@code key}, replacing nothing that a reader could observe torn. */
+    /**
+     * Stores {@code data} under {@code key}, replacing nothing that a reader could observe torn.
+     * Keeps no reference to {@code data} once it returns or throws: the caller reuses the array
+     * for the next block (see {@code BlockBuffers}).
+     */
     void put(String key, byte[] data) throws IOException;
 
     /**

@@ -22,6 +22,8 @@ public final class S3Config {
     private final int maxConnections;
     private final long multipartThreshold;
     private final int partSize;
+    /** Trust managers for the endpoint's TLS certificate ({@link CaBundle}), or null for the JVM's. */
+    private final javax.net.ssl.TrustManager[] trust;
 
     private S3Config(Builder b) {
         this.bucket = b.bucket;
@@ -37,6 +39,7 @@ public final class S3Config {
         this.maxConnections = b.maxConnections;
         this.multipartThreshold = b.multipartThreshold;
         this.partSize = b.partSize;
+        this.trust = b.trust;
     }
 
     public static Builder builder(String bucket) {
@@ -57,6 +60,7 @@ public final class S3Config {
         b.maxConnections = maxConnections;
         b.multipartThreshold = multipartThreshold;
         b.partSize = partSize;
+        b.trust = trust;
         return b;
     }
 
@@ -89,6 +93,12 @@ public final class S3Config {
 
     public int partSize() { return partSize; }
 
+    /** Trust managers for https endpoints, or null for the JVM's default CAs. */
+    public javax.net.ssl.TrustManager[] trust() { return trust; }
+
+    /** Whether requests go over TLS: an https endpoint, or AWS's own. */
+    public boolean tls() { return endpoint == null || "https".equals(endpoint.getScheme()); }
+
     /** Endpoint, bucket and prefix as a user would name them, without credentials. */
     public String describe() {
         String where = endpoint == null ? "aws:" + region : endpoint.toString();
@@ -116,6 +126,7 @@ public final class S3Config {
         private int maxConnections = 64;
         private long multipartThreshold = 64L << 20;
         private int partSize = 16 << 20;
+        private javax.net.ssl.TrustManager[] trust;
 
         private Builder(String bucket) {
             this.bucket = bucket;
@@ -138,6 +149,9 @@ public final class S3Config {
             this.secretKey = secretKey;
             return this;
         }
+
+        /** Trust managers for the endpoint's certificate instead of the JVM's ({@link CaBundle#trustManagers}). */
+        public Builder trust(javax.net.ssl.TrustManager[] trust) { this.trust = trust; return this; }
 
         public Builder connectTimeout(Duration d) { this.connectTimeout = d; return this; }
 

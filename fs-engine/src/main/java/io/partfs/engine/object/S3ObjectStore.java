@@ -58,10 +58,7 @@ public final class S3ObjectStore implements ObjectStore {
                 // Checksum headers beyond HTTP's own are not understood by every S3-compatible server.
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                .httpClientBuilder(ApacheHttpClient.builder()
-                        .maxConnections(config.maxConnections())
-                        .connectionTimeout(config.connectTimeout())
-                        .socketTimeout(config.requestTimeout()))
+                .httpClientBuilder(httpClient(config))
                 .overrideConfiguration(ClientOverrideConfiguration.builder()
                         .apiCallAttemptTimeout(config.requestTimeout())
                         // all attempts of one call together: a store that hangs costs one timeout, not one per retry
@@ -83,6 +80,18 @@ public final class S3ObjectStore implements ObjectStore {
 
     public S3Config config() {
         return config;
+    }
+
+    private static ApacheHttpClient.Builder httpClient(S3Config config) {
+        ApacheHttpClient.Builder b = ApacheHttpClient.builder()
+                .maxConnections(config.maxConnections())
+                .connectionTimeout(config.connectTimeout())
+                .socketTimeout(config.requestTimeout());
+        if (config.trust() != null) {
+            javax.net.ssl.TrustManager[] trust = config.trust();
+            b.tlsTrustManagersProvider(() -> trust);
+        }
+        return b;
     }
 
     private String fullKey(String key) {
@@ -263,12 +272,28 @@ public final class S3ObjectStore implements ObjectStore {
                     + ": give --access-key with $PARTFS_SECRET_KEY (or $PARTFS_ACCESS_KEY and $PARTFS_SECRET_KEY), "
                     + "or configure the AWS default chain (environment, profile, instance role)", e);
         }
+        if (e instanceof SdkClientException && untrustedCertificate(e)) {
+            return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE, what + " failed: the TLS certificate of "
+                    + where + " is not signed by a trusted CA: give the CA certificates that sign it as a PEM file with "
+                    + "--ca-bundle FILE (or $AWS_CA_BUNDLE)", e);
+        }
         if (e instanceof SdkClientException) {
             return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE,
                     what + " failed: cannot reach " + where + " (" + rootMessage(e)
                             + "): check the endpoint and the network", e);
         }
         return new ObjectStoreException(ObjectStoreException.Kind.OTHER, what + " failed at " + where + ": " + e.getMessage(), e);
+    }
+
+    /** A TLS handshake refused for the server's certificate chain (PKIX path building). */
+    private static boolean untrustedCertificate(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof java.security.cert.CertPathBuilderException
+                    || c instanceof java.security.cert.CertPathValidatorException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String rootMessage(Throwable t) {

@@ -24,9 +24,21 @@ public final class StorageUrl {
         this.s3 = s3;
     }
 
-    /** Access key and secret key, or both null for the SDK's default chain (env, profile, IAM role). */
-    public record Credentials(String accessKey, String secretKey) {
+    /**
+     * What this machine brings to reach the store: access key and secret key (both null for the
+     * SDK's default chain: env, profile, IAM role), and a PEM file of CAs to trust for an https
+     * endpoint besides the JVM's (null for none; read only when the endpoint is https).
+     */
+    public record Credentials(String accessKey, String secretKey, java.nio.file.Path caBundle) {
         public static final Credentials DEFAULT_CHAIN = new Credentials(null, null);
+
+        public Credentials(String accessKey, String secretKey) {
+            this(accessKey, secretKey, null);
+        }
+
+        public Credentials withCaBundle(java.nio.file.Path pem) {
+            return new Credentials(accessKey, secretKey, pem);
+        }
 
         @Override
         public String toString() {
@@ -156,6 +168,9 @@ public final class StorageUrl {
             throw new IllegalArgumentException("S3 request attempts must be at least 1, not " + attempts);
         }
         S3Config.Builder b = s3.toBuilder().maxAttempts(attempts);
+        if (credentials.caBundle() != null && s3.tls()) {
+            b.trust(CaBundle.trustManagers(credentials.caBundle()));
+        }
         S3Config c = (credentials.accessKey() == null ? b : b.credentials(credentials.accessKey(), credentials.secretKey())).build();
         S3ObjectStore store = new S3ObjectStore(c);
         if (createBucket) {

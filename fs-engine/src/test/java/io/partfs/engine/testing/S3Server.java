@@ -32,12 +32,23 @@ public final class S3Server implements AutoCloseable {
         return start(new org.gaul.s3proxy.nio2blob.FilesystemNio2BlobStore(dir.toString()));
     }
 
+    /**
+     * An S3 server in memory reached over https only, presenting the certificate of
+     * {@code keyStore} (PKCS12, for 127.0.0.1).
+     */
+    public static S3Server startTls(java.nio.file.Path keyStore, String password) throws Exception {
+        URI endpoint = URI.create("https://127.0.0.1:" + RedisServer.freePort());
+        return start(S3Proxy.builder().blobStore(new TransientNio2BlobStore()).secureEndpoint(endpoint)
+                .keyStore(keyStore.toString(), password), endpoint);
+    }
+
     private static S3Server start(org.gaul.s3proxy.nio2blob.AbstractNio2BlobStore store) throws Exception {
-        int port = RedisServer.freePort();
-        URI endpoint = URI.create("http://127.0.0.1:" + port);
-        S3Proxy proxy = S3Proxy.builder()
-                .blobStore(store)
-                .endpoint(endpoint)
+        URI endpoint = URI.create("http://127.0.0.1:" + RedisServer.freePort());
+        return start(S3Proxy.builder().blobStore(store).endpoint(endpoint), endpoint);
+    }
+
+    private static S3Server start(S3Proxy.Builder builder, URI endpoint) throws Exception {
+        S3Proxy proxy = builder
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
                 .build();
         proxy.start();
