@@ -71,22 +71,27 @@ public final class CaBundle {
 
     /** Trusts what either of two trust managers trusts; reports the second one's refusal. */
     private record Either(X509TrustManager first, X509TrustManager second) implements X509TrustManager {
-        @Override
-        public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+        /** One check of a trust manager. */
+        private interface Check {
+            void run(X509TrustManager m) throws CertificateException;
+        }
+
+        private void either(Check check) throws CertificateException {
             try {
-                first.checkClientTrusted(chain, authType);
+                check.run(first);
             } catch (CertificateException e) {
-                second.checkClientTrusted(chain, authType);
+                check.run(second);
             }
         }
 
         @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            either(m -> m.checkClientTrusted(chain, authType));
+        }
+
+        @Override
         public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
-            try {
-                first.checkServerTrusted(chain, authType);
-            } catch (CertificateException e) {
-                second.checkServerTrusted(chain, authType);
-            }
+            either(m -> m.checkServerTrusted(chain, authType));
         }
 
         @Override
