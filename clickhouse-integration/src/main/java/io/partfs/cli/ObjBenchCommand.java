@@ -98,20 +98,38 @@ final class ObjBenchCommand implements Callable<Integer> {
                 table.add("Head objects", t, n, "requests", n, "request");
                 t = table.time(th -> store.list(prefix + "small/" + th + "/", null, 1000));
                 table.add("List " + smallCount + " keys", t, threads, "requests", threads, "request");
-            } finally {
-                double t = table.time(th -> {
-                    for (int i = 0; i < smallCount; i++) {
-                        store.delete(prefix + "small/" + th + "/" + i);
-                    }
-                    for (int i = 0; i < blockCount; i++) {
-                        store.delete(prefix + "big/" + th + "/" + i);
-                    }
-                });
-                table.add("Delete objects", t, n + b, "objects", n + b, "object");
+            } catch (Exception | Error e) {
+                // the failure reported is the request that failed, not the clean-up after it,
+                // which mostly fails the same way (same endpoint, same credentials)
+                deleteQuietly(store, prefix);
+                throw e;
             }
+            double t = table.time(th -> {
+                for (int i = 0; i < smallCount; i++) {
+                    store.delete(prefix + "small/" + th + "/" + i);
+                }
+                for (int i = 0; i < blockCount; i++) {
+                    store.delete(prefix + "big/" + th + "/" + i);
+                }
+            });
+            table.add("Delete objects", t, n + b, "objects", n + b, "object");
             spec.commandLine().getOut().printf("partfs objbench %s: %d thread(s)%n", store.describe(), threads);
         }
         table.print(spec.commandLine().getOut());
         return 0;
+    }
+
+    /**
+     * Best-effort removal of what a failed run stored: stops at the first failed request (an
+     * endpoint that refuses one refuses them all) and says where objects may be left.
+     */
+    private void deleteQuietly(ObjectStore store, String prefix) {
+        try {
+            for (var o : store.listAll(prefix)) {
+                store.delete(o.key());
+            }
+        } catch (Exception e) {
+            spec.commandLine().getErr().println("partfs objbench: objects may be left under " + prefix + " (delete them by hand)");
+        }
     }
 }

@@ -135,6 +135,10 @@ class PartfsCommandIT {
             assertEquals(1, denied.exit(), denied.all());
             assertTrue(denied.err().contains("denied"), denied.err());
             assertFalse(denied.all().contains("not-the-secret"), denied.all());
+            Partfs.Result deniedBench = partfs.run("objbench", "--storage", storage, "--blocks", "1", "--small-objects", "1", "-p", "1");
+            assertEquals(1, deniedBench.exit(), deniedBench.all());
+            assertTrue(deniedBench.err().contains("put __partfs-objbench-"), "the request that failed, not the clean-up: " + deniedBench.err());
+            assertTrue(deniedBench.err().contains("denied"), deniedBench.err());
 
             partfs.env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
             Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol1");
