@@ -110,6 +110,46 @@ final class Procs {
         }
     }
 
+    /**
+     * CPU seconds of process {@code pid} by kind of thread (the sidecar's FUSE workers, JIT
+     * compilers, Redis client, readahead, GC, other), from /proc/PID/task; empty when unreadable.
+     * Threads that ended meanwhile are not counted.
+     */
+    static Map<String, Double> cpuByThread(long pid) {
+        Map<String, Double> out = new java.util.TreeMap<>();
+        try (var tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                String stat;
+                try {
+                    stat = Files.readString(t.resolve("stat"));
+                } catch (IOException e) {
+                    continue; // the thread ended
+                }
+                String comm = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                out.merge(threadKind(comm), (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0, Double::sum);
+            }
+        } catch (IOException | RuntimeException e) {
+            return Map.of();
+        }
+        return out;
+    }
+
+    private static String threadKind(String comm) {
+        if (comm.startsWith("partfs-fuse")) {
+            return "fuse";
+        } else if (comm.startsWith("C1 ") || comm.startsWith("C2 ")) {
+            return "jit";
+        } else if (comm.startsWith("lettuce")) {
+            return "redis-client";
+        } else if (comm.startsWith("partfs-prefetch")) {
+            return "readahead";
+        } else if (comm.startsWith("GC ") || comm.startsWith("G1 ")) {
+            return "gc";
+        }
+        return "other";
+    }
+
     static boolean installed(String binary) {
         for (String dir : List.of("/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin")) {
             if (Files.isExecutable(Path.of(dir, binary))) {

@@ -307,6 +307,25 @@ public final class StartupBench implements Callable<Integer> {
 
     // ---- one startup ----
 
+    /**
+     * Where the CPU of one startup went, for finding what a slower start waits for on two shared
+     * cores: ClickHouse's own (its whole life so far: the startup), the sidecar's by kind of
+     * thread, and redis-server's.
+     */
+    private static String cpuSplit(double clickhouse, Map<String, Double> threadsBefore, Map<String, Double> threadsAfter, double redis) {
+        StringBuilder b = new StringBuilder(String.format(java.util.Locale.ROOT, "; CPU: clickhouse %.2f s", clickhouse));
+        if (!threadsAfter.isEmpty()) {
+            b.append(" (sidecar:");
+            threadsAfter.forEach((kind, after) -> b.append(String.format(java.util.Locale.ROOT, " %s %.2f", kind,
+                    after - threadsBefore.getOrDefault(kind, 0.0))));
+            b.append(')');
+        }
+        if (!Double.isNaN(redis)) {
+            b.append(String.format(java.util.Locale.ROOT, ", redis-server %.2f s", redis));
+        }
+        return b.toString();
+    }
+
     private StartupReport.Row measure(String mode, double latency, int run) throws Exception {
         progress("%s at %.0f ms, run %d/%d", mode, latency, run, runs);
         long pid = -1;
@@ -340,16 +359,20 @@ public final class StartupBench implements Callable<Integer> {
             try (ClickHouseServer ch = new ClickHouseServer(conf, data)) {
                 Map<String, Double> before = mode.startsWith("partfs") ? SidecarMetrics.scrape(stack.httpPort) : Map.of();
                 double cpu0 = pid > 0 ? Procs.cpuSeconds(pid) : Double.NaN;
+                Map<String, Double> threads0 = pid > 0 ? Procs.cpuByThread(pid) : Map.of();
+                double redis0 = Procs.cpuSeconds(stack.redis.pid());
                 long t0 = System.nanoTime();
                 ch.start(java.time.Duration.ofSeconds(startupTimeout));
                 double seconds = (System.nanoTime() - t0) / 1e9;
                 double cpu = pid > 0 ? Procs.cpuSeconds(pid) - cpu0 : Double.NaN;
+                String cpuSplit = cpuSplit(Procs.cpuSeconds(ch.pid()), threads0, pid > 0 ? Procs.cpuByThread(pid) : Map.of(),
+                        mode.startsWith("partfs") ? Procs.cpuSeconds(stack.redis.pid()) - redis0 : Double.NaN);
                 Map<String, Double> during = mode.startsWith("partfs") ? SidecarMetrics.delta(before, SidecarMetrics.scrape(stack.httpPort)) : Map.of();
                 long partsLoaded = Long.parseLong(ch.query("SELECT count() FROM system.parts WHERE active AND database = 'bench'").trim());
                 ch.stop();
                 long rss = pid > 0 ? Procs.peakRss(pid) : -1;
                 String sidecar = (Double.isNaN(cpu) ? "" : String.format(java.util.Locale.ROOT, "; sidecar CPU %.2f s", cpu))
-                        + SidecarMetrics.summary(during);
+                        + cpuSplit + SidecarMetrics.summary(during);
                 progress("  %.2f s, %d parts%s%s%s", seconds, partsLoaded, Double.isNaN(warmup) ? "" : String.format(", warmup %.2f s", warmup),
                         rss > 0 ? String.format(", sidecar peak RSS %d MiB", rss >> 20) : "", sidecar);
                 String error = partsLoaded == (long) tables * parts ? "" : "loaded " + partsLoaded + " of " + (long) tables * parts + " parts";

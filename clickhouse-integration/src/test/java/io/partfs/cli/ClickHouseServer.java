@@ -76,6 +76,11 @@ public final class ClickHouseServer implements AutoCloseable {
                 """);
     }
 
+    /** The server's process id, once started (benchmarks read its CPU time). */
+    public long pid() {
+        return process.pid();
+    }
+
     public int httpPort() {
         return httpPort;
     }

@@ -27,6 +27,11 @@ public final class RedisServer implements AutoCloseable {
         this.dir = dir;
     }
 
+    /** The server's process id (benchmarks read its CPU time). */
+    public long pid() {
+        return process.pid();
+    }
+
     /** Starts a server and waits (polling PING, 20 s at most) until it answers. */
     public static RedisServer start(String... extraArgs) throws IOException {
         String binary = findBinary();
