@@ -64,7 +64,7 @@ public final class StartupBench implements Callable<Integer> {
     @Option(names = "--sidecar-jvm", paramLabel = "NAME=OPTIONS",
             description = {"Also runs partfs-cache with the sidecar's JVM options replaced (PARTFS_JAVA_OPTS), as mode",
                     "partfs-cache:NAME, side by side with the others; one per use, e.g.",
-                    "--sidecar-jvm='c2=-Xmx512m -XX:+UseG1GC' (JIT choices cost startup CPU: benchmarks/RESULTS.md)."})
+                    "--sidecar-jvm='g1=-Xmx512m -XX:+UseG1GC' (JIT and GC choices cost startup CPU: benchmarks/RESULTS.md)."})
     Map<String, String> sidecarJvms = new java.util.LinkedHashMap<>();
 
     @Option(names = "--work", description = "Scratch directory (default: a new temp directory, deleted at the end).")
