@@ -36,6 +36,10 @@ class StartupBenchIT {
                     // mode,latency,run,startup_s,parts,rss,warmup_s,"error","sidecar counters"
                     assertTrue(row.matches("[^,]+,[^,]+,1,[0-9.]+,6,-?\\d+,[0-9.]*,\"\",\".*\""),
                             "started with all 6 parts, no error: " + row + "\n" + log);
+                    if (mode.startsWith("partfs")) {
+                        assertTrue(row.matches(".*CPU: clickhouse [0-9.]+ s \\(sidecar: fuse [0-9.]+ .*\\), redis-server [0-9.]+ s.*"),
+                                "where the startup's CPU went: " + row);
+                    }
                 }
             }
             String md = Files.readString(out.resolve("results.md"));
