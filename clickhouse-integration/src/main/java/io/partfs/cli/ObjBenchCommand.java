@@ -53,6 +53,9 @@ final class ObjBenchCommand implements Callable<Integer> {
         }
         String prefix = "__partfs-objbench-" + Long.toHexString(ThreadLocalRandom.current().nextLong()) + "/";
         try (ObjectStore store = StorageUrl.parse(url).open(volume.credentials(), false)) {
+            // a small request first, as a mount does: a server refusing the credentials may cut a
+            // block-sized PUT off mid-body, which then reads as an unreachable endpoint
+            store.checkAccess();
             byte[] smallData = new byte[small];
             byte[] blockData = new byte[block];
             ThreadLocalRandom.current().nextBytes(smallData);
@@ -129,7 +132,8 @@ final class ObjBenchCommand implements Callable<Integer> {
                 store.delete(o.key());
             }
         } catch (Exception e) {
-            spec.commandLine().getErr().println("partfs objbench: objects may be left under " + prefix + " (delete them by hand)");
+            spec.commandLine().getErr().println("partfs objbench: objects may be left under " + prefix + " in " + store.describe()
+                    + " (delete them by hand)");
         }
     }
 }

@@ -137,8 +137,9 @@ class PartfsCommandIT {
             assertFalse(denied.all().contains("not-the-secret"), denied.all());
             Partfs.Result deniedBench = partfs.run("objbench", "--storage", storage, "--blocks", "1", "--small-objects", "1", "-p", "1");
             assertEquals(1, deniedBench.exit(), deniedBench.all());
-            assertTrue(deniedBench.err().contains("put __partfs-objbench-"), "the request that failed, not the clean-up: " + deniedBench.err());
-            assertTrue(deniedBench.err().contains("denied"), deniedBench.err());
+            assertEquals(1, Partfs.errorLines(deniedBench).size(), deniedBench.err());
+            assertTrue(deniedBench.err().contains("denied"), "refused credentials, not an unreachable endpoint: " + deniedBench.err());
+            assertFalse(deniedBench.err().contains("delete"), "the request that failed, not a clean-up after it: " + deniedBench.err());
 
             partfs.env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
             Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol1");
