@@ -277,12 +277,30 @@ public final class S3ObjectStore implements ObjectStore {
                     + where + " is not signed by a trusted CA: give the CA certificates that sign it as a PEM file with "
                     + "--ca-bundle FILE (or $AWS_CA_BUNDLE)", e);
         }
+        if (e instanceof SdkClientException && "put".equals(op) && cutOffMidBody(e)) {
+            // a server refusing a PUT (credentials, permissions) may answer before reading the
+            // body and close the connection: the client then sees only its write fail
+            return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE, what + " failed: " + where
+                    + " closed the connection while the data was being sent (" + rootMessage(e) + "): it may have refused "
+                    + "the request (check the access key, secret key and bucket permissions), or the network failed", e);
+        }
         if (e instanceof SdkClientException) {
             return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE,
                     what + " failed: cannot reach " + where + " (" + rootMessage(e)
                             + "): check the endpoint and the network", e);
         }
         return new ObjectStoreException(ObjectStoreException.Kind.OTHER, what + " failed at " + where + ": " + e.getMessage(), e);
+    }
+
+    /** A write to a connection the server closed: "Broken pipe" or "Connection reset". */
+    private static boolean cutOffMidBody(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof java.net.SocketException && c.getMessage() != null
+                    && (c.getMessage().contains("Broken pipe") || c.getMessage().contains("Connection reset"))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A TLS handshake refused for the server's certificate chain (PKIX path building). */

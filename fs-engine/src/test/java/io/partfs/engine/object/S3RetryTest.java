@@ -3,6 +3,7 @@ package io.partfs.engine.object;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.testing.FaultyProxy;
 import io.partfs.engine.testing.FaultyProxy.Fault;
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** Retries against real failures: a proxy in front of s3proxy answers 503 or drops connections. */
+/** Retries and errors against real failures: a proxy in front of s3proxy answers 503 or drops connections. */
 class S3RetryTest {
     private static S3Server server;
 
@@ -47,6 +48,19 @@ class S3RetryTest {
             ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.get("k", 0, -1));
             assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), e.getMessage());
             assertEquals(3, proxy.connections());
+        }
+    }
+
+    @Test
+    void anUploadCutOffMidBodySaysTheServerMayHaveRefusedIt() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(1).build())) {
+            proxy.failNext(Fault.DROP);
+            // the proxy closes the connection without reading, as s3proxy does with a wrong secret
+            ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.put("big", new byte[8 << 20]));
+            assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), "retried like any dropped connection");
+            assertTrue(e.getMessage().contains("closed the connection while the data was being sent"), e.getMessage());
+            assertTrue(e.getMessage().contains("check the access key"), e.getMessage());
         }
     }
 }
