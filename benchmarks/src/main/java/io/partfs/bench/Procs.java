@@ -102,12 +102,16 @@ final class Procs {
     /** CPU time (user and system) a live process has used, from /proc; NaN when it cannot be read. */
     static double cpuSeconds(long pid) {
         try {
-            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0; // utime, stime in USER_HZ (100)
+            return cpuOfStat(Files.readString(Path.of("/proc/" + pid + "/stat")));
         } catch (IOException | RuntimeException e) {
             return Double.NaN;
         }
+    }
+
+    /** User plus system seconds from a /proc stat line (of a process or of one of its threads). */
+    private static double cpuOfStat(String stat) {
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0; // utime, stime in USER_HZ (100)
     }
 
     /**
@@ -126,8 +130,7 @@ final class Procs {
                     continue; // the thread ended
                 }
                 String comm = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                out.merge(threadKind(comm), (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0, Double::sum);
+                out.merge(threadKind(comm), cpuOfStat(stat), Double::sum);
             }
         } catch (IOException | RuntimeException e) {
             return Map.of();

@@ -294,20 +294,20 @@ public final class S3ObjectStore implements ObjectStore {
 
     /** A write to a connection the server closed: "Broken pipe" or "Connection reset". */
     private static boolean cutOffMidBody(Throwable t) {
-        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-            if (c instanceof java.net.SocketException && c.getMessage() != null
-                    && (c.getMessage().contains("Broken pipe") || c.getMessage().contains("Connection reset"))) {
-                return true;
-            }
-        }
-        return false;
+        return anyCause(t, c -> c instanceof java.net.SocketException && c.getMessage() != null
+                && (c.getMessage().contains("Broken pipe") || c.getMessage().contains("Connection reset")));
     }
 
     /** A TLS handshake refused for the server's certificate chain (PKIX path building). */
     private static boolean untrustedCertificate(Throwable t) {
+        return anyCause(t, c -> c instanceof java.security.cert.CertPathBuilderException
+                || c instanceof java.security.cert.CertPathValidatorException);
+    }
+
+    /** Whether {@code t} or any exception in its chain of causes matches. */
+    private static boolean anyCause(Throwable t, java.util.function.Predicate<Throwable> matches) {
         for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-            if (c instanceof java.security.cert.CertPathBuilderException
-                    || c instanceof java.security.cert.CertPathValidatorException) {
+            if (matches.test(c)) {
                 return true;
             }
         }
