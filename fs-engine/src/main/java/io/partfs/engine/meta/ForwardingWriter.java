@@ -84,4 +84,14 @@ public abstract class ForwardingWriter implements KvStore.Writer {
     public void add(String counter, long delta) {
         tx.add(counter, delta);
     }
+
+    @Override
+    public void believe(String key, byte[] value) {
+        tx.believe(key, value);
+    }
+
+    @Override
+    public void believeField(String hash, String field, byte[] value) {
+        tx.believeField(hash, field, value);
+    }
 }

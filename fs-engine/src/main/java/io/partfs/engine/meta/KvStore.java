@@ -97,6 +97,21 @@ public interface KvStore extends java.io.Closeable {
 
         /** Adds to a counter without reading it; the transaction does not conflict on it. */
         void add(String counter, long delta);
+
+        /**
+         * Tells the transaction what the caller believes plain key {@code key} holds ({@code null}:
+         * missing), from a cache of its own. A store whose reads cost a round trip may answer
+         * the transaction's reads of the key with it instead of asking, and then commits only if
+         * the key still holds exactly that: when it does not, nothing is written and the body
+         * runs again with real reads. So a wrong belief costs a round trip, never correctness.
+         * Other stores ignore it. Call it before reading the key.
+         */
+        default void believe(String key, byte[] value) {
+        }
+
+        /** As {@link #believe}, for one field of a hash. */
+        default void believeField(String hash, String field, byte[] value) {
+        }
     }
 
     @FunctionalInterface

@@ -31,12 +31,14 @@ final class MetaCache {
 
     /**
      * What one transaction changed: attributes it wrote (null for deleted inodes), directory
-     * entries it set or removed, inodes whose extended attributes it changed, inodes it created.
+     * entries it set or removed, inodes whose extended attributes it changed, inodes it created
+     * (and which of them are directories).
      */
     record TxnNotes(Map<Long, Attr> written, java.util.List<EntryChange> entries, java.util.Set<Long> xattrs,
-                    java.util.Set<Long> created) {
+                    java.util.Set<Long> created, java.util.Set<Long> createdDirs) {
         TxnNotes() {
-            this(new java.util.HashMap<>(), new java.util.ArrayList<>(), new java.util.HashSet<>(), new java.util.HashSet<>());
+            this(new java.util.HashMap<>(), new java.util.ArrayList<>(), new java.util.HashSet<>(), new java.util.HashSet<>(),
+                    new java.util.HashSet<>());
         }
 
         void reset() {
@@ -44,6 +46,7 @@ final class MetaCache {
             entries.clear();
             xattrs.clear();
             created.clear();
+            createdDirs.clear();
         }
     }
 
@@ -131,7 +134,7 @@ final class MetaCache {
      * Called after a transaction ended, with what it changed and whether it committed. Entries
      * of the inodes it wrote are replaced (when it ran alone) or dropped; listings it changed
      * are patched; extended attributes it changed are dropped; inodes it created are known to
-     * have none.
+     * have none, and directories it created to be empty.
      */
     void end(TxnNotes notes, boolean committed, long began) {
         synchronized (this) {
@@ -178,6 +181,9 @@ final class MetaCache {
             if (alone) {
                 for (Long ino : notes.created()) {
                     xattrs.put(ino, new Timed<>(Map.of(), now));
+                }
+                for (Long ino : notes.createdDirs()) {
+                    dirs.put(ino, new Timed<>(new ConcurrentHashMap<>(), now));
                 }
             }
         }

@@ -270,6 +270,47 @@ public final class MetaEngine implements Closeable {
         return new DirEntry(name, buf.getLong(), t);
     }
 
+    /**
+     * Hands a transaction what this process's cache holds for inode {@code ino}, as a belief
+     * ({@link KvStore.Writer#believe}): a store whose reads cost a round trip need not read it.
+     */
+    private void believeInode(KvStore.Writer tx, long ino) {
+        MetaCache c = cache;
+        Attr a = c == null ? null : c.attr(ino);
+        if (a != null) {
+            tx.believe(inodeKey(ino), a.encode());
+        }
+    }
+
+    /** As {@link #believeInode}, for the entry {@code name} of directory {@code dir} (believed missing when the cached listing lacks it). */
+    private void believeEntry(KvStore.Writer tx, long dir, String name) {
+        MetaCache c = cache;
+        Map<String, DirEntry> listing = c == null ? null : c.dir(dir);
+        if (listing != null) {
+            DirEntry e = listing.get(name);
+            tx.believeField(dirKey(dir), name, e == null ? null : encodeEntry(e.type(), e.ino()));
+        }
+    }
+
+    /**
+     * As {@link #believeInode}, with the slice lists of the chunks {@code indexes} the cache
+     * knows at the cached data version; a file never written (data version 0) has none.
+     */
+    private void believeChunks(KvStore.Writer tx, long ino, List<Long> indexes) {
+        MetaCache c = cache;
+        Attr a = c == null ? null : c.attr(ino);
+        if (a == null) {
+            return;
+        }
+        tx.believe(inodeKey(ino), a.encode());
+        for (long index : indexes) {
+            List<Slice> known = a.dataVersion() == 0 ? List.of() : chunkLists.get(ino, index, a.dataVersion());
+            if (known != null) {
+                tx.believe(chunkKey(ino, index), Slice.encodeList(known));
+            }
+        }
+    }
+
     private static long align4k(long n) {
         return (n + 4095) & ~4095L;
     }
@@ -525,6 +566,8 @@ public final class MetaEngine implements Closeable {
         checkName(name);
         long ino = inodeIds.next();
         return mutate(tx -> {
+            believeInode(tx, parent);
+            believeEntry(tx, parent, name);
             DirAndEntry d = dirAndEntry(tx, parent, name);
             Attr p = d.dir();
             if (p.nlink() == 0) {
@@ -560,6 +603,9 @@ public final class MetaEngine implements Closeable {
             Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField, 0);
             put(tx, a);
             NOTES.get().created().add(ino); // a new inode number: it has no extended attributes
+            if (type == FileType.DIRECTORY) {
+                NOTES.get().createdDirs().add(ino); // nor entries
+            }
             tx.hset(dirKey(parent), name, encodeEntry(type, ino));
             Attr np = p.modified(now);
             if (type == FileType.DIRECTORY) {
@@ -986,6 +1032,7 @@ public final class MetaEngine implements Closeable {
         keys.add(inodeKey(ino));
         indexes.forEach(i -> keys.add(chunkKey(ino, i)));
         Attr committed = mutate(tx -> {
+            believeChunks(tx, ino, indexes);
             List<byte[]> stored = tx.getAll(keys); // the inode and every chunk written to: one round trip
             byte[] raw = stored.get(0);
             long now = clock.nowNanos();

@@ -27,7 +27,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * it WATCHes every key before reading it (pipelined with the read), buffers its writes, and
  * sends them in one pipelined MULTI/EXEC; if
  * another client changed a watched key, EXEC is discarded and the body runs again, up to
- * {@link #MAX_ATTEMPTS} times. Read-only views and counters use one shared connection, which
+ * {@link #MAX_ATTEMPTS} times. A first attempt answers reads of what the caller believes it
+ * knows ({@link KvStore.Writer#believe}) without asking, and sends the checks of those beliefs
+ * with its writes as one script: a create or a write's commit whose reads the metadata engine's
+ * cache could answer costs one round trip instead of two. Read-only views and counters use one shared connection, which
  * lettuce makes safe for concurrent callers.
  *
  * <p>Plain keys are Redis strings, counters decimal strings (INCRBY), hashes Redis hashes.
@@ -249,35 +252,142 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
+    private enum Outcome { COMMITTED, CONFLICT, STALE_BELIEF }
+
     /**
      * Sends a transaction's writes in MULTI/EXEC, pipelined: one round trip for all of them.
-     * False when a watched key changed.
+     * CONFLICT when a watched key changed. A transaction that answered reads with beliefs sends
+     * its checks and writes as one script ({@link #CHECK_AND_WRITE}) inside the MULTI/EXEC:
+     * STALE_BELIEF, with nothing written, when a belief was wrong.
      */
-    private static boolean commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
-        if (buf.isEmpty()) {
+    private static Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
+        boolean believed = !buf.beliefsUsed().isEmpty();
+        if (buf.isEmpty() && !believed) {
             cmd.unwatch();
-            return true;
+            return Outcome.COMMITTED;
         }
         io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
         io.lettuce.core.RedisFuture<String> multi = async.multi();
-        for (TxnBuffer.Op op : buf.ops()) {
-            if (op instanceof TxnBuffer.Put p) {
-                async.set(b(p.key()), p.value());
-            } else if (op instanceof TxnBuffer.Delete d) {
-                async.del(b(d.key()));
-            } else if (op instanceof TxnBuffer.HSet h) {
-                async.hset(b(h.hash()), b(h.field()), h.value());
-            } else if (op instanceof TxnBuffer.HDel h) {
-                async.hdel(b(h.hash()), b(h.field()));
-            } else if (op instanceof TxnBuffer.HDelAll h) {
-                async.del(b(h.hash()));
-            } else if (op instanceof TxnBuffer.Add a) {
-                async.incrby(b(a.counter()), a.delta());
+        if (believed) {
+            Script script = Script.of(buf);
+            async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
+        } else {
+            for (TxnBuffer.Op op : buf.ops()) {
+                if (op instanceof TxnBuffer.Put p) {
+                    async.set(b(p.key()), p.value());
+                } else if (op instanceof TxnBuffer.Delete d) {
+                    async.del(b(d.key()));
+                } else if (op instanceof TxnBuffer.HSet h) {
+                    async.hset(b(h.hash()), b(h.field()), h.value());
+                } else if (op instanceof TxnBuffer.HDel h) {
+                    async.hdel(b(h.hash()), b(h.field()));
+                } else if (op instanceof TxnBuffer.HDelAll h) {
+                    async.del(b(h.hash()));
+                } else if (op instanceof TxnBuffer.Add a) {
+                    async.incrby(b(a.counter()), a.delta());
+                }
             }
         }
         TransactionResult result = await(async.exec());
         await(multi);
-        return !result.wasDiscarded();
+        if (result.wasDiscarded()) {
+            return Outcome.CONFLICT;
+        }
+        if (believed) {
+            Object checked = result.get(0);
+            if (checked instanceof RuntimeException e) {
+                throw e;
+            }
+            return Long.valueOf(1).equals(checked) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
+        }
+        return Outcome.COMMITTED;
+    }
+
+    /**
+     * Checks a transaction's beliefs and, only if all hold, applies its writes, atomically (a
+     * script runs alone in Redis). Returns 1 when it wrote, 0 when a belief was wrong. KEYS are
+     * the keys involved; ARGV is the number of checks, then each check (g: a plain key, h: a
+     * hash field; then the KEYS index, for h the field, then 0 for "missing" or 1 and the
+     * value), then the number of writes and each write (S key value, D key, H hash field value,
+     * X hash field, I counter delta; keys as KEYS indexes).
+     */
+    private static final String CHECK_AND_WRITE = """
+            local a = 1
+            local function arg() local v = ARGV[a]; a = a + 1; return v end
+            for _ = 1, tonumber(arg()) do
+              local kind = arg()
+              local key = KEYS[tonumber(arg())]
+              local now
+              if kind == 'g' then now = redis.call('GET', key) else now = redis.call('HGET', key, arg()) end
+              if arg() == '0' then
+                if now then return 0 end
+              elseif now ~= arg() then
+                return 0
+              end
+            end
+            for _ = 1, tonumber(arg()) do
+              local op = arg()
+              local key = KEYS[tonumber(arg())]
+              if op == 'S' then redis.call('SET', key, arg())
+              elseif op == 'D' then redis.call('DEL', key)
+              elseif op == 'H' then local f = arg(); redis.call('HSET', key, f, arg())
+              elseif op == 'X' then redis.call('HDEL', key, arg())
+              elseif op == 'I' then redis.call('INCRBY', key, arg())
+              else return redis.error_reply('unknown write ' .. tostring(op)) end
+            end
+            return 1
+            """;
+
+    /** The KEYS and ARGV of {@link #CHECK_AND_WRITE} for one transaction. */
+    private record Script(byte[][] keys, byte[][] args) {
+        static Script of(TxnBuffer buf) {
+            Map<String, Integer> index = new java.util.LinkedHashMap<>();
+            java.util.List<byte[]> args = new java.util.ArrayList<>();
+            java.util.function.Function<String, byte[]> key = k -> b(String.valueOf(index.computeIfAbsent(k, x -> index.size() + 1)));
+            args.add(b(String.valueOf(buf.beliefsUsed().size())));
+            for (TxnBuffer.Belief c : buf.beliefsUsed()) {
+                args.add(b(c.field() == null ? "g" : "h"));
+                args.add(key.apply(c.key()));
+                if (c.field() != null) {
+                    args.add(b(c.field()));
+                }
+                args.add(b(c.value() == null ? "0" : "1"));
+                if (c.value() != null) {
+                    args.add(c.value());
+                }
+            }
+            args.add(b(String.valueOf(buf.ops().size())));
+            for (TxnBuffer.Op op : buf.ops()) {
+                if (op instanceof TxnBuffer.Put p) {
+                    args.add(b("S"));
+                    args.add(key.apply(p.key()));
+                    args.add(p.value());
+                } else if (op instanceof TxnBuffer.Delete d) {
+                    args.add(b("D"));
+                    args.add(key.apply(d.key()));
+                } else if (op instanceof TxnBuffer.HSet h) {
+                    args.add(b("H"));
+                    args.add(key.apply(h.hash()));
+                    args.add(b(h.field()));
+                    args.add(h.value());
+                } else if (op instanceof TxnBuffer.HDel h) {
+                    args.add(b("X"));
+                    args.add(key.apply(h.hash()));
+                    args.add(b(h.field()));
+                } else if (op instanceof TxnBuffer.HDelAll h) {
+                    args.add(b("D"));
+                    args.add(key.apply(h.hash()));
+                } else if (op instanceof TxnBuffer.Add ad) {
+                    args.add(b("I"));
+                    args.add(key.apply(ad.counter()));
+                    args.add(b(String.valueOf(ad.delta())));
+                } else {
+                    throw new IllegalStateException("unknown write " + op);
+                }
+            }
+            byte[][] keys = index.keySet().stream().map(RedisKvStore::b).toArray(byte[][]::new);
+            return new Script(keys, args.toArray(byte[][]::new));
+        }
     }
 
     /** The value of a command sent asynchronously, with the connection's timeout; failures as lettuce's sync API throws them. */
@@ -314,22 +424,31 @@ public final class RedisKvStore implements KvStore {
         try {
             RedisCommands<byte[], byte[]> cmd = conn.sync();
             for (int attempt = 1; ; attempt++) {
-                TxnBuffer tx = new TxnBuffer(new CommandReader(cmd, true));
+                // only the first attempt trusts the caller's beliefs: after a conflict everything is read
+                TxnBuffer tx = new TxnBuffer(new CommandReader(cmd, true), attempt == 1);
                 T result;
                 try {
                     result = body.run(tx);
                 } catch (IOException | RuntimeException e) {
                     cmd.unwatch();
+                    if (!tx.beliefsUsed().isEmpty()) {
+                        continue; // perhaps a wrong belief led the body astray: decide on real reads
+                    }
                     healthy = true;
                     throw e;
                 }
+                Outcome outcome;
                 try {
-                    if (commit(cmd, tx)) {
-                        healthy = true;
-                        return result;
-                    }
+                    outcome = commit(cmd, tx);
                 } catch (RedisException e) {
                     throw wrap("EXEC", e);
+                }
+                if (outcome == Outcome.COMMITTED) {
+                    healthy = true;
+                    return result;
+                }
+                if (outcome == Outcome.STALE_BELIEF) {
+                    continue; // not a conflict with another writer: again at once, reading everything
                 }
                 if (attempt >= MAX_ATTEMPTS) {
                     healthy = true;

@@ -39,6 +39,18 @@ public record Slice(long id, int size, int off, int len, int pos) {
         return b.array();
     }
 
+    /** The stored form of a list: what {@link #append} built it into; null for an empty list (no key). */
+    static byte[] encodeList(List<Slice> slices) {
+        if (slices.isEmpty()) {
+            return null;
+        }
+        ByteBuffer b = ByteBuffer.allocate(slices.size() * ENCODED_SIZE);
+        for (Slice s : slices) {
+            s.encodeTo(b);
+        }
+        return b.array();
+    }
+
     static List<Slice> decodeList(byte[] bytes) {
         if (bytes == null) {
             return List.of();

@@ -8,6 +8,10 @@ import java.util.Map;
  * A transaction of any {@link KvStore}: reads go to the store's {@code stored} reader unless
  * this transaction wrote the key, writes are buffered until the store applies {@link #ops()}
  * in its own way at commit. Not thread-safe: one transaction, one thread.
+ *
+ * <p>Beliefs ({@link #believe}): when the store trusts them, a read of a believed key that the
+ * transaction did not write is answered with the belief and listed in {@link #beliefsUsed()};
+ * the store must then check at commit that each still holds, and commit nothing otherwise.
  */
 final class TxnBuffer implements KvStore.Writer {
     /** A buffered write, replayed in order at commit. */
@@ -42,16 +46,88 @@ final class TxnBuffer implements KvStore.Writer {
     private final java.util.Set<String> clearedHashes = new java.util.HashSet<>();
     private final Map<String, Long> added = new HashMap<>();
     private final KvStore.Reader stored;
+    private final boolean trustBeliefs;
+    /** Believed values of plain keys (MISSING: believed absent), and of hash fields by hash. */
+    private final Map<String, byte[]> believedKeys = new HashMap<>();
+    private final Map<String, Map<String, byte[]>> believedFields = new HashMap<>();
+    private final java.util.Set<Belief> used = new java.util.LinkedHashSet<>();
 
+    /** A belief a read was answered with: a plain key ({@code field} null) or a hash field; {@code value} null: missing. */
+    record Belief(String key, String field, byte[] value) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Belief b && key.equals(b.key) && java.util.Objects.equals(field, b.field);
+        }
+
+        @Override
+        public int hashCode() {
+            return key.hashCode() * 31 + java.util.Objects.hashCode(field);
+        }
+    }
+
+    private static final byte[] MISSING = new byte[0];
+
+    /** A transaction that ignores beliefs: every read it cannot answer itself goes to {@code stored}. */
     TxnBuffer(KvStore.Reader stored) {
+        this(stored, false);
+    }
+
+    /** @param trustBeliefs answer reads of believed keys with the beliefs (the store checks them at commit) */
+    TxnBuffer(KvStore.Reader stored, boolean trustBeliefs) {
         this.stored = stored;
+        this.trustBeliefs = trustBeliefs;
+    }
+
+    @Override
+    public void believe(String key, byte[] value) {
+        if (trustBeliefs) {
+            believedKeys.put(key, value == null ? MISSING : value);
+        }
+    }
+
+    @Override
+    public void believeField(String hash, String field, byte[] value) {
+        if (trustBeliefs) {
+            believedFields.computeIfAbsent(hash, h -> new HashMap<>()).put(field, value == null ? MISSING : value);
+        }
+    }
+
+    /** The beliefs reads were answered with, each once, in the order first used: what the commit must check. */
+    java.util.Collection<Belief> beliefsUsed() {
+        return used;
+    }
+
+    private boolean believed(String key) {
+        return !hasKey(key) && believedKeys.containsKey(key);
+    }
+
+    private byte[] useBelief(String key) {
+        byte[] v = believedKeys.get(key);
+        byte[] value = v == MISSING ? null : v;
+        used.add(new Belief(key, null, value));
+        return value;
+    }
+
+    private boolean believedField(String hash, String field) {
+        Map<String, byte[]> h = believedFields.get(hash);
+        return !hasField(hash, field) && h != null && h.containsKey(field);
+    }
+
+    private byte[] useFieldBelief(String hash, String field) {
+        byte[] v = believedFields.get(hash).get(field);
+        byte[] value = v == MISSING ? null : v;
+        used.add(new Belief(hash, field, value));
+        return value;
     }
 
     // ---- KvStore.Writer ----
 
     @Override
     public byte[] get(String key) throws java.io.IOException {
-        return hasKey(key) ? bufferedGet(key) : stored.get(key);
+        if (hasKey(key)) {
+            return bufferedGet(key);
+        }
+        return believed(key) ? useBelief(key) : stored.get(key);
     }
 
     @Override
@@ -61,21 +137,24 @@ final class TxnBuffer implements KvStore.Writer {
 
     @Override
     public byte[] hget(String hash, String field) throws java.io.IOException {
-        return hasField(hash, field) ? bufferedHget(hash, field) : stored.hget(hash, field);
+        if (hasField(hash, field)) {
+            return bufferedHget(hash, field);
+        }
+        return believedField(hash, field) ? useFieldBelief(hash, field) : stored.hget(hash, field);
     }
 
     @Override
     public byte[][] getAndHget(String key, String hash, String field) throws java.io.IOException {
-        if (hasKey(key) || hasField(hash, field)) {
+        if (hasKey(key) || believed(key) || hasField(hash, field) || believedField(hash, field)) {
             return new byte[][] {get(key), hget(hash, field)};
         }
         return stored.getAndHget(key, hash, field);
     }
 
-    /** Keys this transaction wrote are answered from it; the rest in one request to the store. */
+    /** Keys this transaction wrote or believes are answered from it; the rest in one request to the store. */
     @Override
     public java.util.List<byte[]> getAll(java.util.List<String> keys) throws java.io.IOException {
-        java.util.List<String> unwritten = keys.stream().filter(k -> !hasKey(k)).distinct().toList();
+        java.util.List<String> unwritten = keys.stream().filter(k -> !hasKey(k) && !believed(k)).distinct().toList();
         java.util.List<byte[]> fetched = unwritten.isEmpty() ? java.util.List.of() : stored.getAll(unwritten);
         Map<String, byte[]> byKey = new HashMap<>();
         for (int i = 0; i < unwritten.size(); i++) {
@@ -83,7 +162,7 @@ final class TxnBuffer implements KvStore.Writer {
         }
         java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());
         for (String k : keys) {
-            out.add(hasKey(k) ? bufferedGet(k) : byKey.get(k));
+            out.add(hasKey(k) ? bufferedGet(k) : believed(k) ? useBelief(k) : byKey.get(k));
         }
         return out;
     }

@@ -95,4 +95,43 @@ class TxnBufferTest {
         assertArrayEquals(b("F2"), both[1]);
         assertEquals(1, stored.getAndHgets);
     }
+
+    @Test
+    void trustedBeliefsAnswerReadsWithoutTheStoreAndAreListedOnceForTheCommit() throws Exception {
+        Stored stored = new Stored();
+        TxnBuffer tx = new TxnBuffer(stored, true);
+        tx.believe("a", b("believed-A"));
+        tx.believe("gone", null);
+        tx.believeField("d1", "f", null);
+        byte[][] both = tx.getAndHget("a", "d1", "f");
+        assertArrayEquals(b("believed-A"), both[0], "the belief, not the store's A");
+        assertNull(both[1], "believed missing");
+        List<byte[]> all = tx.getAll(List.of("a", "gone", "c"));
+        assertArrayEquals(b("believed-A"), all.get(0));
+        assertNull(all.get(1));
+        assertArrayEquals(b("C"), all.get(2));
+        assertEquals(0, stored.getAndHgets);
+        assertEquals(List.of(List.of("c")), stored.getAlls, "only the key nobody believed anything of");
+        List<TxnBuffer.Belief> used = new ArrayList<>(tx.beliefsUsed());
+        assertEquals(3, used.size(), "each belief once, though read twice: " + used);
+        assertEquals("a", used.get(0).key());
+        assertArrayEquals(b("believed-A"), used.get(0).value());
+        assertEquals("f", used.get(1).field());
+        assertNull(used.get(2).value());
+    }
+
+    @Test
+    void aWrittenKeyAnswersItselfAndAnUntrustingTransactionIgnoresBeliefs() throws Exception {
+        Stored stored = new Stored();
+        TxnBuffer tx = new TxnBuffer(stored, true);
+        tx.believe("a", b("believed-A"));
+        tx.put("a", b("A2"));
+        assertArrayEquals(b("A2"), tx.getAll(List.of("a")).get(0));
+        assertEquals(0, tx.beliefsUsed().size(), "a key the transaction wrote needs no check");
+
+        TxnBuffer untrusting = new TxnBuffer(stored);
+        untrusting.believe("a", b("believed-A"));
+        assertArrayEquals(b("A"), untrusting.getAll(List.of("a")).get(0));
+        assertEquals(0, untrusting.beliefsUsed().size());
+    }
 }
