@@ -293,6 +293,24 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
+     * Beliefs for a name: the directory's inode, its entry {@code name} and, when the cache
+     * knows both, the inode the entry points at.
+     */
+    private void believeName(KvStore.Writer tx, long dir, String name) {
+        MetaCache c = cache;
+        if (c == null) {
+            return;
+        }
+        believeInode(tx, dir);
+        believeEntry(tx, dir, name);
+        Map<String, DirEntry> listing = c.dir(dir);
+        DirEntry e = listing == null ? null : listing.get(name);
+        if (e != null) {
+            believeInode(tx, e.ino());
+        }
+    }
+
+    /**
      * As {@link #believeInode}, with the slice lists of the chunks {@code indexes} the cache
      * knows at the cached data version; a file never written (data version 0) has none.
      */
@@ -621,6 +639,8 @@ public final class MetaEngine implements Closeable {
     public Attr link(long ino, long newParent, String newName) throws IOException {
         checkName(newName);
         return mutate(tx -> {
+            believeInode(tx, ino);
+            believeName(tx, newParent, newName);
             // Checks in the order Linux makes them: the new name first, then the source.
             Attr a = attr(tx, ino);
             DirAndEntry d = dirAndEntry(tx, newParent, newName);
@@ -652,6 +672,7 @@ public final class MetaEngine implements Closeable {
     /** Removes a non-directory name; returns the inode's attributes after the change. */
     public Attr unlink(long parent, String name) throws IOException {
         Attr result = mutate(tx -> {
+            believeName(tx, parent, name);
             DirAndEntry d = dirAndEntry(tx, parent, name);
             Attr p = d.dir();
             byte[] e = d.entry();
@@ -675,6 +696,7 @@ public final class MetaEngine implements Closeable {
     /** Removes an empty directory. */
     public void rmdir(long parent, String name) throws IOException {
         mutate(tx -> {
+            believeName(tx, parent, name);
             DirAndEntry d = dirAndEntry(tx, parent, name);
             Attr p = d.dir();
             byte[] e = d.entry();
@@ -749,7 +771,10 @@ public final class MetaEngine implements Closeable {
             throw new FsException.InvalidArgument("rename flags " + flags);
         }
         Attr replaced = mutate(tx -> {
-            // each directory with its entry, then both inodes: three requests (two in one directory)
+            // each directory with its entry, then both inodes: three requests (two in one
+            // directory), fewer for what the cache knows
+            believeName(tx, srcParent, srcName);
+            believeName(tx, dstParent, dstName);
             DirAndEntry s = dirAndEntry(tx, srcParent, srcName);
             Attr sp = s.dir();
             Attr dp;
@@ -892,6 +917,7 @@ public final class MetaEngine implements Closeable {
      */
     public Attr setattr(long ino, SetAttr req) throws IOException {
         return mutate(tx -> {
+            believeInode(tx, ino);
             Attr a = attr(tx, ino);
             long now = clock.nowNanos();
             if (req.mode() != null) {
@@ -966,6 +992,7 @@ public final class MetaEngine implements Closeable {
             throw new FsException.TooLarge("length " + length);
         }
         return mutate(tx -> {
+            believeInode(tx, ino);
             Attr a = attr(tx, ino);
             if (a.isDirectory()) {
                 throw new FsException.IsDirectory("inode " + ino);

@@ -216,6 +216,24 @@ class RedisBeliefTest {
             assertEquals(evals + 2L * files, calls("eval"));
             assertEquals(execs + 2L * files, calls("exec"));
             assertEquals(100, meta.lookup(dir, "f7").size());
+
+            // what ClickHouse does next: rename the part into place (in a table directory it has
+            // listed), later remove its files as rm -r does, listing the directory first (their
+            // data is deleted in the background: not here)
+            meta.setOrphanListener(ino -> { });
+            meta.readdir(MetaEngine.ROOT);
+            reads = realReads();
+            long execsBefore = calls("exec");
+            meta.rename(MetaEngine.ROOT, "part", MetaEngine.ROOT, "all_1_1_0", 0);
+            assertEquals(reads, realReads(), "a rename of listed names reads nothing");
+            meta.readdir(dir);
+            reads = realReads();
+            for (int i = 0; i < files; i++) {
+                meta.unlink(dir, "f" + i);
+            }
+            assertEquals(reads, realReads(), "unlinks of listed names read nothing either");
+            assertEquals(execsBefore + 1 + files, calls("exec"));
+            assertEquals(List.of("warm"), meta.readdir(dir).stream().map(io.partfs.engine.DirEntry::name).toList());
         }
     }
 
