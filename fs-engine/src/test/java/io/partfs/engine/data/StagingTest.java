@@ -1,0 +1,127 @@
+package io.partfs.engine.data;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.object.LocalObjectStore;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Write-back staging on a real local filesystem: blocks go into spare files created ahead
+ * (whose names are already durable) with their key in an extended attribute, and a restart
+ * finds a block under either name.
+ */
+class StagingTest {
+    @TempDir
+    Path tmp;
+    Path dir;
+    LocalObjectStore objects;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        dir = tmp.resolve("staging");
+        objects = new LocalObjectStore(tmp.resolve("objects"));
+    }
+
+    private Staging open(Duration uploadDelay) throws IOException {
+        return new Staging(dir, objects, BlockCache.disabled(), 2, uploadDelay, Duration.ofSeconds(30));
+    }
+
+    private List<String> names() throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    private static void setKey(Path f, String key) throws IOException {
+        Files.getFileAttributeView(f, UserDefinedFileAttributeView.class)
+                .write(Staging.KEY_XATTR, ByteBuffer.wrap(key.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Polls until {@code key} is in the object store; fails after 30 s. */
+    private byte[] awaitObject(String key, int size) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            try {
+                return objects.get(key, 0, size);
+            } catch (io.partfs.engine.object.ObjectNotFoundException e) {
+                assertTrue(System.nanoTime() < deadline, key + " not uploaded within 30 s");
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+            }
+        }
+    }
+
+    @Test
+    void blocksGoIntoSparesCarryingTheirKeyAndUnusedSparesGoAtClose() throws Exception {
+        byte[] data = "block".repeat(100).getBytes(StandardCharsets.UTF_8);
+        try (Staging staging = open(Duration.ofHours(1))) {
+            staging.stage("vol/chunks/0/0/7_0_" + data.length, new byte[data.length]); // first block: no spare yet
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (names().stream().noneMatch(n -> n.startsWith(Staging.SPARE_PREFIX))) {
+                assertTrue(System.nanoTime() < deadline, "no spares prepared within 30 s");
+                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+            }
+            long deadline2 = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (names().stream().filter(n -> n.startsWith(Staging.SPARE_PREFIX)).count() < Staging.SPARE_BATCH) {
+                assertTrue(System.nanoTime() < deadline2, "spare batch not complete within 30 s");
+                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+            }
+            String key = "vol/chunks/0/0/8_0_" + data.length;
+            staging.stage(key, data);
+            Path staged = staging.pathIfStaged(key);
+            assertArrayEquals(data, Files.readAllBytes(staged));
+            UserDefinedFileAttributeView view = Files.getFileAttributeView(staged, UserDefinedFileAttributeView.class);
+            assertTrue(view.list().contains(Staging.KEY_XATTR), "the block came from a spare, so it carries its key");
+            assertEquals(Staging.SPARE_BATCH - 1, names().stream().filter(n -> n.startsWith(Staging.SPARE_PREFIX)).count());
+            staging.syncDir();
+        }
+        assertEquals(List.of("vol%chunks%0%0%7_0_500", "vol%chunks%0%0%8_0_500"), names(),
+                "staged blocks stay for the next start, spares do not");
+    }
+
+    @Test
+    void aRestartUploadsASpareHoldingAKeyAndDeletesOneWithout() throws Exception {
+        Files.createDirectories(dir);
+        byte[] data = "durable but not yet renamed".getBytes(StandardCharsets.UTF_8);
+        String key = "vol/chunks/0/0/9_0_" + data.length;
+        Path used = dir.resolve(Staging.SPARE_PREFIX + "1-0");
+        Files.write(used, data);
+        setKey(used, key);
+        Path unused = dir.resolve(Staging.SPARE_PREFIX + "1-1");
+        Files.createFile(unused);
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(1, staging.recover());
+            assertArrayEquals(data, awaitObject(key, data.length));
+        }
+        assertFalse(Files.exists(used));
+        assertFalse(Files.exists(unused), "an empty spare is not a block");
+        assertEquals(List.of(), names());
+    }
+
+    @Test
+    void aSpareTornBeforeItsFsyncIsDeletedNotUploaded() throws Exception {
+        Files.createDirectories(dir);
+        String key = "vol/chunks/0/0/10_0_100";
+        Path torn = dir.resolve(Staging.SPARE_PREFIX + "1-0");
+        Files.write(torn, new byte[40]); // the key says 100 bytes
+        setKey(torn, key);
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(0, staging.recover());
+        }
+        assertEquals(List.of(), names());
+        assertEquals(0, objects.listAll("vol/").size());
+    }
+}
