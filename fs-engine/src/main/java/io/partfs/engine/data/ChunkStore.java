@@ -492,23 +492,28 @@ public final class ChunkStore implements Closeable {
     /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */
     public int reclaimSlices(int limit) throws IOException {
         List<long[]> pending = meta.pendingSliceDeletions(limit);
-        for (long[] s : pending) {
-            long id = s[0];
-            int size = (int) s[1];
-            int blocks = (size + blockSize - 1) / blockSize;
-            for (int i = 0; i < blocks; i++) {
-                String key = blockKey(id, i, blockLength(size, i));
-                cache.remove(key);
-                if (staging != null && staging.remove(key)) {
-                    continue; // never uploaded (and an upload under way deletes its object itself)
+        List<long[]> done = new java.util.ArrayList<>(pending.size());
+        try {
+            for (long[] s : pending) {
+                long id = s[0];
+                int size = (int) s[1];
+                int blocks = (size + blockSize - 1) / blockSize;
+                for (int i = 0; i < blocks; i++) {
+                    String key = blockKey(id, i, blockLength(size, i));
+                    cache.remove(key);
+                    if (staging != null && staging.remove(key)) {
+                        continue; // never uploaded (and an upload under way deletes its object itself)
+                    }
+                    try {
+                        objects.delete(key);
+                    } catch (ObjectNotFoundException e) {
+                        // already gone
+                    }
                 }
-                try {
-                    objects.delete(key);
-                } catch (ObjectNotFoundException e) {
-                    // already gone
-                }
+                done.add(s);
             }
-            meta.sliceDeleted(id, size);
+        } finally {
+            meta.slicesDeleted(done); // one transaction for the pass, also for what a failure left done
         }
         return pending.size();
     }

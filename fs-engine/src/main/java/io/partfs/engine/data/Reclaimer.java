@@ -28,11 +28,29 @@ public final class Reclaimer implements Closeable {
         this.chunks = chunks;
     }
 
-    /** Queues the data of an unlinked, closed file for deletion. */
+    /** File deletions queued and not yet run: the last of a burst drains the freed slices. */
+    private final java.util.concurrent.atomic.AtomicInteger queuedFiles = new java.util.concurrent.atomic.AtomicInteger();
+    /** File deletions run since the last drain (only the worker thread touches it). */
+    private int sinceDrain;
+    /** Under a steady stream of deletions, drain at least this often. */
+    private static final int DRAIN_EVERY = 256;
+
+    /**
+     * Queues the data of an unlinked, closed file for deletion. Its slices' objects are deleted
+     * once no other file deletion is queued behind it (or after {@value #DRAIN_EVERY}):
+     * removing a part's hundred files lists the freed slices once, not a hundred times.
+     */
     public void fileOrphaned(long ino) {
+        queuedFiles.incrementAndGet();
         submit(() -> {
-            meta.deleteFileData(ino);
-            drainSlices();
+            try {
+                meta.deleteFileData(ino);
+            } finally {
+                if (queuedFiles.decrementAndGet() == 0 || ++sinceDrain >= DRAIN_EVERY) {
+                    sinceDrain = 0;
+                    drainSlices();
+                }
+            }
         });
     }
 

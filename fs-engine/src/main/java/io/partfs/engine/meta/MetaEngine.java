@@ -36,6 +36,8 @@ import java.util.function.LongConsumer;
  */
 public final class MetaEngine implements Closeable {
     public static final long ROOT = 1;
+    /** Chunks a file deletion frees per transaction (each may list many slices). */
+    private static final int CHUNKS_PER_DELETE = 16;
     public static final int MAX_NAME_BYTES = 255;
     public static final int MAX_LINKS = 65000;
     public static final int MAX_XATTR_VALUE = 64 << 10;
@@ -1137,7 +1139,8 @@ public final class MetaEngine implements Closeable {
 
     /**
      * Moves the slices of an unlinked, closed file to the slice deletion list and removes the
-     * inode, a chunk per transaction. Does nothing if the inode has links or is open here.
+     * inode, up to {@value #CHUNKS_PER_DELETE} chunks per transaction. Does nothing if the
+     * inode has links or is open here.
      */
     public void deleteFileData(long ino) throws IOException {
         if (openCount.containsKey(ino)) {
@@ -1151,33 +1154,41 @@ public final class MetaEngine implements Closeable {
             return;
         }
         long chunks = (length + CHUNK - 1) / CHUNK;
-        for (long idx = 0; idx < chunks; idx++) {
-            long i = idx;
-            mutate(tx -> {
+        // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
+        // also deletes the inode: a small file goes in one transaction (one round trip when the
+        // cache knows its inode and slice lists, as it does for a file this process unlinked).
+        long from = 0;
+        do {
+            long first = from;
+            List<Long> batch = java.util.stream.LongStream.range(first, Math.min(chunks, first + CHUNKS_PER_DELETE)).boxed().toList();
+            boolean last = first + CHUNKS_PER_DELETE >= chunks;
+            boolean relinked = mutate(tx -> {
+                believeChunks(tx, ino, batch);
                 byte[] raw = tx.get(inodeKey(ino));
                 if (raw != null && Attr.decode(ino, raw).nlink() > 0) {
-                    return null;
+                    tx.hdel(DELFILES, String.valueOf(ino)); // linked again meanwhile: nothing to delete
+                    return true;
                 }
-                freeChunk(tx, ino, i, clock.nowNanos());
-                return null;
-            });
-        }
-        mutate(tx -> {
-            byte[] raw = tx.get(inodeKey(ino));
-            if (raw != null) {
-                Attr a = Attr.decode(ino, raw);
-                if (a.nlink() > 0) {
+                long now = clock.nowNanos();
+                for (long idx : batch) {
+                    freeChunk(tx, ino, idx, now);
+                }
+                if (last) {
+                    if (raw != null) {
+                        tx.add(USED_SPACE, -align4k(Attr.decode(ino, raw).size()));
+                        tx.add(TOTAL_INODES, -1);
+                    }
+                    deleteInode(tx, ino);
+                    tx.hdelAll(xattrKey(ino));
                     tx.hdel(DELFILES, String.valueOf(ino));
-                    return null;
                 }
-                tx.add(USED_SPACE, -align4k(a.size()));
-                tx.add(TOTAL_INODES, -1);
+                return false;
+            });
+            if (relinked) {
+                return;
             }
-            deleteInode(tx, ino);
-            tx.hdelAll(xattrKey(ino));
-            tx.hdel(DELFILES, String.valueOf(ino));
-            return null;
-        });
+            from += CHUNKS_PER_DELETE;
+        } while (from < chunks);
     }
 
     /** Slices whose objects await deletion, as {@code id_size} keys, at most {@code limit}. */
@@ -1192,6 +1203,19 @@ public final class MetaEngine implements Closeable {
                 }
             }
             return out;
+        });
+    }
+
+    /** Forgets slices whose objects are deleted ({id, size} each), in one transaction. */
+    public void slicesDeleted(List<long[]> slices) throws IOException {
+        if (slices.isEmpty()) {
+            return;
+        }
+        mutate(tx -> {
+            for (long[] sl : slices) {
+                tx.hdel(DELSLICES, sl[0] + "_" + sl[1]);
+            }
+            return null;
         });
     }
 

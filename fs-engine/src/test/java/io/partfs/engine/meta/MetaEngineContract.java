@@ -603,6 +603,30 @@ abstract class MetaEngineContract {
         assertEquals(1, meta.usage().inodes(), "only the root is left");
     }
 
+    /** More chunks than one deletion transaction frees: the slices of all of them are listed, and the data of every pass. */
+    @Test
+    void deleteFileDataFreesEverySliceOfAFileWithManyChunks() throws Exception {
+        Attr f = file(ROOT, "big");
+        List<MetaEngine.ChunkSlice> slices = new ArrayList<>();
+        for (int c = 0; c < 40; c += 3) { // 14 chunks with data up to chunk 39, holes between
+            slices.add(new MetaEngine.ChunkSlice(c, new Slice(meta.nextSliceId(), 4096, 0, 4096, 0)));
+        }
+        meta.commitWrite(f.ino(), slices);
+        Attr kept = file(ROOT, "kept");
+        meta.commitWrite(kept.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(meta.nextSliceId(), 10, 0, 10, 0))));
+        meta.unlink(ROOT, "big");
+        meta.deleteFileData(f.ino());
+        assertEquals(slices.size(), meta.pendingSliceDeletions(100).size());
+        assertEquals(4096, meta.usage().usedBytes(), "only the kept file's 4 KiB");
+        assertEquals(2, meta.usage().inodes(), "the root and the kept file");
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(f.ino()));
+        List<long[]> pending = meta.pendingSliceDeletions(100);
+        meta.slicesDeleted(pending.subList(0, 5));
+        assertEquals(slices.size() - 5, meta.pendingSliceDeletions(100).size());
+        meta.slicesDeleted(meta.pendingSliceDeletions(100));
+        assertEquals(0, meta.pendingSliceDeletions(100).size());
+    }
+
     @Test
     void commitToADeletedInodeFreesTheSlices() throws Exception {
         Attr f = file(ROOT, "f");
