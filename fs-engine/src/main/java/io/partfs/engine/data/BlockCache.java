@@ -104,6 +104,17 @@ public final class BlockCache {
         }
     }
 
+    /** Bucket directories known to exist: creating an existing one costs an exception with a stack trace. */
+    private final java.util.Set<Path> buckets = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** Creates the bucket directory {@code d} unless this cache already did. */
+    private void ensureBucket(Path d) throws IOException {
+        if (!buckets.contains(d)) {
+            Files.createDirectories(d);
+            buckets.add(d);
+        }
+    }
+
     private Path file(String key) {
         String flat = flatten(key);
         return dir.resolve(BUCKETS[(flat.hashCode() >>> 8) & 0xff]).resolve(flat);
@@ -171,11 +182,13 @@ public final class BlockCache {
         Path f = file(key);
         Path tmp = f.resolveSibling(f.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP);
         try {
-            Files.createDirectories(f.getParent());
-            // one write per 256 KiB piece (LocalFiles): Files.write would make 512 writes of 8 KiB per block
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW,
-                    StandardOpenOption.WRITE)) {
-                LocalFiles.writeAll(ch, data);
+            ensureBucket(f.getParent());
+            try {
+                writeNew(tmp, data);
+            } catch (NoSuchFileException e) {
+                buckets.remove(f.getParent()); // the directory was removed under us: once more
+                ensureBucket(f.getParent());
+                writeNew(tmp, data);
             }
             Files.move(tmp, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } catch (IOException e) {
@@ -195,6 +208,13 @@ public final class BlockCache {
         evict();
     }
 
+    private static void writeNew(Path f, byte[] data) throws IOException {
+        // one write per 256 KiB piece (LocalFiles): Files.write would make 512 writes of 8 KiB per block
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            LocalFiles.writeAll(ch, data);
+        }
+    }
+
     /**
      * Takes over a whole block already on local disk at {@code src} (a staged block just
      * uploaded) by renaming it in; deletes it when the cache is off or the rename fails.
@@ -204,8 +224,14 @@ public final class BlockCache {
         if (capacity > 0 && size <= capacity) {
             Path f = file(key);
             try {
-                Files.createDirectories(f.getParent());
-                Files.move(src, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                ensureBucket(f.getParent());
+                try {
+                    Files.move(src, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                } catch (NoSuchFileException e) {
+                    buckets.remove(f.getParent()); // the directory was removed under us: once more
+                    ensureBucket(f.getParent());
+                    Files.move(src, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                }
                 taken = true;
             } catch (IOException e) {
                 log.debug("cannot move {} into the block cache: {}", src, e.toString());

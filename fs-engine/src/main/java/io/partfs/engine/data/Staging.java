@@ -470,6 +470,11 @@ public final class Staging implements Closeable {
         }
     }
 
+    /** Spare files ready to take a block, for tests. */
+    int sparesReady() {
+        return spares.size();
+    }
+
     /** Paths of the staged files, for tests. */
     List<String> stagedKeys() {
         return new ArrayList<>(pending.keySet());

@@ -82,4 +82,19 @@ class BlockCacheTest {
         assertNull(c.read("a", 0, 1));
         assertTrue(!Files.exists(dir.resolve("off")));
     }
+
+    @Test
+    void keepsCachingWhenItsDirectoryIsRemovedUnderIt() throws Exception {
+        BlockCache c = new BlockCache(dir, 1 << 20);
+        for (int i = 0; i < 2000; i++) {
+            c.put("vol/chunks/" + i + "_0_1", new byte[] {1}); // every bucket directory is known to exist
+        }
+        try (var walk = java.nio.file.Files.walk(dir)) {
+            for (java.nio.file.Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                java.nio.file.Files.delete(p); // an operator clearing the cache of a running mount
+            }
+        }
+        c.put("vol/chunks/1_0_3x", new byte[] {4, 5});
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new byte[] {4, 5}, c.read("vol/chunks/1_0_3x", 0, 2));
+    }
 }

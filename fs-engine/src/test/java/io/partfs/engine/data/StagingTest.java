@@ -70,13 +70,8 @@ class StagingTest {
         try (Staging staging = open(Duration.ofHours(1))) {
             staging.stage("vol/chunks/0/0/7_0_" + data.length, new byte[data.length]); // first block: no spare yet
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (names().stream().noneMatch(n -> n.startsWith(Staging.SPARE_PREFIX))) {
-                assertTrue(System.nanoTime() < deadline, "no spares prepared within 30 s");
-                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
-            }
-            long deadline2 = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (names().stream().filter(n -> n.startsWith(Staging.SPARE_PREFIX)).count() < Staging.SPARE_BATCH) {
-                assertTrue(System.nanoTime() < deadline2, "spare batch not complete within 30 s");
+            while (staging.sparesReady() < Staging.SPARE_BATCH) {
+                assertTrue(System.nanoTime() < deadline, "no spare batch ready within 30 s");
                 java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
             }
             String key = "vol/chunks/0/0/8_0_" + data.length;
