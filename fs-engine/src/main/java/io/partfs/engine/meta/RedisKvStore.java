@@ -41,7 +41,11 @@ public final class RedisKvStore implements KvStore {
     private static final int POOL_SIZE = 16;
     private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(30);
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(RedisKvStore.class);
+
     private final String description;
+    /** False once the server refused the checking script (an ACL without @scripting, say): then no beliefs. */
+    private volatile boolean scripts = true;
     private final RedisClient client;
     private final StatefulRedisConnection<byte[], byte[]> shared;
     private final BlockingQueue<StatefulRedisConnection<byte[], byte[]>> pool = new ArrayBlockingQueue<>(POOL_SIZE);
@@ -260,7 +264,7 @@ public final class RedisKvStore implements KvStore {
      * its checks and writes as one script ({@link #CHECK_AND_WRITE}) inside the MULTI/EXEC:
      * STALE_BELIEF, with nothing written, when a belief was wrong.
      */
-    private static Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
+    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
         boolean believed = !buf.beliefsUsed().isEmpty();
         if (buf.isEmpty() && !believed) {
             cmd.unwatch();
@@ -268,9 +272,10 @@ public final class RedisKvStore implements KvStore {
         }
         io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
         io.lettuce.core.RedisFuture<String> multi = async.multi();
+        io.lettuce.core.RedisFuture<Object> checking = null;
         if (believed) {
             Script script = Script.of(buf);
-            async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
+            checking = async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
         } else {
             for (TxnBuffer.Op op : buf.ops()) {
                 if (op instanceof TxnBuffer.Put p) {
@@ -288,7 +293,25 @@ public final class RedisKvStore implements KvStore {
                 }
             }
         }
-        TransactionResult result = await(async.exec());
+        TransactionResult result;
+        try {
+            result = await(async.exec());
+        } catch (RedisCommandExecutionException e) {
+            if (!believed) {
+                throw e;
+            }
+            // The script was refused (EXEC aborts the transaction: nothing was written). Run the
+            // body again on real reads; stop using scripts when the server refuses them outright.
+            String m = e.getMessage() + " " + queueError(checking);
+            if (m.contains("NOPERM") || m.contains("unknown command") || m.contains("not allowed") || m.contains("disabled")) {
+                if (scripts) {
+                    scripts = false;
+                    log.warn("{} refuses Lua scripts ({}): metadata transactions read everything first (two round trips "
+                            + "instead of one); allow EVAL (@scripting) to the PartFS user to avoid this", description, m.trim());
+                }
+            }
+            return Outcome.STALE_BELIEF;
+        }
         await(multi);
         if (result.wasDiscarded()) {
             return Outcome.CONFLICT;
@@ -390,6 +413,20 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
+    /** The error Redis gave a command queued in MULTI (EXEC then only says the transaction was aborted), or "". */
+    private static String queueError(io.lettuce.core.RedisFuture<?> queued) {
+        java.util.concurrent.CompletableFuture<?> f = queued.toCompletableFuture();
+        if (!f.isCompletedExceptionally()) {
+            return "";
+        }
+        try {
+            f.join();
+            return "";
+        } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException x) {
+            return String.valueOf(x.getCause() == null ? x.getMessage() : x.getCause().getMessage());
+        }
+    }
+
     /** The value of a command sent asynchronously, with the connection's timeout; failures as lettuce's sync API throws them. */
     private static <V> V await(io.lettuce.core.RedisFuture<V> f) {
         return io.lettuce.core.LettuceFutures.awaitOrCancel(f, COMMAND_TIMEOUT.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
@@ -425,7 +462,7 @@ public final class RedisKvStore implements KvStore {
             RedisCommands<byte[], byte[]> cmd = conn.sync();
             for (int attempt = 1; ; attempt++) {
                 // only the first attempt trusts the caller's beliefs: after a conflict everything is read
-                TxnBuffer tx = new TxnBuffer(new CommandReader(cmd, true), attempt == 1);
+                TxnBuffer tx = new TxnBuffer(new CommandReader(cmd, true), attempt == 1 && scripts);
                 T result;
                 try {
                     result = body.run(tx);

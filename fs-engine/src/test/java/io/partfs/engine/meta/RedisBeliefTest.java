@@ -270,4 +270,31 @@ class RedisBeliefTest {
             }
         }
     }
+
+    /** A Redis user without @scripting (managed services may set that up): beliefs are given up, writes still commit. */
+    @Test
+    void aServerThatRefusesScriptsStillCommitsOnRealReads() throws Exception {
+        adminConn.sync().aclSetuser("noscript", io.lettuce.core.AclSetuserArgs.Builder.on().addPassword("pw").allKeys()
+                .allChannels().allCommands().removeCategory(io.lettuce.core.AclCategory.SCRIPTING));
+        try (RedisKvStore limited = new RedisKvStore("redis://noscript:pw@127.0.0.1:" + redis.port() + "/" + db)) {
+            limited.update(tx -> {
+                tx.put("k", b("v1"));
+                return null;
+            });
+            for (int round = 1; round <= 2; round++) {
+                AtomicInteger runs = new AtomicInteger();
+                byte[] next = b("v" + (round + 1));
+                byte[] believed = b("v" + round);
+                limited.update(tx -> {
+                    runs.incrementAndGet();
+                    tx.believe("k", believed);
+                    assertArrayEquals(believed, tx.get("k"));
+                    tx.put("k", next);
+                    return null;
+                });
+                assertEquals(round == 1 ? 2 : 1, runs.get(), "refused once, then no script is tried");
+                assertArrayEquals(next, kv.read(r -> r.get("k")));
+            }
+        }
+    }
 }
