@@ -216,6 +216,57 @@ class PartfsCommandIT {
         }
     }
 
+    /**
+     * A write-back sidecar killed with SIGKILL after fsyncs returned: the next mount with the
+     * same cache directory finds every staged block (written into spare files, see Staging),
+     * uploads them, and every file reads back whole, also from S3 alone.
+     */
+    @Test
+    void writebackLosesNothingFsyncedWhenTheSidecarIsKilled() throws Exception {
+        try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
+            String meta = redis.url(4);
+            String storage = "s3://partfs-kill/killed?endpoint=" + s3.endpoint() + "&path-style=true";
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "killed").exit());
+            Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback", "--upload-delay", "3600");
+            assertEquals(0, m.exit(), m.all());
+            java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
+            assertTrue(pid.find(), m.all());
+            Random random = new Random(4);
+            List<byte[]> files = new java.util.ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                byte[] data = new byte[i == 0 ? (3 << 20) + 5 : 1000 + 997 * i];
+                random.nextBytes(data);
+                files.add(data);
+                try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("f" + i), java.nio.file.StandardOpenOption.CREATE,
+                        java.nio.file.StandardOpenOption.WRITE)) {
+                    ch.write(java.nio.ByteBuffer.wrap(data));
+                    ch.force(true);
+                }
+            }
+            ProcessHandle sidecar = ProcessHandle.of(Long.parseLong(pid.group(1))).orElseThrow();
+            sidecar.destroyForcibly();
+            sidecar.onExit().get(30, TimeUnit.SECONDS);
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit(), "the dead mount is taken down");
+            try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-kill").prefix("killed").build())) {
+                assertEquals(0, store.listAll("killed/chunks/").size(), "nothing was uploaded before the kill");
+                assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback").exit());
+                for (int i = 0; i < files.size(); i++) {
+                    assertArrayEquals(files.get(i), Files.readAllBytes(mnt.resolve("f" + i)), "f" + i);
+                }
+                Partfs.Result u = partfs.run("umount", mnt.toString());
+                assertEquals(0, u.exit(), u.all());
+                assertEquals(23, store.listAll("killed/chunks/").size(), "4 blocks of the big file and 19 small ones");
+            }
+            assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background",
+                    "--cache-dir", dir.resolve("other-cache").toString()).exit());
+            for (int i = 0; i < files.size(); i++) {
+                assertArrayEquals(files.get(i), Files.readAllBytes(mnt.resolve("f" + i)), "f" + i + " from S3 alone");
+            }
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        }
+    }
+
     @Test
     void umountWithTheObjectStoreGoneStillUnmountsAndLogsWhatWasLost() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
