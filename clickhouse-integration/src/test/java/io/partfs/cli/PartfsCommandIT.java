@@ -189,18 +189,10 @@ class PartfsCommandIT {
     void writebackFsyncReturnsBeforeTheUploadAndUmountUploadsEverything() throws Exception {
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
             String meta = redis.url(3);
-            String storage = "s3://partfs-wb/wb?endpoint=" + s3.endpoint() + "&path-style=true";
-            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
-            assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "wb").exit());
-            Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback", "--upload-delay", "3600");
-            assertEquals(0, m.exit(), m.all());
+            mountWriteBack(meta, s3, "partfs-wb", "wb");
             byte[] data = new byte[(3 << 20) + 5];
             new Random(3).nextBytes(data);
-            try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("part.bin"), java.nio.file.StandardOpenOption.CREATE,
-                    java.nio.file.StandardOpenOption.WRITE)) {
-                ch.write(java.nio.ByteBuffer.wrap(data));
-                ch.force(true);
-            }
+            writeFsynced(mnt.resolve("part.bin"), data);
             try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-wb").prefix("wb").build())) {
                 assertEquals(0, store.listAll("wb/chunks/").size(), "fsync and close returned with the data staged locally");
                 assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")));
@@ -217,6 +209,28 @@ class PartfsCommandIT {
     }
 
     /**
+     * Formats volume {@code name} (1 MiB blocks) in {@code bucket} with metadata at {@code meta}
+     * and mounts it in write-back mode with a one-hour upload delay; returns the mount's output.
+     */
+    private Partfs.Result mountWriteBack(String meta, S3Server s3, String bucket, String name) throws Exception {
+        String storage = "s3://" + bucket + "/" + name + "?endpoint=" + s3.endpoint() + "&path-style=true";
+        partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+        assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", name).exit());
+        Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback", "--upload-delay", "3600");
+        assertEquals(0, m.exit(), m.all());
+        return m;
+    }
+
+    /** Creates or overwrites {@code f} with {@code data} and fsyncs it before closing. */
+    private static void writeFsynced(Path f, byte[] data) throws IOException {
+        try (var ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.CREATE,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(data));
+            ch.force(true);
+        }
+    }
+
+    /**
      * A write-back sidecar killed with SIGKILL after fsyncs returned: the next mount with the
      * same cache directory finds every staged block (written into spare files, see Staging),
      * uploads them, and every file reads back whole, also from S3 alone.
@@ -225,11 +239,7 @@ class PartfsCommandIT {
     void writebackLosesNothingFsyncedWhenTheSidecarIsKilled() throws Exception {
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
             String meta = redis.url(4);
-            String storage = "s3://partfs-kill/killed?endpoint=" + s3.endpoint() + "&path-style=true";
-            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
-            assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "killed").exit());
-            Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback", "--upload-delay", "3600");
-            assertEquals(0, m.exit(), m.all());
+            Partfs.Result m = mountWriteBack(meta, s3, "partfs-kill", "killed");
             java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
             assertTrue(pid.find(), m.all());
             Random random = new Random(4);
@@ -238,11 +248,7 @@ class PartfsCommandIT {
                 byte[] data = new byte[i == 0 ? (3 << 20) + 5 : 1000 + 997 * i];
                 random.nextBytes(data);
                 files.add(data);
-                try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("f" + i), java.nio.file.StandardOpenOption.CREATE,
-                        java.nio.file.StandardOpenOption.WRITE)) {
-                    ch.write(java.nio.ByteBuffer.wrap(data));
-                    ch.force(true);
-                }
+                writeFsynced(mnt.resolve("f" + i), data);
             }
             ProcessHandle sidecar = ProcessHandle.of(Long.parseLong(pid.group(1))).orElseThrow();
             sidecar.destroyForcibly();
