@@ -22,6 +22,7 @@ import software.amazon.awssdk.http.apache.ApacheHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.retries.api.BackoffStrategy;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
@@ -59,6 +60,11 @@ public final class S3ObjectStore implements ObjectStore {
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
                 .httpClientBuilder(httpClient(config))
+                // Over plain http the SDK signs every payload. Without this it sends it aws-chunked,
+                // a signature per 128 KiB chunk that the server must take apart again; with it, one
+                // SHA-256 of the whole body in a header: the oldest form of SigV4, which every
+                // S3-compatible server takes (measured: benchmarks/RESULTS.md, round 10).
+                .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).build())
                 .overrideConfiguration(ClientOverrideConfiguration.builder()
                         .apiCallAttemptTimeout(config.requestTimeout())
                         // all attempts of one call together: a store that hangs costs one timeout, not one per retry
