@@ -275,28 +275,78 @@ public final class ChunkStore implements Closeable {
      * Uploads one block in the background; in write-back mode stages it on local disk instead.
      * A flush's own blocks ({@code byFlush}) are staged by the flushing thread, which would only
      * wait for them: handing a small file's one block to the pool and back cost ~0.15 ms of the
-     * ~2.4 ms a create, write, fsync and close took.
+     * ~2.4 ms a create, write, fsync and close took. Uploads go to the io pool, and a flush
+     * waiting for one runs it itself if no io thread has taken it yet ({@link BlockUpload#await}).
      */
-    CompletableFuture<Void> upload(String key, byte[] data, boolean byFlush) {
+    BlockUpload upload(String key, byte[] data, boolean byFlush) {
         if (writeBack && byFlush) {
-            try {
-                staging.stage(key, data);
-                return CompletableFuture.completedFuture(null);
-            } catch (IOException e) {
-                return CompletableFuture.failedFuture(e);
-            }
+            BlockUpload staged = new BlockUpload(key, data);
+            staged.run(true);
+            return staged;
         }
-        return CompletableFuture.runAsync(() -> {
+        BlockUpload u = new BlockUpload(key, data);
+        io.execute(() -> u.run(false));
+        return u;
+    }
+
+    /**
+     * One block on its way to the object store (or to staging in write-back mode). Whoever takes
+     * it first runs it: an io thread, or the flush that waits for it, which then needs no thread
+     * hand-off (and wake-up) on the way to its fsync's reply. A partial block's copy in the block
+     * cache is written after the upload counts as done (the flush commits meanwhile); a whole
+     * block's before, as its array goes back to the write buffers once the flush has committed.
+     */
+    final class BlockUpload {
+        private final String key;
+        private final byte[] data;
+        private final java.util.concurrent.atomic.AtomicBoolean taken = new java.util.concurrent.atomic.AtomicBoolean();
+        private final CompletableFuture<Void> done = new CompletableFuture<>();
+
+        private BlockUpload(String key, byte[] data) {
+            this.key = key;
+            this.data = data;
+        }
+
+        /** Runs the upload unless someone else already took it; {@code waiter}: the thread that waits for it. */
+        private void run(boolean waiter) {
+            if (!taken.compareAndSet(false, true)) {
+                return;
+            }
+            boolean copyLater = !writeBack && data.length != blockSize; // never a reused write buffer
             try {
                 if (writeBack) {
                     staging.stage(key, data);
                 } else {
-                    putBlock(key, data);
+                    objectPuts.incrementAndGet();
+                    objects.put(key, data);
+                    // A block just written is likely read soon (ClickHouse reads back what it merged).
+                    if (!copyLater) {
+                        cache.put(key, data);
+                    }
                 }
-            } catch (IOException e) {
-                throw new java.util.concurrent.CompletionException(e);
+            } catch (IOException | RuntimeException e) {
+                done.completeExceptionally(e);
+                return;
             }
-        }, io);
+            done.complete(null);
+            if (copyLater) {
+                if (waiter) {
+                    try {
+                        io.execute(() -> cache.put(key, data));
+                    } catch (java.util.concurrent.RejectedExecutionException e) {
+                        // closing: the block is stored, only not cached
+                    }
+                } else {
+                    cache.put(key, data);
+                }
+            }
+        }
+
+        /** Waits until the block is stored, storing it here if no io thread has started it yet. */
+        void await() throws InterruptedException, ExecutionException {
+            run(true);
+            done.get();
+        }
     }
 
     /** Called by a flush after its blocks are stored and before it commits them. */
@@ -304,13 +354,6 @@ public final class ChunkStore implements Closeable {
         if (writeBack) {
             staging.syncDir();
         }
-    }
-
-    void putBlock(String key, byte[] data) throws IOException {
-        objectPuts.incrementAndGet();
-        objects.put(key, data);
-        // A block just written is likely read soon (ClickHouse reads back what it merged).
-        cache.put(key, data);
     }
 
     // ---- reading ----

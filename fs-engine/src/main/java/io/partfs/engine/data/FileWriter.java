@@ -7,7 +7,6 @@ import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
 /**
@@ -189,7 +188,7 @@ final class FileWriter {
     private final class Upload {
         final String key;
         final byte[] data;
-        CompletableFuture<Void> future;
+        ChunkStore.BlockUpload future;
         /** A flush gave up on this block; the next one starts it again. */
         boolean failedBefore;
 
@@ -203,7 +202,7 @@ final class FileWriter {
         /** Waits for this attempt: null when the block is stored, else why not. */
         IOException await() throws IOException {
             try {
-                future.get();
+                future.await();
                 return null;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.Attr;
@@ -302,6 +303,33 @@ abstract class PartFsContract extends OnBackends {
         fs.release(fb);
         assertArrayEquals(a, readAll(ino("a.bin")));
         assertArrayEquals(b, readAll(ino("b.bin")));
+    }
+
+    @Test
+    void aFlushStoresItsOwnBlockInsteadOfQueueingBehindOtherFilesUploads() throws Exception {
+        var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().ioThreads(1).build());
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch arrived = store.holdNextPut(release);
+        byte[] block = random(fs.format().blockSize(), 11);
+        byte[] small = random(1000, 12);
+        long big = create("big.bin");
+        long fh = create("small.bin");
+        try {
+            // a whole block starts uploading at once, on the only io thread, and is held in the store
+            fs.write(big, 0, block, 0, block.length);
+            assertTrue(arrived.await(30, java.util.concurrent.TimeUnit.SECONDS), "the big file's block reached the store");
+            fs.write(fh, 0, small, 0, small.length);
+            assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () -> fs.fsync(fh),
+                    "the fsync stored its block itself rather than wait for the io thread");
+            assertEquals(small.length, fs.meta().getattr(ino("small.bin")).size(), "committed");
+        } finally {
+            release.countDown();
+        }
+        fs.fsync(big);
+        fs.release(big);
+        fs.release(fh);
+        assertArrayEquals(block, readAll(ino("big.bin")));
+        assertArrayEquals(small, readAll(ino("small.bin")));
     }
 
     /** Polls until the write-back staging area is empty; fails after 60 s. */

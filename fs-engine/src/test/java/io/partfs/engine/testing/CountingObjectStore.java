@@ -16,6 +16,8 @@ public final class CountingObjectStore implements ObjectStore {
     private final java.util.concurrent.atomic.AtomicInteger puts = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicInteger deletes = new java.util.concurrent.atomic.AtomicInteger();
     private volatile boolean failPuts;
+    private final java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CountDownLatch[]> held =
+            new java.util.concurrent.atomic.AtomicReference<>();
 
     public CountingObjectStore(ObjectStore real) {
         this.real = real;
@@ -47,9 +49,29 @@ public final class CountingObjectStore implements ObjectStore {
         failPuts = fail;
     }
 
+    /**
+     * The next PUT waits in the store until {@code release} opens (at most 60 s); the latch
+     * returned opens when that PUT has arrived.
+     */
+    public java.util.concurrent.CountDownLatch holdNextPut(java.util.concurrent.CountDownLatch release) {
+        java.util.concurrent.CountDownLatch arrived = new java.util.concurrent.CountDownLatch(1);
+        held.set(new java.util.concurrent.CountDownLatch[] {arrived, release});
+        return arrived;
+    }
+
     @Override
     public void put(String key, byte[] data) throws IOException {
         puts.incrementAndGet();
+        java.util.concurrent.CountDownLatch[] hold = held.getAndSet(null);
+        if (hold != null) {
+            hold[0].countDown();
+            try {
+                hold[1].await(60, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("held PUT interrupted");
+            }
+        }
         if (failPuts) {
             throw new io.partfs.engine.object.ObjectStoreException(io.partfs.engine.object.ObjectStoreException.Kind.UNAVAILABLE,
                     "put " + key + " failed: the test store is down", null);
