@@ -137,9 +137,13 @@ public final class RedisKvStore implements KvStore {
             byte[] key = b(k);
             if (watch) {
                 watches.add(cmd.getStatefulConnection().async().watch(key));
+                watchedAny = true;
             }
             return key;
         }
+
+        /** Some key was WATCHed: the commit needs MULTI/EXEC for the WATCHes to count. */
+        boolean watchedAny;
 
         private final java.util.List<io.lettuce.core.RedisFuture<String>> watches = new java.util.ArrayList<>(4);
 
@@ -261,16 +265,28 @@ public final class RedisKvStore implements KvStore {
     /**
      * Sends a transaction's writes in MULTI/EXEC, pipelined: one round trip for all of them.
      * CONFLICT when a watched key changed. A transaction that answered reads with beliefs sends
-     * its checks and writes as one script ({@link #CHECK_AND_WRITE}) inside the MULTI/EXEC:
-     * STALE_BELIEF, with nothing written, when a belief was wrong.
+     * its checks and writes as one script ({@link #CHECK_AND_WRITE}) inside the MULTI/EXEC, or
+     * alone when it WATCHed nothing: STALE_BELIEF, with nothing written, when a belief was wrong.
      */
-    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf) {
+    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf, boolean watched) {
         boolean believed = !buf.beliefsUsed().isEmpty();
         if (buf.isEmpty() && !believed) {
             cmd.unwatch();
             return Outcome.COMMITTED;
         }
         io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
+        if (believed && !watched) {
+            // Every read was answered by a belief, so nothing is WATCHed and the script, atomic
+            // on its own, is the whole transaction: two commands fewer for client and server.
+            Script script = Script.of(buf);
+            io.lettuce.core.RedisFuture<Object> checked =
+                    async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
+            try {
+                return Long.valueOf(1).equals(await(checked)) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
+            } catch (RedisCommandExecutionException e) {
+                return refused(e, "");
+            }
+        }
         io.lettuce.core.RedisFuture<String> multi = async.multi();
         io.lettuce.core.RedisFuture<Object> checking = null;
         if (believed) {
@@ -300,17 +316,8 @@ public final class RedisKvStore implements KvStore {
             if (!believed) {
                 throw e;
             }
-            // The script was refused (EXEC aborts the transaction: nothing was written). Run the
-            // body again on real reads; stop using scripts when the server refuses them outright.
-            String m = e.getMessage() + " " + queueError(checking);
-            if (m.contains("NOPERM") || m.contains("unknown command") || m.contains("not allowed") || m.contains("disabled")) {
-                if (scripts) {
-                    scripts = false;
-                    log.warn("{} refuses Lua scripts ({}): metadata transactions read everything first (two round trips "
-                            + "instead of one); allow EVAL (@scripting) to the PartFS user to avoid this", description, m.trim());
-                }
-            }
-            return Outcome.STALE_BELIEF;
+            // EXEC aborts the transaction when the script was refused: nothing was written
+            return refused(e, queueError(checking));
         }
         await(multi);
         if (result.wasDiscarded()) {
@@ -324,6 +331,22 @@ public final class RedisKvStore implements KvStore {
             return Long.valueOf(1).equals(checked) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
         }
         return Outcome.COMMITTED;
+    }
+
+    /**
+     * A transaction whose script failed, with nothing written: run the body again on real reads,
+     * and stop using scripts when the server refuses them outright.
+     */
+    private Outcome refused(RedisCommandExecutionException e, String queueError) {
+        String m = e.getMessage() + " " + queueError;
+        if (m.contains("NOPERM") || m.contains("unknown command") || m.contains("not allowed") || m.contains("disabled")) {
+            if (scripts) {
+                scripts = false;
+                log.warn("{} refuses Lua scripts ({}): metadata transactions read everything first (two round trips "
+                        + "instead of one); allow EVAL (@scripting) to the PartFS user to avoid this", description, m.trim());
+            }
+        }
+        return Outcome.STALE_BELIEF;
     }
 
     /**
@@ -462,7 +485,8 @@ public final class RedisKvStore implements KvStore {
             RedisCommands<byte[], byte[]> cmd = conn.sync();
             for (int attempt = 1; ; attempt++) {
                 // only the first attempt trusts the caller's beliefs: after a conflict everything is read
-                TxnBuffer tx = new TxnBuffer(new CommandReader(cmd, true), attempt == 1 && scripts);
+                CommandReader reader = new CommandReader(cmd, true);
+                TxnBuffer tx = new TxnBuffer(reader, attempt == 1 && scripts);
                 T result;
                 try {
                     result = body.run(tx);
@@ -476,7 +500,7 @@ public final class RedisKvStore implements KvStore {
                 }
                 Outcome outcome;
                 try {
-                    outcome = commit(cmd, tx);
+                    outcome = commit(cmd, tx, reader.watchedAny);
                 } catch (RedisException e) {
                     throw wrap("EXEC", e);
                 }

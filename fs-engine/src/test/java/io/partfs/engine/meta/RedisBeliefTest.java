@@ -213,8 +213,8 @@ class RedisBeliefTest {
             }
             assertEquals(reads, realReads(),
                     "a new directory is known empty and each file's inode and chunk are known: nothing read");
-            assertEquals(evals + 2L * files, calls("eval"));
-            assertEquals(execs + 2L * files, calls("exec"));
+            assertEquals(evals + 2L * files, calls("eval"), "one script per create and per commit");
+            assertEquals(execs, calls("exec"), "each alone: it WATCHed nothing, so no MULTI/EXEC around it");
             assertEquals(100, meta.lookup(dir, "f7").size());
 
             // what ClickHouse does next: rename the part into place (in a table directory it has
@@ -223,6 +223,7 @@ class RedisBeliefTest {
             meta.setOrphanListener(ino -> { });
             meta.readdir(MetaEngine.ROOT);
             reads = realReads();
+            long evalsBefore = calls("eval");
             long execsBefore = calls("exec");
             meta.rename(MetaEngine.ROOT, "part", MetaEngine.ROOT, "all_1_1_0", 0);
             assertEquals(reads, realReads(), "a rename of listed names reads nothing");
@@ -232,7 +233,8 @@ class RedisBeliefTest {
                 meta.unlink(dir, "f" + i);
             }
             assertEquals(reads, realReads(), "unlinks of listed names read nothing either");
-            assertEquals(execsBefore + 1 + files, calls("exec"));
+            assertEquals(evalsBefore + 1 + files, calls("eval"), "one script per rename and per unlink");
+            assertEquals(execsBefore, calls("exec"));
             assertEquals(List.of("warm"), meta.readdir(dir).stream().map(io.partfs.engine.DirEntry::name).toList());
         }
     }
