@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import jnr.ffi.Memory;
 import jnr.ffi.Pointer;
 import org.slf4j.Logger;
@@ -24,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * read-only open takes passthrough only when no other open of the inode exists in page-cache
  * mode, later read-only opens share its backing file, and an open for writing, a create of an
  * existing name or a truncate while passthrough readers exist fails with ETXTBSY (as writing a
- * running executable does) instead of the kernel's EIO.
+ * running executable does) instead of the kernel's EIO, after waiting briefly for RELEASEs of
+ * readers that already closed.
  *
  * <p>Files the part-metadata cache keeps (a selected table's checksums.txt, columns.txt, ...)
  * are not passed through: their reads are answered from that cache and, on a miss, fill it.
@@ -62,6 +64,9 @@ final class Passthrough {
     /** The reply to an open: its FOPEN flags and backing id (0: none). */
     record Opened(int openFlags, int backingId) {
     }
+
+    /** How long an open for writing or a truncate waits for passthrough readers' RELEASEs in flight. */
+    static final long RELEASE_GRACE_MS = 200;
 
     private final Map<Long, Inode> inodes = new HashMap<>();
     private final Map<Long, Mode> handles = new ConcurrentHashMap<>();
@@ -115,12 +120,37 @@ final class Passthrough {
         if (!enabled && inodes.isEmpty()) {
             return false;
         }
-        Inode n = inodes.computeIfAbsent(ino, k -> new Inode());
-        if (n.passthrough > 0) {
-            throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
-        }
-        n.pageCache++;
+        awaitNoPassthroughReaders(ino);
+        inodes.computeIfAbsent(ino, k -> new Inode()).pageCache++;
         return true;
+    }
+
+    /**
+     * Returns once {@code ino} has no passthrough readers, waiting up to {@link #RELEASE_GRACE_MS}
+     * for their RELEASEs: the kernel leaves passthrough mode at the last close(2) but sends
+     * RELEASE afterwards, so a file just closed by its last reader still counts here for a
+     * moment (an open for writing right after it failed with ETXTBSY now and then).
+     *
+     * @throws FsException.TextBusy when readers are still open after that
+     */
+    private void awaitNoPassthroughReaders(long ino) throws FsException.TextBusy {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RELEASE_GRACE_MS);
+        while (true) {
+            Inode n = inodes.get(ino); // again after each wait: the last release removes it
+            if (n == null || n.passthrough <= 0) {
+                return;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
+            }
+            try {
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
+            }
+        }
     }
 
     /** The reserved open became handle {@code fh}. */
@@ -138,10 +168,7 @@ final class Passthrough {
 
     /** Fails a truncate of {@code ino} while passthrough readers exist (they would keep reading the old content). */
     synchronized void checkChangeable(long ino) throws FsException.TextBusy {
-        Inode n = inodes.get(ino);
-        if (n != null && n.passthrough > 0) {
-            throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
-        }
+        awaitNoPassthroughReaders(ino);
     }
 
     /** The handle was released: the last passthrough handle of an inode closes its backing file. */
@@ -160,6 +187,7 @@ final class Passthrough {
         if (n.pageCache <= 0 && n.passthrough <= 0) {
             inodes.remove(ino);
         }
+        notifyAll(); // a writer may be waiting for this reader's release
     }
 
     /** Backing files registered so far, for tests and logs. */

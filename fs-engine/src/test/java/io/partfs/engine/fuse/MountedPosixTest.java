@@ -139,6 +139,23 @@ class MountedPosixTest {
         }
     }
 
+    @Test
+    void anOpenForWritingRightAfterTheLastPassthroughReaderClosedSucceeds() throws Exception {
+        Path f = Files.createDirectories(fresh("released").resolve("202001_1_1_0")).resolve("primary.idx");
+        byte[] v = randomBytes(5_000, 4);
+        Files.write(f, v);
+        readUntilPassedThrough(f, v, "read by the kernel from the locally cached block");
+        long before = passthroughOpens();
+        for (int i = 0; i < 300; i++) {
+            assertArrayEquals(v, Files.readAllBytes(f));
+            // close(2) of the reader has returned; its RELEASE reaches PartFS a moment later
+            FileChannel.open(f, StandardOpenOption.WRITE).close();
+        }
+        if (driver() == FuseOptions.Driver.KERNEL) {
+            assertTrue(passthroughOpens() > before, "some of those reads were passed through");
+        }
+    }
+
     /**
      * Reads {@code f} (checking its content) until an open of it is passed through, 10 s at most:
      * close(2) of a writer returns before PartFS has its RELEASE (the kernel sends it in the
