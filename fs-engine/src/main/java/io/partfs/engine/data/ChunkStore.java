@@ -327,6 +327,9 @@ public final class ChunkStore implements Closeable {
             } catch (IOException | RuntimeException e) {
                 done.completeExceptionally(e);
                 return;
+            } catch (Error e) {
+                done.completeExceptionally(e); // the flush waiting for it must not wait forever
+                throw e;
             }
             done.complete(null);
             if (copyLater) {
