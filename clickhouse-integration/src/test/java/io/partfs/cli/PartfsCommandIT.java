@@ -239,6 +239,9 @@ class PartfsCommandIT {
     void writebackLosesNothingFsyncedWhenTheSidecarIsKilled() throws Exception {
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
             String meta = redis.url(4);
+            // RocksDB unpacks its native library into a temp file that only a normal exit deletes:
+            // the killed sidecar's goes into this test's directory, not /tmp
+            partfs.env("ROCKSDB_SHAREDLIB_DIR", Files.createDirectories(dir.resolve("native")).toString());
             Partfs.Result m = mountWriteBack(meta, s3, "partfs-kill", "killed");
             java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
             assertTrue(pid.find(), m.all());
