@@ -36,6 +36,11 @@ final class UmountCommand implements Callable<Integer> {
         String type = Mounts.typeAt(mp);
         RunFiles run = new RunFiles(home != null ? home : EmbeddedVolume.defaultHome());
         OptionalLong pid = run.livePid(mp);
+        boolean otherHome = false;
+        if (pid.isEmpty() && "fuse.partfs".equals(type)) {
+            pid = servingProcess(mp); // mounted with another --home (or $PARTFS_HOME): found all the same
+            otherHome = pid.isPresent();
+        }
         if (type == null && pid.isEmpty()) {
             throw new IllegalArgumentException(mp + " is not mounted");
         }
@@ -57,7 +62,7 @@ final class UmountCommand implements Callable<Integer> {
         while (h.isAlive()) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("mount process " + pid.getAsLong() + " still runs after " + timeout
-                        + " s (uploads pending?): see its log " + run.logFile(mp));
+                        + " s (uploads pending?): see its log " + (otherHome ? "in the data home it was started with" : run.logFile(mp)));
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
         }
@@ -70,5 +75,44 @@ final class UmountCommand implements Callable<Integer> {
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /**
+     * The process serving {@code mp}, found by its command line ({@code io.partfs.cli.Main mount
+     * ... MOUNTPOINT}, a relative mount point taken from its working directory), for a mount
+     * started with another data home, whose run files this command does not see.
+     */
+    static OptionalLong servingProcess(Path mp) {
+        return ProcessHandle.allProcesses()
+                .filter(p -> serves(p, mp))
+                .mapToLong(ProcessHandle::pid)
+                .findFirst();
+    }
+
+    private static boolean serves(ProcessHandle p, Path mp) {
+        // /proc directly: ProcessHandle.Info has no arguments for a command line as long as ours
+        Path proc = Path.of("/proc", Long.toString(p.pid()));
+        java.util.List<String> list;
+        Path cwd;
+        try {
+            list = java.util.Arrays.asList(new String(java.nio.file.Files.readAllBytes(proc.resolve("cmdline")),
+                    java.nio.charset.StandardCharsets.UTF_8).split("\0"));
+            if (!list.contains(Main.class.getName())) {
+                return false;
+            }
+            cwd = java.nio.file.Files.readSymbolicLink(proc.resolve("cwd"));
+        } catch (java.io.IOException | UnsupportedOperationException e) {
+            return false; // gone meanwhile, or not ours to look at
+        }
+        int main = list.indexOf(Main.class.getName());
+        if (!list.subList(main, list.size()).contains("mount")) {
+            return false;
+        }
+        for (String a : list.subList(main + 1, list.size())) {
+            if (!a.startsWith("-") && cwd.resolve(a).normalize().equals(mp)) {
+                return true;
+            }
+        }
+        return false;
     }
 }

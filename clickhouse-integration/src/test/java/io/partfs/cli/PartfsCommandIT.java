@@ -64,6 +64,26 @@ class PartfsCommandIT {
     }
 
     @Test
+    void umountFindsAMountStartedWithAnotherDataHome() throws Exception {
+        Partfs.Result r = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, r.exit(), r.all());
+        java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(r.all());
+        assertTrue(pid.find(), r.all());
+        byte[] data = new byte[100_000];
+        new Random(2).nextBytes(data);
+        Files.write(mnt.resolve("data.bin"), data);
+        // run files live in the data home: a umount with another home finds the process by its command line
+        Partfs.Result u = new Partfs(dir.resolve("other-home")).run("umount", mnt.toString());
+        assertEquals(0, u.exit(), u.all());
+        assertEquals("partfs: unmounted " + mnt, u.out().trim(), "asked the mount process to flush and waited for it");
+        assertFalse(ProcessHandle.of(Long.parseLong(pid.group(1))).map(ProcessHandle::isAlive).orElse(false));
+        assertFalse(Mounts.isMounted(mnt));
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        assertArrayEquals(data, Files.readAllBytes(mnt.resolve("data.bin")));
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+    }
+
+    @Test
     void sigtermFlushesUnmountsAndExitsZero() throws Exception {
         Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("fg.log").toFile()).start();
