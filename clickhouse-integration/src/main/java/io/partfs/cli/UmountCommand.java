@@ -93,20 +93,18 @@ final class UmountCommand implements Callable<Integer> {
         // /proc directly: ProcessHandle.Info has no arguments for a command line as long as ours
         Path proc = Path.of("/proc", Long.toString(p.pid()));
         java.util.List<String> list;
+        int main;
         Path cwd;
         try {
             list = java.util.Arrays.asList(new String(java.nio.file.Files.readAllBytes(proc.resolve("cmdline")),
                     java.nio.charset.StandardCharsets.UTF_8).split("\0"));
-            if (!list.contains(Main.class.getName())) {
+            main = list.indexOf(Main.class.getName());
+            if (main < 0 || !list.subList(main, list.size()).contains("mount")) {
                 return false;
             }
             cwd = java.nio.file.Files.readSymbolicLink(proc.resolve("cwd"));
         } catch (java.io.IOException | UnsupportedOperationException e) {
             return false; // gone meanwhile, or not ours to look at
-        }
-        int main = list.indexOf(Main.class.getName());
-        if (!list.subList(main, list.size()).contains("mount")) {
-            return false;
         }
         for (String a : list.subList(main + 1, list.size())) {
             if (!a.startsWith("-") && cwd.resolve(a).normalize().equals(mp)) {

@@ -142,15 +142,19 @@ final class Passthrough {
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
-                throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
+                throw busy(ino);
             }
             try {
                 TimeUnit.NANOSECONDS.timedWait(this, left);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
+                throw busy(ino);
             }
         }
+    }
+
+    private static FsException.TextBusy busy(long ino) {
+        return new FsException.TextBusy("inode " + ino + " is open for reading through FUSE passthrough");
     }
 
     /** The reserved open became handle {@code fh}. */

@@ -278,9 +278,7 @@ public final class RedisKvStore implements KvStore {
         if (believed && !watched) {
             // Every read was answered by a belief, so nothing is WATCHed and the script, atomic
             // on its own, is the whole transaction: two commands fewer for client and server.
-            Script script = Script.of(buf);
-            io.lettuce.core.RedisFuture<Object> checked =
-                    async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
+            io.lettuce.core.RedisFuture<Object> checked = sendScript(async, buf);
             try {
                 return Long.valueOf(1).equals(await(checked)) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
             } catch (RedisCommandExecutionException e) {
@@ -290,8 +288,7 @@ public final class RedisKvStore implements KvStore {
         io.lettuce.core.RedisFuture<String> multi = async.multi();
         io.lettuce.core.RedisFuture<Object> checking = null;
         if (believed) {
-            Script script = Script.of(buf);
-            checking = async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
+            checking = sendScript(async, buf);
         } else {
             for (TxnBuffer.Op op : buf.ops()) {
                 if (op instanceof TxnBuffer.Put p) {
@@ -331,6 +328,13 @@ public final class RedisKvStore implements KvStore {
             return Long.valueOf(1).equals(checked) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
         }
         return Outcome.COMMITTED;
+    }
+
+    /** Sends {@link #CHECK_AND_WRITE} with the beliefs and writes of {@code buf}. */
+    private static io.lettuce.core.RedisFuture<Object> sendScript(io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async,
+                                                                  TxnBuffer buf) {
+        Script script = Script.of(buf);
+        return async.eval(CHECK_AND_WRITE, io.lettuce.core.ScriptOutputType.INTEGER, script.keys(), script.args());
     }
 
     /**
