@@ -281,20 +281,19 @@ public final class ChunkStore implements Closeable {
     BlockUpload upload(String key, byte[] data, boolean byFlush) {
         if (writeBack && byFlush) {
             BlockUpload staged = new BlockUpload(key, data);
-            staged.run(true);
+            staged.run();
             return staged;
         }
         BlockUpload u = new BlockUpload(key, data);
-        io.execute(() -> u.run(false));
+        io.execute(u::run);
         return u;
     }
 
     /**
      * One block on its way to the object store (or to staging in write-back mode). Whoever takes
      * it first runs it: an io thread, or the flush that waits for it, which then needs no thread
-     * hand-off (and wake-up) on the way to its fsync's reply. A partial block's copy in the block
-     * cache is written after the upload counts as done (the flush commits meanwhile); a whole
-     * block's before, as its array goes back to the write buffers once the flush has committed.
+     * hand-off (and wake-up) on the way to its fsync's reply. The block's copy in the block cache
+     * is written before the upload counts as done.
      */
     final class BlockUpload {
         private final String key;
@@ -307,22 +306,21 @@ public final class ChunkStore implements Closeable {
             this.data = data;
         }
 
-        /** Runs the upload unless someone else already took it; {@code waiter}: the thread that waits for it. */
-        private void run(boolean waiter) {
+        /** Runs the upload unless someone else already took it. */
+        private void run() {
             if (!taken.compareAndSet(false, true)) {
                 return;
             }
-            boolean copyLater = !writeBack && data.length != blockSize; // never a reused write buffer
             try {
                 if (writeBack) {
                     staging.stage(key, data);
                 } else {
                     objectPuts.incrementAndGet();
                     objects.put(key, data);
-                    // A block just written is likely read soon (ClickHouse reads back what it merged).
-                    if (!copyLater) {
-                        cache.put(key, data);
-                    }
+                    // A block just written is likely read soon (ClickHouse reads back what it merged),
+                    // and the kernel reads a one-block file itself only from local disk: cached
+                    // before the flush can return
+                    cache.put(key, data);
                 }
             } catch (IOException | RuntimeException e) {
                 done.completeExceptionally(e);
@@ -332,22 +330,11 @@ public final class ChunkStore implements Closeable {
                 throw e;
             }
             done.complete(null);
-            if (copyLater) {
-                if (waiter) {
-                    try {
-                        io.execute(() -> cache.put(key, data));
-                    } catch (java.util.concurrent.RejectedExecutionException e) {
-                        // closing: the block is stored, only not cached
-                    }
-                } else {
-                    cache.put(key, data);
-                }
-            }
         }
 
         /** Waits until the block is stored, storing it here if no io thread has started it yet. */
         void await() throws InterruptedException, ExecutionException {
-            run(true);
+            run();
             done.get();
         }
     }
