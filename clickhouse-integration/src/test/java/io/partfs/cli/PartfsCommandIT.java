@@ -259,9 +259,9 @@ class PartfsCommandIT {
     void writebackLosesNothingFsyncedWhenTheSidecarIsKilled() throws Exception {
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
             String meta = redis.url(4);
-            // RocksDB unpacks its native library into a temp file that only a normal exit deletes:
-            // the killed sidecar's goes into this test's directory, not /tmp
-            partfs.env("ROCKSDB_SHAREDLIB_DIR", Files.createDirectories(dir.resolve("native")).toString());
+            // the sidecars' temp directory is this test's, to see what a killed one leaves there
+            Path tmp = Files.createDirectories(dir.resolve("tmp"));
+            partfs.env("PARTFS_JAVA_EXTRA_OPTS", "-Djava.io.tmpdir=" + tmp);
             Partfs.Result m = mountWriteBack(meta, s3, "partfs-kill", "killed");
             java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
             assertTrue(pid.find(), m.all());
@@ -276,6 +276,12 @@ class PartfsCommandIT {
             ProcessHandle sidecar = ProcessHandle.of(Long.parseLong(pid.group(1))).orElseThrow();
             sidecar.destroyForcibly();
             sidecar.onExit().get(30, TimeUnit.SECONDS);
+            try (var left = Files.walk(tmp)) {
+                List<Path> libs = left.filter(f -> f.getFileName().toString().contains("rocksdb") && Files.isRegularFile(f))
+                        .map(tmp::relativize).toList();
+                assertEquals(1, libs.size(), "the killed sidecar left no library of its own: " + libs);
+                assertTrue(libs.get(0).getName(0).toString().startsWith("partfs-native-"), "the one every start loads: " + libs);
+            }
             assertEquals(0, partfs.run("umount", mnt.toString()).exit(), "the dead mount is taken down");
             try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-kill").prefix("killed").build())) {
                 assertEquals(0, store.listAll("killed/chunks/").size(), "nothing was uploaded before the kill");

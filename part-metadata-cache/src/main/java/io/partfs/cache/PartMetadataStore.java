@@ -1,5 +1,6 @@
 package io.partfs.cache;
 
+import io.partfs.engine.meta.RocksNative;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -42,7 +43,7 @@ public final class PartMetadataStore implements Closeable {
     private static final int HEADER = 1 + 8 + 8 + 8 + 4;
 
     static {
-        RocksDB.loadLibrary();
+        RocksNative.load();
     }
 
     /** A cached file: its bytes and the attributes they were read or written with. */

@@ -33,7 +33,7 @@ import org.rocksdb.WriteOptions;
  */
 public final class RocksKvStore implements KvStore {
     static {
-        RocksDB.loadLibrary();
+        RocksNative.load();
     }
 
     private final Path dir;
