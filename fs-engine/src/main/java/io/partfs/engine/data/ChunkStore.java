@@ -170,7 +170,17 @@ public final class ChunkStore implements Closeable {
 
     /** Size of block {@code index} of a slice of {@code sliceSize} bytes. */
     int blockLength(int sliceSize, int index) {
+        return blockLength(blockSize, sliceSize, index);
+    }
+
+    /** Size of block {@code index} of a slice of {@code sliceSize} bytes in blocks of {@code blockSize}. */
+    public static int blockLength(int blockSize, int sliceSize, int index) {
         return Math.min(blockSize, sliceSize - index * blockSize);
+    }
+
+    /** Number of blocks of a slice of {@code sliceSize} bytes. */
+    public static int blocks(int blockSize, int sliceSize) {
+        return (int) (((long) sliceSize + blockSize - 1) / blockSize);
     }
 
     // ---- writing ----
@@ -530,7 +540,7 @@ public final class ChunkStore implements Closeable {
             for (long[] s : pending) {
                 long id = s[0];
                 int size = (int) s[1];
-                int blocks = (size + blockSize - 1) / blockSize;
+                int blocks = blocks(blockSize, size);
                 for (int i = 0; i < blocks; i++) {
                     String key = blockKey(id, i, blockLength(size, i));
                     cache.remove(key);

@@ -72,6 +72,18 @@ public interface KvStore extends java.io.Closeable {
             return new byte[][] {get(key), hget(hash, field)};
         }
 
+        /**
+         * Hands every plain key that starts with {@code prefix} to {@code each}, a page at a time,
+         * in no particular order: a key that exists for the whole scan is handed over at least
+         * once; one created or deleted meanwhile may or may not be. A store that keeps hashes
+         * and counters among its keys (Redis) hands those over too: callers tell their keys by
+         * format. For {@code fsck} and {@code gc}, which read every file's slices whatever
+         * directory it is in.
+         */
+        default void scanKeys(String prefix, KeyPage each) throws IOException {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot scan keys");
+        }
+
         /** Values of several plain keys in one request (null where missing), in the order asked. */
         default java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
             java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());
@@ -112,6 +124,12 @@ public interface KvStore extends java.io.Closeable {
         /** As {@link #believe}, for one field of a hash. */
         default void believeField(String hash, String field, byte[] value) {
         }
+    }
+
+    /** A page of keys found by {@link Reader#scanKeys}. */
+    @FunctionalInterface
+    interface KeyPage {
+        void accept(java.util.List<String> keys) throws IOException;
     }
 
     @FunctionalInterface

@@ -128,6 +128,26 @@ public final class RedisKvStore implements KvStore {
             this.watch = watch;
         }
 
+        /** SCAN with MATCH on the prefix (its glob characters escaped); never WATCHed. */
+        @Override
+        public void scanKeys(String prefix, KeyPage each) throws IOException {
+            String pattern = prefix.replaceAll("([\\\\*?\\[\\]])", "\\\\$1") + "*";
+            io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().match(b(pattern)).limit(1000);
+            io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
+            do {
+                io.lettuce.core.KeyScanCursor<byte[]> page;
+                try {
+                    page = cmd.scan(cursor, args);
+                } catch (RuntimeException e) {
+                    throw wrap("SCAN", e);
+                }
+                if (!page.getKeys().isEmpty()) {
+                    each.accept(page.getKeys().stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList());
+                }
+                cursor = page;
+            } while (!cursor.isFinished());
+        }
+
         /**
          * The key, WATCHed first inside a transaction. The WATCH is sent without waiting for its
          * reply: the read that follows on the same connection is answered after it, so the

@@ -178,6 +178,26 @@ public final class RocksKvStore implements KvStore {
         }
 
         @Override
+        public void scanKeys(String prefix, KeyPage each) throws IOException {
+            byte[] start = plain(prefix);
+            int skip = plain("").length;
+            java.util.List<String> page = new java.util.ArrayList<>();
+            try (RocksIterator it = db.newIterator(readOptions)) {
+                for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
+                    byte[] k = it.key();
+                    page.add(new String(k, skip, k.length - skip, StandardCharsets.UTF_8));
+                    if (page.size() == 1000) {
+                        each.accept(page);
+                        page = new java.util.ArrayList<>();
+                    }
+                }
+            }
+            if (!page.isEmpty()) {
+                each.accept(page);
+            }
+        }
+
+        @Override
         public long hlen(String hash) {
             long n = 0;
             byte[] prefix = fieldPrefix(hash);

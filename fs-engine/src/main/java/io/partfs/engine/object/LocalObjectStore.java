@@ -95,7 +95,8 @@ public final class LocalObjectStore implements ObjectStore {
     public Optional<ObjectInfo> head(String key) throws IOException {
         Path f = file(key);
         try {
-            return Optional.of(new ObjectInfo(key, Files.size(f)));
+            var a = Files.readAttributes(f, java.nio.file.attribute.BasicFileAttributes.class);
+            return Optional.of(new ObjectInfo(key, a.size(), a.lastModifiedTime().toMillis()));
         } catch (NoSuchFileException e) {
             return Optional.empty();
         }
@@ -148,6 +149,29 @@ public final class LocalObjectStore implements ObjectStore {
             info.ifPresent(out::add);
         }
         return out;
+    }
+
+    /** One walk of the tree (paging through {@link #list} would walk it once per page). */
+    @Override
+    public void scan(String prefix, IoConsumer<ObjectInfo> each) throws IOException {
+        int slash = prefix.lastIndexOf('/');
+        Path base = slash < 0 ? root : root.resolve(prefix.substring(0, slash));
+        if (!Files.isDirectory(base)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(base)) {
+            for (Path p : (Iterable<Path>) walk::iterator) {
+                String key = root.relativize(p).toString();
+                if (key.startsWith(prefix) && !key.endsWith(TMP_SUFFIX) && Files.isRegularFile(p)) {
+                    Optional<ObjectInfo> info = head(key);
+                    if (info.isPresent()) {
+                        each.accept(info.get());
+                    }
+                }
+            }
+        } catch (UncheckedIOException e) {
+            throw e.getCause();
+        }
     }
 
     /** S3 orders keys by their UTF-8 bytes; for the BMP without surrogates this equals String order. */

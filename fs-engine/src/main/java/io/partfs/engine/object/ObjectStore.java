@@ -72,14 +72,39 @@ public interface ObjectStore extends java.io.Closeable {
         }
     }
 
+    /**
+     * Hands every object under {@code prefix} to {@code each}, in no particular order, holding
+     * at most a page of them at a time: for {@code partfs fsck} and {@code gc}, which read a
+     * whole volume. {@code each} may delete the object it is given.
+     */
+    default void scan(String prefix, IoConsumer<ObjectInfo> each) throws IOException {
+        String after = null;
+        while (true) {
+            List<ObjectInfo> page = list(prefix, after, 1000);
+            for (ObjectInfo o : page) {
+                each.accept(o);
+            }
+            if (page.size() < 1000) {
+                return;
+            }
+            after = page.get(page.size() - 1).key();
+        }
+    }
+
+    /** A consumer that may throw {@link IOException}. */
+    @FunctionalInterface
+    interface IoConsumer<T> {
+        void accept(T t) throws IOException;
+    }
+
     /** Where the data goes, for logs and {@code status}; never includes secrets. */
     String describe();
 
     @Override
     void close() throws IOException;
 
-    /** A key and its size in bytes. */
-    record ObjectInfo(String key, long size) {
+    /** A key, its size in bytes and when it was last written (milliseconds since the epoch). */
+    record ObjectInfo(String key, long size, long modifiedMillis) {
     }
 
     /** Rejects keys that could escape a directory or are not valid object names. */

@@ -210,7 +210,7 @@ public final class S3ObjectStore implements ObjectStore {
         String k = fullKey(key);
         try {
             HeadObjectResponse r = s3.headObject(b -> b.bucket(config.bucket()).key(k));
-            return Optional.of(new ObjectInfo(key, r.contentLength()));
+            return Optional.of(new ObjectInfo(key, r.contentLength(), millis(r.lastModified())));
         } catch (NoSuchKeyException e) {
             return Optional.empty();
         } catch (S3Exception e) {
@@ -247,12 +247,17 @@ public final class S3ObjectStore implements ObjectStore {
             });
             List<ObjectInfo> out = new ArrayList<>(r.contents().size());
             for (S3Object o : r.contents()) {
-                out.add(new ObjectInfo(o.key().substring(config.prefix().length()), o.size()));
+                out.add(new ObjectInfo(o.key().substring(config.prefix().length()), o.size(), millis(o.lastModified())));
             }
             return out;
         } catch (SdkException e) {
             throw wrap("list", prefix, e);
         }
+    }
+
+    /** An object's last-modified time; a missing one counts as now, so gc never takes an object of unknown age for an old one. */
+    private static long millis(java.time.Instant t) {
+        return t == null ? System.currentTimeMillis() : t.toEpochMilli();
     }
 
     /** Turns an SDK exception into ours, with a message that says what to check and no secrets. */

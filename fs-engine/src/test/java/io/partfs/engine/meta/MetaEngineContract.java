@@ -75,6 +75,52 @@ abstract class MetaEngineContract {
         return meta.readdir(dir).stream().map(DirEntry::name).toList();
     }
 
+    // ---- scanning (fsck and gc) ----
+
+    @Test
+    void scanKeysFindsEveryKeyWithThePrefixAcrossPagesAndTakesGlobCharactersLiterally() throws Exception {
+        KvStore kv = meta.store();
+        kv.update(tx -> {
+            for (int i = 0; i < 2500; i++) {
+                tx.put("n" + i, new byte[] {1});
+            }
+            tx.put("p*1", new byte[] {1});
+            tx.put("p*[2]", new byte[] {1});
+            tx.put("pa", new byte[] {1});
+            tx.hset("nhash", "f", new byte[] {1});
+            return null;
+        });
+        java.util.Set<String> n = new java.util.HashSet<>();
+        List<String> p = new ArrayList<>();
+        kv.read(r -> {
+            r.scanKeys("n", n::addAll);
+            r.scanKeys("p*", p::addAll);
+            return null;
+        });
+        // Redis keeps hashes and counters among the keys: callers tell their keys by format
+        assertEquals(2500, n.stream().filter(k -> k.matches("n\\d+")).count());
+        assertEquals(List.of("p*1", "p*[2]"), p.stream().sorted().toList());
+    }
+
+    @Test
+    void forEachChunkVisitsTheSlicesOfEveryFileWhereverItIs() throws Exception {
+        Attr d = dir(MetaEngine.ROOT, "d");
+        Attr a = file(d.ino(), "a");
+        Attr b = file(MetaEngine.ROOT, "b");
+        meta.commitWrite(a.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(11, 100, 0, 100, 0)),
+                new MetaEngine.ChunkSlice(2, new Slice(12, 50, 0, 50, 0))));
+        meta.commitWrite(b.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(13, 10, 0, 10, 0))));
+        meta.unlink(MetaEngine.ROOT, "b");
+        List<String> seen = new ArrayList<>();
+        meta.forEachChunk((ino, slices) -> slices.forEach(s -> seen.add(ino + ":" + s.id())));
+        assertEquals(List.of(a.ino() + ":11", a.ino() + ":12", b.ino() + ":13"), seen.stream().sorted().toList(),
+                "b is unlinked but its data not yet deleted: its slice is still in use");
+        meta.deleteFileData(b.ino());
+        seen.clear();
+        meta.forEachChunk((ino, slices) -> slices.forEach(s -> seen.add(ino + ":" + s.id())));
+        assertEquals(List.of(a.ino() + ":11", a.ino() + ":12"), seen.stream().sorted().toList(), "then it went to deletion");
+    }
+
     // ---- readahead ----
 
     @Test

@@ -55,7 +55,7 @@ abstract class ObjectStoreContract {
     void emptyObjectRoundTrips() throws IOException {
         store.put("empty", new byte[0]);
         assertEquals(0, store.get("empty", 0, -1).length);
-        assertEquals(Optional.of(new ObjectStore.ObjectInfo("empty", 0)), store.head("empty"));
+        assertEquals(Optional.of("empty 0"), store.head("empty").map(i -> i.key() + " " + i.size()));
     }
 
     @Test
@@ -77,7 +77,7 @@ abstract class ObjectStoreContract {
     @Test
     void headReportsSizeOrEmpty() throws IOException {
         store.put("a/b", bytes(1234, 3));
-        assertEquals(Optional.of(new ObjectStore.ObjectInfo("a/b", 1234)), store.head("a/b"));
+        assertEquals(Optional.of("a/b 1234"), store.head("a/b").map(i -> i.key() + " " + i.size()));
         assertEquals(Optional.empty(), store.head("a/c"));
     }
 

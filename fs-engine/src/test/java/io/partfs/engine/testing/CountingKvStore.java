@@ -167,6 +167,12 @@ public final class CountingKvStore implements KvStore {
             }
 
             @Override
+            public void scanKeys(String prefix, KeyPage each) throws IOException {
+                count("scanKeys", prefix);
+                r.scanKeys(prefix, each);
+            }
+
+            @Override
             public List<Map<String, byte[]>> hgetAllMany(List<String> hashes) throws IOException {
                 count("hgetAllMany", hashes.isEmpty() ? "" : hashes.get(0));
                 return r.hgetAllMany(hashes);
