@@ -23,10 +23,7 @@ final class StatusCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        if (volume.embedded() && !java.nio.file.Files.isDirectory(volume.embeddedDir().resolve("meta"))) {
-            throw new IllegalArgumentException("no embedded volume '" + volume.name + "' under " + volume.home()
-                    + ": give --meta URL, or --name of an existing volume");
-        }
+        volume.requireEmbeddedVolume();
         try (MetaEngine meta = volume.openMetaReadOnly()) {
             VolumeFormat f = meta.volumeFormat();
             MetaEngine.Usage u = meta.usage();

@@ -60,6 +60,14 @@ final class VolumeOptions {
         return home().resolve(name);
     }
 
+    /** Without --meta, refuses to go on unless the embedded volume exists (a read-only command would not create it). */
+    void requireEmbeddedVolume() {
+        if (embedded() && !Files.isDirectory(embeddedDir().resolve("meta"))) {
+            throw new IllegalArgumentException("no embedded volume '" + name + "' under " + home()
+                    + ": give --meta URL, or --name of an existing volume");
+        }
+    }
+
     MetaUrl metaUrl() {
         return embedded() ? MetaUrl.parse(embeddedDir().resolve("meta").toString()) : MetaUrl.parse(meta);
     }

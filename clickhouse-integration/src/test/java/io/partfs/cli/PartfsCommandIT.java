@@ -122,7 +122,9 @@ class PartfsCommandIT {
                 new String[] {"format", "--block-size", "3M", "vol"},
                 new String[] {"format", "Bad Name"},
                 new String[] {"umount", mnt.toString()},
-                new String[] {"status", "--name", "never-made"});
+                new String[] {"status", "--name", "never-made"},
+                new String[] {"fsck", "--name", "never-made"},
+                new String[] {"gc", "--meta", "redis://user:topsecret@127.0.0.1:1/0"});
         for (String[] args : cases) {
             Partfs.Result r = partfs.run(args);
             String cmd = String.join(" ", args);
@@ -138,7 +140,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "mount", "umount", "status", "demo"}) {
+        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
@@ -202,6 +204,60 @@ class PartfsCommandIT {
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
             assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        }
+    }
+
+    /**
+     * fsck and gc on Redis + S3: a clean volume checks OK (also while mounted), gc refuses a
+     * short --min-age while mounted, a block deleted behind PartFS's back makes fsck exit 1 naming
+     * the file, and gc counts a stray object, then deletes it and nothing else.
+     */
+    @Test
+    void fsckFindsAMissingBlockAndGcDeletesOnlyALeakedObject() throws Exception {
+        try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
+            String meta = redis.url(5);
+            String storage = "s3://partfs-check/checked?endpoint=" + s3.endpoint() + "&path-style=true";
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "checked").exit());
+            assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
+            byte[] data = new byte[(3 << 20) + 5];
+            new Random(5).nextBytes(data);
+            Files.createDirectories(mnt.resolve("db/t"));
+            Files.write(mnt.resolve("db/t/f.bin"), data);
+            Files.writeString(mnt.resolve("small.txt"), "small");
+            Partfs.Result mountedFsck = partfs.run("fsck", "--meta", meta);
+            assertEquals(0, mountedFsck.exit(), mountedFsck.all());
+            assertTrue(mountedFsck.out().contains("fsck: OK"), mountedFsck.out());
+            assertTrue(mountedFsck.out().contains("3 directories, 2 files"), mountedFsck.out());
+            Partfs.Result quickGc = partfs.run("gc", "--meta", meta, "--min-age", "0");
+            assertEquals(1, quickGc.exit(), quickGc.all());
+            assertEquals(1, Partfs.errorLines(quickGc).size(), quickGc.err());
+            assertTrue(quickGc.err().contains("--min-age 10m"), quickGc.err());
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+
+            try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-check").prefix("checked").build())) {
+                String stray = io.partfs.engine.data.ChunkStore.blockKey("checked", 999_999, 0, 3);
+                store.put(stray, new byte[3]);
+                String lost = store.listAll("checked/chunks/").stream().map(o -> o.key())
+                        .filter(k -> k.endsWith("_1_1048576")).findFirst().orElseThrow();
+                store.delete(lost);
+                Partfs.Result broken = partfs.run("fsck", "--meta", meta);
+                assertEquals(1, broken.exit(), broken.all());
+                assertTrue(broken.out().contains("1 blocks missing") && broken.out().contains("/db/t/f.bin"), broken.out());
+
+                Partfs.Result count = partfs.run("gc", "--meta", meta, "--min-age", "0");
+                assertEquals(0, count.exit(), count.all());
+                assertTrue(count.out().contains("gc: 1 leaked objects (3 B)"), count.out());
+                assertTrue(store.head(stray).isPresent(), "gc without --delete deletes nothing");
+                int before = store.listAll("checked/chunks/").size();
+
+                Partfs.Result deleted = partfs.run("gc", "--meta", meta, "--min-age", "0", "--delete");
+                assertEquals(0, deleted.exit(), deleted.all());
+                assertTrue(deleted.out().contains("deleted 1"), deleted.out());
+                assertTrue(store.head(stray).isEmpty());
+                assertEquals(before - 1, store.listAll("checked/chunks/").size(), "only the stray object went");
+                assertFalse(deleted.all().contains(S3Server.SECRET_KEY), "the secret is never printed");
+            }
         }
     }
 

@@ -1,0 +1,169 @@
+package io.partfs.cli;
+
+import io.partfs.engine.data.VolumeCheck;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.object.ObjectStore;
+import io.partfs.engine.object.StorageUrl;
+import java.io.PrintWriter;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code partfs fsck} and {@code partfs gc}: a volume's metadata against its objects ({@link VolumeCheck}). */
+final class CheckCommands {
+    /** Paths of broken files and dangling entries printed at most. */
+    private static final int LISTED = 50;
+
+    private CheckCommands() {
+    }
+
+    /** Opens the volume read-only (it may be mounted), runs the check with progress on stderr, and reports. */
+    abstract static class Base implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        VolumeOptions volume;
+
+        abstract VolumeCheck.Options options(MetaEngine meta) throws Exception;
+
+        abstract int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) throws Exception;
+
+        @Override
+        public Integer call() throws Exception {
+            volume.requireEmbeddedVolume();
+            String name = spec.name();
+            PrintWriter err = spec.commandLine().getErr();
+            try (MetaEngine meta = volume.openMetaReadOnly();
+                 ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
+                store.checkAccess();
+                VolumeCheck.Options options = options(meta);
+                long[] last = {System.nanoTime()};
+                VolumeCheck check = new VolumeCheck(meta, store, (phase, n) -> {
+                    if (System.nanoTime() - last[0] > 2_000_000_000L) {
+                        err.printf("partfs %s: %d %s so far%n", name, n, phase);
+                        err.flush();
+                        last[0] = System.nanoTime();
+                    }
+                });
+                long started = System.nanoTime();
+                VolumeCheck.Report r = check.run(options);
+                PrintWriter out = spec.commandLine().getOut();
+                out.printf("%s: %s: %d chunks, %d slices in %d blocks; %d objects listed, in %.1f s%n", name,
+                        meta.volumeFormat().name(), r.chunks, r.slices, r.blocks, r.objects, (System.nanoTime() - started) / 1e9);
+                return report(out, meta, check, r);
+            }
+        }
+    }
+
+    @Command(name = "fsck", mixinStandardHelpOptions = true,
+            description = {"Check a volume: every block its files need is in the object store, and every directory entry",
+                    "has its inode. Lists the files that would read back wrong and exits 1 if there are any. Read-only;",
+                    "it may run while the volume is mounted (what it reports is checked again before it is reported)."})
+    static final class Fsck extends Base {
+        @Override
+        VolumeCheck.Options options(MetaEngine meta) {
+            return new VolumeCheck.Options(true, false, java.time.Duration.ofHours(1).toMillis());
+        }
+
+        @Override
+        int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) throws Exception {
+            out.printf("fsck: %d directories, %d files, %d symlinks; %d files unlinked but still open%n",
+                    r.directories, r.files, r.symlinks, r.pendingFiles);
+            List<Long> broken;
+            List<VolumeCheck.Dangling> dangling;
+            // the check read the volume over some time: what looks wrong is read again as it is now
+            try (MetaEngine current = volume.openMetaReadOnly()) {
+                broken = check.stillBroken(current, r.brokenFiles);
+                dangling = VolumeCheck.stillDangling(current, r.danglingEntries);
+            }
+            if (r.leaked > 0) {
+                out.printf("fsck: %d objects (%s) no file uses, older than 1 hour: 'partfs gc --delete' removes them%n",
+                        r.leaked, Sizes.human(r.leakedBytes));
+            }
+            if (broken.isEmpty() && dangling.isEmpty()) {
+                out.println("fsck: OK: every file's blocks are in the object store");
+                return 0;
+            }
+            if (!broken.isEmpty()) {
+                out.printf("fsck: %d blocks missing from the object store; %d files read back wrong:%n", r.missingBlocks, broken.size());
+                Map<Long, String> paths = check.paths(broken.subList(0, Math.min(LISTED, broken.size())));
+                for (Long ino : broken.subList(0, Math.min(LISTED, broken.size()))) {
+                    out.printf("  %s (inode %d)%n", paths.getOrDefault(ino, "(no name: unlinked, still open)"), ino);
+                }
+                if (broken.size() > LISTED) {
+                    out.printf("  ... and %d more%n", broken.size() - LISTED);
+                }
+                if (!meta.sessions().isEmpty()) {
+                    out.println("fsck: the volume is mounted: a write-back mount uploads blocks after its fsync; run fsck again"
+                            + " once its uploads are done (after 'partfs umount') before restoring these files");
+                }
+            }
+            if (!dangling.isEmpty()) {
+                out.printf("fsck: %d directory entries name an inode that does not exist:%n", dangling.size());
+                for (VolumeCheck.Dangling d : dangling.subList(0, Math.min(LISTED, dangling.size()))) {
+                    out.printf("  %s%n", d.path());
+                }
+            }
+            return 1;
+        }
+    }
+
+    @Command(name = "gc", mixinStandardHelpOptions = true,
+            description = {"Find objects in the volume's store that no file uses (left by a crash between an upload and its",
+                    "commit, or by deletions a mount did not finish) and, with --delete, delete them. Objects awaiting",
+                    "deletion by a mount, and objects younger than --min-age (a write may be about to commit them), are",
+                    "left alone. Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks."})
+    static final class Gc extends Base {
+        @Option(names = "--delete", description = "Delete the leaked objects (default: only count them).")
+        boolean delete;
+
+        @Option(names = "--min-age", paramLabel = "DURATION", defaultValue = "1h",
+                description = {"Only objects older than this count as leaked: 30s, 10m, 1h, 2d (default: ${DEFAULT-VALUE}).",
+                        "At least 10m while a client has the volume mounted."})
+        String minAge;
+
+        @Override
+        VolumeCheck.Options options(MetaEngine meta) throws Exception {
+            long ms = durationMillis(minAge);
+            int mounted = meta.sessions().size();
+            if (mounted > 0 && ms < java.time.Duration.ofMinutes(10).toMillis()) {
+                throw new IllegalArgumentException(mounted + " client(s) have the volume mounted: give --min-age 10m or more"
+                        + " (a mount uploads a block before it commits the file that uses it), or unmount them first");
+            }
+            return new VolumeCheck.Options(false, delete, ms);
+        }
+
+        @Override
+        int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) {
+            out.printf("gc: %d leaked objects (%s) older than %s%s%n", r.leaked, Sizes.human(r.leakedBytes), minAge,
+                    delete ? ": deleted " + r.deleted : r.leaked > 0 ? ": run with --delete to remove them" : "");
+            out.printf("gc: left alone: %d newer unreferenced objects, %d objects awaiting deletion by a mount,"
+                    + " %d keys that are not blocks%n", r.young, r.pendingObjects, r.foreign);
+            if (r.missingBlocks > 0) {
+                out.printf("gc: %d blocks that files need are missing: run 'partfs fsck'%n", r.missingBlocks);
+            }
+            return 0;
+        }
+    }
+
+    /** {@code 90}, {@code 30s}, {@code 10m}, {@code 1h} or {@code 2d}, in milliseconds. */
+    static long durationMillis(String s) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)([smhd]?)").matcher(s.trim());
+        if (!m.matches()) {
+            throw new IllegalArgumentException("invalid duration '" + s + "': use a number of seconds, or 30s, 10m, 1h, 2d");
+        }
+        long n = Long.parseLong(m.group(1));
+        return switch (m.group(2)) {
+            case "m" -> n * 60_000;
+            case "h" -> n * 3_600_000;
+            case "d" -> n * 86_400_000;
+            default -> n * 1000;
+        };
+    }
+}
