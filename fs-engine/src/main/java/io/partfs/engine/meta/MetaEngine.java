@@ -581,33 +581,32 @@ public final class MetaEngine implements Closeable {
 
     /**
      * The attributes and every chunk's slices of several files, in two requests however many
-     * there are: for {@code partfs fsck} and {@code gc}, which read every file of a volume.
+     * there are: for {@code partfs fsck}, which checks again what it found broken.
      */
     public List<FileSlices> fileSlices(List<Long> inos) throws IOException {
-        return kv.read(r -> {
-            List<byte[]> raw = r.getAll(inos.stream().map(MetaEngine::inodeKey).toList());
-            List<String> chunkKeys = new ArrayList<>();
-            List<Attr> attrs = new ArrayList<>(inos.size());
-            for (int i = 0; i < inos.size(); i++) {
-                Attr a = raw.get(i) == null ? null : Attr.decode(inos.get(i), raw.get(i));
-                attrs.add(a);
-                for (long c = 0; a != null && c < (a.size() + CHUNK - 1) / CHUNK; c++) {
-                    chunkKeys.add(chunkKey(a.ino(), c));
-                }
+        List<Attr> attrs = attrs(inos);
+        List<String> chunkKeys = new ArrayList<>();
+        for (Attr a : attrs) {
+            for (long c = 0; a != null && c < chunkCount(a.size()); c++) {
+                chunkKeys.add(chunkKey(a.ino(), c));
             }
-            List<byte[]> lists = chunkKeys.isEmpty() ? List.of() : r.getAll(chunkKeys);
-            List<FileSlices> out = new ArrayList<>(inos.size());
-            int next = 0;
-            for (int i = 0; i < inos.size(); i++) {
-                Attr a = attrs.get(i);
-                List<Slice> slices = new ArrayList<>();
-                for (long c = 0; a != null && c < (a.size() + CHUNK - 1) / CHUNK; c++) {
-                    slices.addAll(Slice.decodeList(lists.get(next++)));
-                }
-                out.add(new FileSlices(inos.get(i), a, slices));
+        }
+        List<byte[]> lists = chunkKeys.isEmpty() ? List.of() : kv.read(r -> r.getAll(chunkKeys));
+        List<FileSlices> out = new ArrayList<>(inos.size());
+        int next = 0;
+        for (int i = 0; i < inos.size(); i++) {
+            Attr a = attrs.get(i);
+            List<Slice> slices = new ArrayList<>();
+            for (long c = 0; a != null && c < chunkCount(a.size()); c++) {
+                slices.addAll(Slice.decodeList(lists.get(next++)));
             }
-            return out;
-        });
+            out.add(new FileSlices(inos.get(i), a, slices));
+        }
+        return out;
+    }
+
+    private static long chunkCount(long size) {
+        return (size + CHUNK - 1) / CHUNK;
     }
 
     /** Told the slices of one chunk of inode {@code ino}. */
@@ -644,6 +643,9 @@ public final class MetaEngine implements Closeable {
 
     /** The attributes of several inodes in one request, null where an inode does not exist. */
     public List<Attr> attrs(List<Long> inos) throws IOException {
+        if (inos.isEmpty()) {
+            return List.of();
+        }
         List<byte[]> raw = kv.read(r -> r.getAll(inos.stream().map(MetaEngine::inodeKey).toList()));
         List<Attr> out = new ArrayList<>(inos.size());
         for (int i = 0; i < inos.size(); i++) {
@@ -1082,7 +1084,7 @@ public final class MetaEngine implements Closeable {
             long now = clock.nowNanos();
             long old = a.size();
             if (length < old) {
-                long firstWhole = (length + CHUNK - 1) / CHUNK;
+                long firstWhole = chunkCount(length);
                 long last = (old - 1) / CHUNK;
                 for (long idx = firstWhole; idx <= last; idx++) {
                     freeChunk(tx, ino, idx, now);
@@ -1230,7 +1232,7 @@ public final class MetaEngine implements Closeable {
         if (length == null) {
             return;
         }
-        long chunks = (length + CHUNK - 1) / CHUNK;
+        long chunks = chunkCount(length);
         // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
         // also deletes the inode: a small file goes in one transaction (one round trip when the
         // cache knows its inode and slice lists, as it does for a file this process unlinked).
