@@ -58,8 +58,35 @@ class PartfsCommandIT {
         Partfs.Result u = partfs.run("umount", mnt.toString());
         assertEquals(0, u.exit(), u.all());
         assertFalse(Mounts.isMounted(mnt));
-        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        int port = RedisServer.freePort();
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background", "--http-address", "127.0.0.1:" + port).exit());
         assertArrayEquals(data, Files.readAllBytes(mnt.resolve("data.bin")), "data survives unmount and mount");
+        // stats while a writer works: every line after the header shows FUSE operations
+        java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread writer = new Thread(() -> {
+            for (int i = 0; writing.get(); i++) {
+                try {
+                    Files.writeString(mnt.resolve("w" + (i % 20)), "x".repeat(i % 5000));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        });
+        writer.start();
+        Partfs.Result stats;
+        try {
+            stats = partfs.run("stats", "--sidecar", "127.0.0.1:" + port, "--count", "2", "--interval", "0.5");
+        } finally {
+            writing.set(false);
+            writer.join();
+        }
+        assertEquals(0, stats.exit(), stats.all());
+        List<String> lines = stats.out().lines().toList();
+        assertEquals(3, lines.size(), stats.out());
+        assertTrue(lines.get(0).contains("fuse ops/s"), stats.out());
+        for (String l : lines.subList(1, 3)) {
+            assertTrue(Double.parseDouble(l.trim().split("\\s+")[0]) > 0, "FUSE operations counted: " + stats.out());
+        }
         assertEquals(0, partfs.run("umount", mnt.toString()).exit());
     }
 
@@ -124,6 +151,7 @@ class PartfsCommandIT {
                 new String[] {"umount", mnt.toString()},
                 new String[] {"status", "--name", "never-made"},
                 new String[] {"fsck", "--name", "never-made"},
+                new String[] {"stats", "--sidecar", "127.0.0.1:" + RedisServer.freePort(), "--count", "1"},
                 new String[] {"gc", "--meta", "redis://user:topsecret@127.0.0.1:1/0"});
         for (String[] args : cases) {
             Partfs.Result r = partfs.run(args);
@@ -140,7 +168,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "demo"}) {
+        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "stats", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
