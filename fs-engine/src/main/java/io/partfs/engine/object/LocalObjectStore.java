@@ -151,7 +151,10 @@ public final class LocalObjectStore implements ObjectStore {
         return out;
     }
 
-    /** One walk of the tree (paging through {@link #list} would walk it once per page). */
+    /**
+     * One walk of the tree (paging through {@link #list} would walk it once per page). Files and
+     * directories deleted meanwhile (by a mount's deletions, or by {@code each}) are skipped.
+     */
     @Override
     public void scan(String prefix, IoConsumer<ObjectInfo> each) throws IOException {
         int slash = prefix.lastIndexOf('/');
@@ -159,19 +162,24 @@ public final class LocalObjectStore implements ObjectStore {
         if (!Files.isDirectory(base)) {
             return;
         }
-        try (Stream<Path> walk = Files.walk(base)) {
-            for (Path p : (Iterable<Path>) walk::iterator) {
+        Files.walkFileTree(base, new java.nio.file.SimpleFileVisitor<>() {
+            @Override
+            public java.nio.file.FileVisitResult visitFile(Path p, java.nio.file.attribute.BasicFileAttributes a) throws IOException {
                 String key = root.relativize(p).toString();
-                if (key.startsWith(prefix) && !key.endsWith(TMP_SUFFIX) && Files.isRegularFile(p)) {
-                    Optional<ObjectInfo> info = head(key);
-                    if (info.isPresent()) {
-                        each.accept(info.get());
-                    }
+                if (a.isRegularFile() && key.startsWith(prefix) && !key.endsWith(TMP_SUFFIX)) {
+                    each.accept(new ObjectInfo(key, a.size(), a.lastModifiedTime().toMillis()));
                 }
+                return java.nio.file.FileVisitResult.CONTINUE;
             }
-        } catch (UncheckedIOException e) {
-            throw e.getCause();
-        }
+
+            @Override
+            public java.nio.file.FileVisitResult visitFileFailed(Path p, IOException e) throws IOException {
+                if (e instanceof NoSuchFileException) {
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+                throw e;
+            }
+        });
     }
 
     /** S3 orders keys by their UTF-8 bytes; for the BMP without surrogates this equals String order. */

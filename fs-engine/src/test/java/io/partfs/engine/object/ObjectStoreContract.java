@@ -45,6 +45,23 @@ abstract class ObjectStoreContract {
     }
 
     @Test
+    void scanHandsOverEveryObjectUnderThePrefixWithItsAgeAndMayDeleteAsItGoes() throws Exception {
+        long before = System.currentTimeMillis() - 2000; // S3 keeps whole seconds
+        for (int i = 0; i < 5; i++) {
+            store.put("s/d" + (i % 2) + "/k" + i, new byte[i + 1]);
+        }
+        store.put("t/other", new byte[1]);
+        java.util.List<String> seen = new java.util.ArrayList<>();
+        store.scan("s/", o -> {
+            seen.add(o.key() + " " + o.size());
+            assertTrue(o.modifiedMillis() >= before && o.modifiedMillis() <= System.currentTimeMillis() + 2000, o.toString());
+            store.delete(o.key());
+        });
+        assertEquals(java.util.List.of("s/d0/k0 1", "s/d0/k2 3", "s/d0/k4 5", "s/d1/k1 2", "s/d1/k3 4"), seen.stream().sorted().toList());
+        assertEquals(java.util.List.of("t/other"), store.listAll("").stream().map(ObjectStore.ObjectInfo::key).toList());
+    }
+
+    @Test
     void putThenGetReturnsTheSameBytes() throws IOException {
         byte[] data = bytes(100_000, 1);
         store.put("vol/chunks/0/0/1_0_100000", data);
