@@ -171,28 +171,18 @@ public final class VolumeCheck {
 
     /** Every directory from the root: counts what is there and finds entries whose inode is gone. */
     private void walk(Report report) throws IOException {
-        ArrayDeque<Map.Entry<Long, String>> dirs = new ArrayDeque<>();
         Set<Long> linked = new HashSet<>(); // files with more than one link, counted once
-        dirs.add(Map.entry(MetaEngine.ROOT, ""));
-        while (!dirs.isEmpty()) {
-            Map.Entry<Long, String> dir = dirs.poll();
+        eachDirectory((dir, path, others) -> {
             report.directories++;
-            List<DirEntry> others = new ArrayList<>();
-            for (DirEntry e : meta.readdir(dir.getKey())) {
-                if (e.type() == FileType.DIRECTORY) {
-                    dirs.add(Map.entry(e.ino(), dir.getValue() + "/" + e.name()));
-                } else {
-                    others.add(e);
-                }
-            }
             for (int i = 0; i < others.size(); i += BATCH) {
                 List<DirEntry> batch = others.subList(i, Math.min(others.size(), i + BATCH));
                 List<Attr> attrs = meta.attrs(batch.stream().map(DirEntry::ino).toList());
+                long before = report.files;
                 for (int j = 0; j < batch.size(); j++) {
                     DirEntry e = batch.get(j);
                     Attr a = attrs.get(j);
                     if (a == null) {
-                        report.danglingEntries.add(new Dangling(dir.getKey(), e.name(), dir.getValue() + "/" + e.name()));
+                        report.danglingEntries.add(new Dangling(dir, e.name(), path + "/" + e.name()));
                     } else if (a.nlink() > 1 && !linked.add(a.ino())) {
                         continue; // another name of a file counted already
                     } else if (a.type() == FileType.FILE) {
@@ -201,9 +191,36 @@ public final class VolumeCheck {
                         report.symlinks++;
                     }
                 }
-                if (report.files / 10_000 != (report.files - batch.size()) / 10_000) {
+                if (report.files / 10_000 != before / 10_000) {
                     progress.at("files", report.files);
                 }
+            }
+            return true;
+        });
+    }
+
+    /** Told each directory's inode, path and entries other than directories; false stops the walk. */
+    @FunctionalInterface
+    private interface DirVisitor {
+        boolean visit(long dir, String path, List<DirEntry> others) throws IOException;
+    }
+
+    /** Every directory from the root, breadth first, until {@code visitor} says stop. */
+    private void eachDirectory(DirVisitor visitor) throws IOException {
+        ArrayDeque<Map.Entry<Long, String>> dirs = new ArrayDeque<>();
+        dirs.add(Map.entry(MetaEngine.ROOT, ""));
+        while (!dirs.isEmpty()) {
+            Map.Entry<Long, String> dir = dirs.poll();
+            List<DirEntry> others = new ArrayList<>();
+            for (DirEntry e : meta.readdir(dir.getKey())) {
+                if (e.type() == FileType.DIRECTORY) {
+                    dirs.add(Map.entry(e.ino(), dir.getValue() + "/" + e.name()));
+                } else {
+                    others.add(e);
+                }
+            }
+            if (!visitor.visit(dir.getKey(), dir.getValue(), others)) {
+                return;
             }
         }
     }
@@ -267,18 +284,15 @@ public final class VolumeCheck {
     public Map<Long, String> paths(Collection<Long> inos) throws IOException {
         Set<Long> wanted = new HashSet<>(inos);
         Map<Long, String> out = new HashMap<>();
-        ArrayDeque<Map.Entry<Long, String>> dirs = new ArrayDeque<>();
-        dirs.add(Map.entry(MetaEngine.ROOT, ""));
-        while (!dirs.isEmpty() && out.size() < wanted.size()) {
-            Map.Entry<Long, String> d = dirs.poll();
-            for (DirEntry e : meta.readdir(d.getKey())) {
-                String p = d.getValue() + "/" + e.name();
-                if (e.type() == FileType.DIRECTORY) {
-                    dirs.add(Map.entry(e.ino(), p));
-                } else if (wanted.contains(e.ino())) {
-                    out.putIfAbsent(e.ino(), p);
+        if (!wanted.isEmpty()) {
+            eachDirectory((dir, path, others) -> {
+                for (DirEntry e : others) {
+                    if (wanted.contains(e.ino())) {
+                        out.putIfAbsent(e.ino(), path + "/" + e.name());
+                    }
                 }
-            }
+                return out.size() < wanted.size();
+            });
         }
         return out;
     }
