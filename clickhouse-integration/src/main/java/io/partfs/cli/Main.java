@@ -33,7 +33,55 @@ public final class Main {
             return 1;
         });
         configFile(args).ifPresent(f -> cl.setDefaultValueProvider(new CommandLine.PropertiesDefaultProvider(f.toFile())));
+        reflow(cl);
         return cl.execute(args);
+    }
+
+    /**
+     * Descriptions are written as lines of source; picocli prints each element as its own
+     * line and wraps it at 80 columns, which breaks long ones in the middle. Here a command's,
+     * option's or parameter's lines become one paragraph that picocli wraps as a whole; a line
+     * that starts with a space (an example) keeps a line of its own.
+     */
+    static void reflow(CommandLine cl) {
+        CommandLine.Model.CommandSpec spec = cl.getCommandSpec();
+        spec.usageMessage().description(paragraph(spec.usageMessage().description()));
+        for (CommandLine.Model.OptionSpec o : new java.util.ArrayList<>(spec.options())) {
+            if (o.description().length > 1) {
+                spec.remove(o);
+                spec.addOption(o.toBuilder().description(paragraph(o.description())).build());
+            }
+        }
+        for (CommandLine.Model.PositionalParamSpec p : new java.util.ArrayList<>(spec.positionalParameters())) {
+            if (p.description().length > 1) {
+                spec.remove(p);
+                spec.addPositional(p.toBuilder().description(paragraph(p.description())).build());
+            }
+        }
+        for (CommandLine sub : cl.getSubcommands().values()) {
+            reflow(sub);
+        }
+    }
+
+    static String[] paragraph(String[] lines) {
+        if (lines.length <= 1) {
+            return lines;
+        }
+        StringBuilder b = new StringBuilder(formattable(lines[0]));
+        for (int i = 1; i < lines.length; i++) {
+            b.append(lines[i].startsWith(" ") || lines[i - 1].startsWith(" ") ? "%n" : " ").append(formattable(lines[i]));
+        }
+        return new String[] {b.toString()};
+    }
+
+    /** A line picocli could not format (a literal '%', as in SQL) is printed raw: escaped, it stays so once joined. */
+    private static String formattable(String line) {
+        try {
+            String.format(line);
+            return line;
+        } catch (java.util.IllegalFormatException e) {
+            return line.replace("%", "%%");
+        }
     }
 
     /**
