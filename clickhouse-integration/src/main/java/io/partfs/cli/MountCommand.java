@@ -279,7 +279,7 @@ final class MountCommand implements Callable<Integer> {
         try {
             // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
             Signals.onTermination(stop::countDown);
-            http = startHttp(cache);
+            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, mp.toRealPath())); // paths given to /warmup are real paths
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
             session = fs.meta().registerSession(String.format("%s pid %d at %s since %s",
@@ -355,7 +355,8 @@ final class MountCommand implements Callable<Integer> {
     }
 
     /** Starts the HTTP endpoint unless turned off; its failure stops the mount before it starts. */
-    private io.partfs.cli.http.SidecarHttpServer startHttp(io.partfs.cache.PartMetadataCache cache) throws IOException {
+    private io.partfs.cli.http.SidecarHttpServer startHttp(io.partfs.cache.PartMetadataCache cache,
+            io.partfs.cli.http.SidecarHttpServer.Volume volume) throws IOException {
         if (httpAddress.equals("none")) {
             return null;
         }
@@ -370,7 +371,7 @@ final class MountCommand implements Callable<Integer> {
                     () -> cache.store().approximate().bytes());
         }
         var sources = new io.partfs.cli.http.SidecarHttpServer.Sources(metrics, cache,
-                new io.partfs.cli.http.RunningQueries(clickhouse.client()), ClickHouseCommand.VIEW);
+                new io.partfs.cli.http.RunningQueries(clickhouse.client()), ClickHouseCommand.VIEW, volume);
         io.partfs.cli.http.SidecarHttpServer http;
         try {
             http = io.partfs.cli.http.SidecarHttpServer.start(httpAddress, System.getenv(HTTP_TOKEN_ENV), sources);
@@ -383,7 +384,7 @@ final class MountCommand implements Callable<Integer> {
                     + "for /metrics and the ClickHouse view", httpAddress);
             return null;
         }
-        log.info("HTTP endpoint on {}:{} (/metrics, /metadata-cache, /tables)", http.host(), http.port());
+        log.info("HTTP endpoint on {}:{} (/metrics, /metadata-cache, /tables, /warmup)", http.host(), http.port());
         return http;
     }
 

@@ -40,15 +40,40 @@ final class SidecarOptions {
 
     /** Sends a request to the sidecar and returns the body of a 200 answer. */
     String call(String method, String pathAndQuery) throws IOException {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base() + pathAndQuery)).timeout(Duration.ofSeconds(30))
+        return send(method, pathAndQuery, Duration.ofSeconds(30), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8), s -> s).body();
+    }
+
+    /**
+     * Sends a request whose answer comes a line at a time for as long as the work takes (no
+     * timeout once connected), giving each line of a 200 answer to {@code lines} as it arrives.
+     */
+    void stream(String method, String pathAndQuery, java.util.function.Consumer<String> lines) throws IOException {
+        HttpResponse<java.util.stream.Stream<String>> r = send(method, pathAndQuery, null,
+                HttpResponse.BodyHandlers.ofLines(), s -> {
+                    try (s) {
+                        return String.join(" ", s.limit(5).toList());
+                    }
+                });
+        try (java.util.stream.Stream<String> body = r.body()) {
+            body.forEach(lines);
+        } catch (java.io.UncheckedIOException e) {
+            throw new IOException("the sidecar at " + base() + " stopped answering: " + e.getCause().getMessage(), e.getCause());
+        }
+    }
+
+    private <T> HttpResponse<T> send(String method, String pathAndQuery, Duration timeout, HttpResponse.BodyHandler<T> handler,
+            java.util.function.Function<T, String> errorText) throws IOException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base() + pathAndQuery))
                 .method(method, HttpRequest.BodyPublishers.noBody());
+        if (timeout != null) {
+            b.timeout(timeout);
+        }
         if (token() != null) {
             b.header("Authorization", "Bearer " + token());
         }
-        HttpResponse<String> r;
+        HttpResponse<T> r;
         try {
-            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
-                    .send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build().send(b.build(), handler);
         } catch (java.net.ConnectException e) {
             throw new IOException("no PartFS sidecar answers at " + base() + ": mount the volume first (partfs mount), or pass --sidecar");
         } catch (InterruptedException e) {
@@ -56,9 +81,9 @@ final class SidecarOptions {
             throw new java.io.InterruptedIOException("interrupted");
         }
         if (r.statusCode() != 200) {
-            throw new IOException("the sidecar at " + base() + " answered " + r.statusCode() + ": " + r.body().trim());
+            throw new IOException("the sidecar at " + base() + " answered " + r.statusCode() + ": " + errorText.apply(r.body()).trim());
         }
-        return r.body();
+        return r;
     }
 
     static String enc(String s) {

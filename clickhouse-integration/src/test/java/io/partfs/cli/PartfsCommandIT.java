@@ -168,7 +168,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "stats", "demo"}) {
+        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "stats", "warmup", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
@@ -244,9 +244,7 @@ class PartfsCommandIT {
     void fsckFindsAMissingBlockAndGcDeletesOnlyALeakedObject() throws Exception {
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
             String meta = redis.url(5);
-            String storage = "s3://partfs-check/checked?endpoint=" + s3.endpoint() + "&path-style=true";
-            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
-            assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "checked").exit());
+            formatOnS3(meta, s3, "partfs-check", "checked");
             assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
             byte[] data = new byte[(3 << 20) + 5];
             new Random(5).nextBytes(data);
@@ -289,6 +287,67 @@ class PartfsCommandIT {
         }
     }
 
+    /**
+     * partfs warmup through a real mount's sidecar on Redis + s3proxy: after a remount with an
+     * empty block cache it fetches each block of a directory once, the files then read without
+     * an object GET, a second warmup finds everything local, and bad input gets one line.
+     */
+    @Test
+    void warmupFetchesADirectorysBlocksIntoTheCacheOfARunningMount() throws Exception {
+        try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
+            String meta = redis.url(6);
+            formatOnS3(meta, s3, "partfs-warm", "warm");
+            assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir", dir.resolve("cache1").toString()).exit());
+            byte[] data = new byte[(3 << 20) + 5];
+            new Random(6).nextBytes(data);
+            Files.createDirectories(mnt.resolve("db/t/all_1_1_0"));
+            Files.write(mnt.resolve("db/t/all_1_1_0/c.bin"), data);
+            Files.writeString(mnt.resolve("db/t/all_1_1_0/count.txt"), "3");
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+
+            int port = RedisServer.freePort();
+            String sidecar = "127.0.0.1:" + port;
+            Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir",
+                    dir.resolve("cache2").toString(), "--http-address", sidecar);
+            assertEquals(0, m.exit(), m.all());
+            Partfs.Result w = partfs.run("warmup", "--sidecar", sidecar, "-p", "4", mnt.resolve("db").toString());
+            assertEquals(0, w.exit(), w.all());
+            assertTrue(w.out().contains("2 files (3.0 MiB), 5 blocks: 5 fetched"), w.out());
+            double gets = objectGets(sidecar);
+            assertArrayEquals(data, Files.readAllBytes(mnt.resolve("db/t/all_1_1_0/c.bin")));
+            assertEquals("3", Files.readString(mnt.resolve("db/t/all_1_1_0/count.txt")));
+            assertEquals(gets, objectGets(sidecar), "the warmed files read without a GET");
+            Partfs.Result again = partfs.run("warmup", "--sidecar", sidecar, mnt.resolve("db/t/all_1_1_0/c.bin").toString());
+            assertEquals(0, again.exit(), again.all());
+            assertTrue(again.out().contains("1 files (3.0 MiB), 4 blocks: 0 fetched (0 B, 0.0 MiB/s), 4 already local"), again.out());
+
+            Files.createDirectories(dir.resolve("elsewhere"));
+            String[][] bad = {
+                {"warmup", "--sidecar", sidecar, mnt.resolve("db/nothing").toString()},
+                {"warmup", "--sidecar", sidecar, dir.resolve("elsewhere").toString()},
+                {"warmup", "--sidecar", sidecar, "-p", "0", mnt.resolve("db").toString()},
+                {"warmup", "--sidecar", "127.0.0.1:" + RedisServer.freePort(), mnt.resolve("db").toString()},
+            };
+            String[] says = {"no such file or directory", "is not under this mount's mount point", "--threads must be 1-256",
+                "no PartFS sidecar answers"};
+            for (int i = 0; i < bad.length; i++) {
+                Partfs.Result r = partfs.run(bad[i]);
+                assertEquals(1, r.exit(), r.all());
+                assertEquals(1, Partfs.errorLines(r).size(), r.err());
+                assertTrue(r.err().contains(says[i]), r.err());
+            }
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        }
+    }
+
+    /** The mount's object GETs so far, from its /metrics. */
+    private static double objectGets(String sidecar) throws Exception {
+        var c = java.net.http.HttpClient.newHttpClient();
+        String body = c.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + sidecar + "/metrics")).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        return new StatsCommand.Delta(java.util.Map.of(), StatsCommand.parse(body), 1).now("partfs_object_requests_total", "op=\"get\"");
+    }
+
     @Test
     void writebackFsyncReturnsBeforeTheUploadAndUmountUploadsEverything() throws Exception {
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {
@@ -312,14 +371,20 @@ class PartfsCommandIT {
         }
     }
 
+    /** Formats volume {@code name} (1 MiB blocks) in {@code bucket} of {@code s3} with metadata at {@code meta}. */
+    private void formatOnS3(String meta, S3Server s3, String bucket, String name) throws Exception {
+        String storage = "s3://" + bucket + "/" + name + "?endpoint=" + s3.endpoint() + "&path-style=true";
+        partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+        Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", name);
+        assertEquals(0, f.exit(), f.all());
+    }
+
     /**
      * Formats volume {@code name} (1 MiB blocks) in {@code bucket} with metadata at {@code meta}
      * and mounts it in write-back mode with a one-hour upload delay; returns the mount's output.
      */
     private Partfs.Result mountWriteBack(String meta, S3Server s3, String bucket, String name) throws Exception {
-        String storage = "s3://" + bucket + "/" + name + "?endpoint=" + s3.endpoint() + "&path-style=true";
-        partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
-        assertEquals(0, partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", name).exit());
+        formatOnS3(meta, s3, bucket, name);
         Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--writeback", "--upload-delay", "3600");
         assertEquals(0, m.exit(), m.all());
         return m;

@@ -35,6 +35,9 @@ import org.slf4j.LoggerFactory;
  * GET  /tables?name=db.t          whether each table is cached, and why: name, cached (0/1), reason
  * POST /tables?name=db.t[&amp;uuid=U] caches db.t (its store/ directory by UUID) from now on, kept
  *                                 across restarts; DELETE undoes it
+ * POST /warmup?path=P[&amp;threads=N] fetches the blocks under P (absolute, on this mount) into the
+ *                                 block cache; a progress line a second, then done or error
+ *                                 ({@link WarmupEndpoint})
  * </pre>
  *
  * A bearer token, when set, is required on every request ({@code Authorization: Bearer T}, or
@@ -43,14 +46,25 @@ import org.slf4j.LoggerFactory;
 public final class SidecarHttpServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(SidecarHttpServer.class);
 
-    /** What the endpoint serves; the cache may be null when the mount runs without one. */
-    public record Sources(Metrics metrics, PartMetadataCache cache, RunningQueries queries, String viewName) {
+    /**
+     * What the endpoint serves; the cache may be null when the mount runs without one, the
+     * volume when there is no mount (tests of the cache alone).
+     */
+    public record Sources(Metrics metrics, PartMetadataCache cache, RunningQueries queries, String viewName, Volume volume) {
+        public Sources(Metrics metrics, PartMetadataCache cache, RunningQueries queries, String viewName) {
+            this(metrics, cache, queries, viewName, null);
+        }
+    }
+
+    /** The mounted volume, and where it is mounted. */
+    public record Volume(io.partfs.engine.PartFs fs, java.nio.file.Path mountPoint) {
     }
 
     private final HttpServer server;
     private final ExecutorService executor;
     private final byte[] token;
     private final Sources sources;
+    private final WarmupEndpoint warmup;
     private final io.partfs.engine.metrics.Metrics.Counter rowsSent;
     private final io.partfs.engine.metrics.Metrics.Counter requests;
 
@@ -59,6 +73,7 @@ public final class SidecarHttpServer implements AutoCloseable {
         this.executor = executor;
         this.token = token == null ? null : token.getBytes(StandardCharsets.UTF_8);
         this.sources = sources;
+        this.warmup = new WarmupEndpoint(sources.volume());
         this.rowsSent = sources.metrics().counter("partfs_http_cache_rows_total",
                 "Part-metadata cache rows sent by the HTTP endpoint, by path.", "path");
         this.requests = sources.metrics().counter("partfs_http_requests_total", "HTTP endpoint requests by path and status.", "path", "status");
@@ -150,7 +165,9 @@ public final class SidecarHttpServer implements AutoCloseable {
                         : sources.queries().filterFor(viewName(params)));
                 case "/metadata-cache/drop" -> drop(ex, method, params);
                 case "/tables" -> tables(ex, method, params);
-                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables\n");
+                case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"),
+                        () -> requests.inc(known(path), "200"));
+                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /warmup\n");
             }
         } catch (IllegalArgumentException e) {
             text(ex, 400, e.getMessage() + "\n");
@@ -167,7 +184,7 @@ public final class SidecarHttpServer implements AutoCloseable {
     /** The path as a metric label: one of ours, or "other" (labels must not grow without bound). */
     private static String known(String path) {
         return switch (path) {
-            case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables" -> path;
+            case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables", "/warmup" -> path;
             default -> "other";
         };
     }

@@ -88,6 +88,11 @@ public final class BlockCache {
         return capacity > 0;
     }
 
+    /** The most bytes the cache holds (0: disabled). */
+    public long capacity() {
+        return capacity;
+    }
+
     private static String flatten(String key) {
         return key.replace("/", "%");
     }

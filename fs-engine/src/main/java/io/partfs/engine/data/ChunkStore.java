@@ -497,37 +497,74 @@ public final class ChunkStore implements Closeable {
 
     /** Starts fetching the blocks of {@code [off, off+len)} of {@code file} into the cache. */
     public void prefetch(Attr file, long off, int len) {
-        long ino = file.ino();
-        long fileSize = file.size();
-        if (!cache.enabled() || off >= fileSize) {
+        if (!cache.enabled() || off >= file.size()) {
             return;
         }
         io.execute(() -> {
             try {
-                long end = Math.min(fileSize, off + len);
-                for (long pos = off; pos < end; ) {
-                    long idx = pos / CHUNK;
-                    int from = (int) (pos % CHUNK);
-                    int to = (int) Math.min(CHUNK, from + (end - pos));
-                    for (SliceView.Segment seg : SliceView.resolve(meta.readChunk(ino, idx, file.dataVersion()), from, to)) {
-                        if (seg.isZero()) {
-                            continue;
-                        }
-                        Slice s = seg.slice();
-                        for (int b = seg.sliceOff() / blockSize; b <= (seg.sliceOff() + seg.len() - 1) / blockSize; b++) {
-                            int blen = blockLength(s.size(), b);
-                            String key = blockKey(s.id(), b, blen);
-                            if (!cache.contains(key) && (staging == null || !staging.contains(key))) {
-                                fetchBlock(key, blen);
-                            }
-                        }
+                forEachBlock(file, off, len, (key, blen) -> {
+                    if (!isLocal(key)) {
+                        fetchBlock(key, blen);
                     }
-                    pos += to - from;
-                }
+                });
             } catch (IOException | RuntimeException e) {
-                log.debug("readahead of inode {} failed: {}", ino, e.toString());
+                log.debug("readahead of inode {} failed: {}", file.ino(), e.toString());
             }
         });
+    }
+
+    /** Told of each block a file's data is in. */
+    @FunctionalInterface
+    public interface BlockVisitor {
+        void block(String key, int blockLen) throws IOException;
+    }
+
+    /**
+     * Calls {@code visitor} for each block holding data of {@code [off, off+len)} of {@code file}
+     * as its attributes' data version has it, in file order (holes have none). Only committed data:
+     * what is buffered for the file is not in a block yet.
+     */
+    public void forEachBlock(Attr file, long off, long len, BlockVisitor visitor) throws IOException {
+        long end = Math.min(file.size(), off + len);
+        for (long pos = off; pos < end; ) {
+            long idx = pos / CHUNK;
+            int from = (int) (pos % CHUNK);
+            int to = (int) Math.min(CHUNK, from + (end - pos));
+            for (SliceView.Segment seg : SliceView.resolve(meta.readChunk(file.ino(), idx, file.dataVersion()), from, to)) {
+                if (seg.isZero()) {
+                    continue;
+                }
+                Slice s = seg.slice();
+                for (int b = seg.sliceOff() / blockSize; b <= (seg.sliceOff() + seg.len() - 1) / blockSize; b++) {
+                    int blen = blockLength(s.size(), b);
+                    visitor.block(blockKey(s.id(), b, blen), blen);
+                }
+            }
+            pos += to - from;
+        }
+    }
+
+    /**
+     * Whether block {@code key} is read from local disk: the block cache, write-back staging, or
+     * a local object directory.
+     */
+    public boolean isLocal(String key) {
+        return cache.contains(key) || (staging != null && staging.contains(key)) || objects.localFile(key) != null;
+    }
+
+    /**
+     * Fetches block {@code key} into the block cache unless it is read locally already; returns
+     * the bytes fetched (0 when it was local). Concurrent reads of the block share the GET.
+     */
+    public int warm(String key, int blockLen) throws IOException {
+        if (isLocal(key)) {
+            return 0;
+        }
+        if (!cache.enabled()) {
+            throw new IllegalStateException("this mount keeps no block cache (--cache-size 0): there is nowhere to warm data into");
+        }
+        fetchBlock(key, blockLen);
+        return blockLen;
     }
 
     // ---- deletion ----

@@ -8,7 +8,6 @@ import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.Slice;
 import io.partfs.engine.object.ObjectStore;
 import java.io.IOException;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -199,30 +198,9 @@ public final class VolumeCheck {
         });
     }
 
-    /** Told each directory's inode, path and entries other than directories; false stops the walk. */
-    @FunctionalInterface
-    private interface DirVisitor {
-        boolean visit(long dir, String path, List<DirEntry> others) throws IOException;
-    }
-
     /** Every directory from the root, breadth first, until {@code visitor} says stop. */
-    private void eachDirectory(DirVisitor visitor) throws IOException {
-        ArrayDeque<Map.Entry<Long, String>> dirs = new ArrayDeque<>();
-        dirs.add(Map.entry(MetaEngine.ROOT, ""));
-        while (!dirs.isEmpty()) {
-            Map.Entry<Long, String> dir = dirs.poll();
-            List<DirEntry> others = new ArrayList<>();
-            for (DirEntry e : meta.readdir(dir.getKey())) {
-                if (e.type() == FileType.DIRECTORY) {
-                    dirs.add(Map.entry(e.ino(), dir.getValue() + "/" + e.name()));
-                } else {
-                    others.add(e);
-                }
-            }
-            if (!visitor.visit(dir.getKey(), dir.getValue(), others)) {
-                return;
-            }
-        }
+    private void eachDirectory(io.partfs.engine.meta.TreeWalk.DirVisitor visitor) throws IOException {
+        io.partfs.engine.meta.TreeWalk.breadthFirst(meta, MetaEngine.ROOT, "", visitor);
     }
 
     private void addSlices(long ino, List<Slice> slices, Report report, Map<Long, SliceUse> used) {

@@ -169,6 +169,67 @@ abstract class PartFsContract extends OnBackends {
         }
     }
 
+    /**
+     * Warmup on every backend: each block of every file under a directory is fetched once into
+     * an empty block cache (a hard-linked file once, a hole not at all, a symlink not followed),
+     * the files then read without a GET, a second warmup finds everything local, and a block
+     * deleted behind PartFS's back is counted as failed. On a local object directory every
+     * block is local already.
+     */
+    @Test
+    void warmupFetchesEveryBlockOnceAndSkipsWhatIsLocal() throws Exception {
+        long w = fs.mkdir(ROOT, "w", 0755, 0, 0).ino();
+        long sub = fs.mkdir(w, "sub", 0755, 0, 0).ino();
+        byte[] a = random((5 << 19) + 7, 31); // 3 blocks
+        long aIno = write(w, "a", a);
+        long b = write(sub, "b", random(1000, 32));
+        fs.link(b, w, "c");
+        PartFs.Created h = fs.create(w, "h", 0644, RW, 0, 0);
+        fs.write(h.fh(), 3 << 20, new byte[10], 0, 10); // a hole, then 10 bytes: one block
+        fs.release(h.fh());
+        fs.symlink(w, "s", "/etc", 0, 0);
+        fs.close();
+        io.partfs.engine.testing.TempDirs.deleteRecursively(dir.resolve("cache"));
+        fs = volume.open();
+        boolean s3 = store() == TestVolume.Store.S3;
+
+        var warmup = new io.partfs.engine.data.Warmup(fs.meta(), fs.chunks(), 4);
+        var p = warmup.run(fs.resolve("/w"));
+        assertEquals(3, p.files(), "a, b (with its second name c) and h");
+        assertEquals(a.length + 1000 + (3 << 20) + 10, p.fileBytes());
+        assertEquals(5, p.blocks());
+        assertEquals(s3 ? 5 : 0, p.fetchedBlocks());
+        assertEquals(s3 ? a.length + 1000 + 10 : 0, p.fetchedBytes());
+        assertEquals(s3 ? 0 : 5, p.localBlocks());
+        assertEquals(0, p.failedBlocks());
+
+        long gets = fs.chunks().objectGets();
+        assertArrayEquals(a, readAll(aIno));
+        assertEquals(1000, readAll(b).length);
+        if (s3) { // (a local object directory's blocks are read from it, which counts as a GET)
+            assertEquals(gets, fs.chunks().objectGets(), "warmed files read without a GET");
+        }
+        p = new io.partfs.engine.data.Warmup(fs.meta(), fs.chunks(), 4).run(fs.resolve("/w"));
+        assertEquals(5, p.localBlocks());
+        assertEquals(0, p.fetchedBlocks());
+        assertEquals(1, new io.partfs.engine.data.Warmup(fs.meta(), fs.chunks(), 1).run(fs.resolve("/w/a")).files());
+
+        if (s3) {
+            fs.close();
+            io.partfs.engine.testing.TempDirs.deleteRecursively(dir.resolve("cache"));
+            fs = volume.open();
+            try (ObjectStore store = volume.newObjectStore()) {
+                String aBlock = store.listAll("testvol/chunks/").stream().map(ObjectStore.ObjectInfo::key)
+                        .filter(k -> k.endsWith("_1_1048576")).findFirst().orElseThrow();
+                store.delete(aBlock);
+            }
+            p = new io.partfs.engine.data.Warmup(fs.meta(), fs.chunks(), 4).run(fs.resolve("/w"));
+            assertEquals(1, p.failedBlocks());
+            assertEquals(4, p.fetchedBlocks());
+            assertTrue(p.firstError().startsWith("inode " + aIno + ": "), p.firstError());
+        }
+    }
+
     @Test
     void smallFileRoundTrips() throws IOException {
         long fh = create("checksums.txt");

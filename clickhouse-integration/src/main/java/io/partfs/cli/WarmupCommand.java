@@ -1,0 +1,130 @@
+package io.partfs.cli;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code partfs warmup PATH...}: has the running mount fetch the data of files into its block
+ * cache, as {@code juicefs warmup} does. The mount does the work (its {@code POST /warmup});
+ * this command finds the real path, relays progress and sums up.
+ */
+@Command(name = "warmup", mixinStandardHelpOptions = true,
+        description = {"Fetch the data of files into a running mount's block cache, so that their first reads do",
+                "not wait for the object store: after a restart, on a new replica, before a heavy query. PATH is a",
+                "file or a directory on the mount (e.g. <mountpoint>/data/db/table, or a part); blocks already on",
+                "local disk are skipped, and nothing goes through the page cache. Progress on stderr; exits 1 if a",
+                "block could not be fetched. The part-metadata cache has its own: 'partfs cache warmup'."})
+final class WarmupCommand implements Callable<Integer> {
+    @Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    SidecarOptions sidecar;
+
+    @Parameters(paramLabel = "PATH", arity = "1..*", description = "Files or directories on the mount the sidecar serves.")
+    List<Path> paths;
+
+    @Option(names = {"-p", "--threads"}, paramLabel = "N", defaultValue = "16",
+            description = {"Blocks fetched in parallel, 1-256 (default: ${DEFAULT-VALUE}). Each holds one block",
+                    "(4 MiB) of the mount's memory while it is fetched."})
+    int threads;
+
+    @Override
+    public Integer call() throws Exception {
+        if (threads < 1 || threads > 256) {
+            throw new IllegalArgumentException("--threads must be 1-256");
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        int failed = 0;
+        for (Path given : paths) {
+            Path real;
+            try {
+                real = given.toRealPath();
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw new IllegalArgumentException("no such file or directory: " + given);
+            }
+            Map<String, String> last = new HashMap<>();
+            long[] shown = {System.nanoTime()};
+            sidecar.stream("POST", "/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads, line -> {
+                String kind = line.contains(" ") ? line.substring(0, line.indexOf(' ')) : line;
+                Map<String, String> f = fields(line.substring(kind.length()).trim());
+                switch (kind) {
+                    case "progress" -> {
+                        if (System.nanoTime() - shown[0] > 2_000_000_000L) {
+                            err.println("partfs warmup: " + real + ": " + describe(f));
+                            err.flush();
+                            shown[0] = System.nanoTime();
+                        }
+                    }
+                    case "done" -> last.putAll(f);
+                    case "error" -> throw new IllegalStateException("warmup of " + real + " failed: " + line.substring(kind.length()).trim());
+                    default -> { } // a line a newer mount sends that this command does not know
+                }
+            });
+            if (last.isEmpty()) {
+                throw new IllegalStateException("the sidecar at " + sidecar.base() + " ended the warmup of " + real
+                        + " without saying it was done: see the mount's log");
+            }
+            out.println("warmed " + real + ": " + describe(last));
+            long capacity = number(last, "cache_capacity");
+            if (capacity > 0 && number(last, "file_bytes") > capacity) {
+                err.printf("partfs warmup: %s holds %s, more than the mount's block cache (%s): the blocks warmed first were"
+                        + " evicted again; mount with a larger --cache-size, or warm less%n", real,
+                        Sizes.human(number(last, "file_bytes")), Sizes.human(capacity));
+            }
+            if (number(last, "failed") > 0) {
+                err.println("partfs warmup: " + real + ": " + last.get("failed") + " blocks could not be fetched, the first: "
+                        + last.getOrDefault("first_error", "?") + " (partfs fsck lists files with missing blocks)");
+                failed++;
+            }
+        }
+        out.flush();
+        return failed == 0 ? 0 : 1;
+    }
+
+    /** The {@code key=value} fields of a line; {@code first_error} takes the rest of the line. */
+    static Map<String, String> fields(String s) {
+        Map<String, String> out = new HashMap<>();
+        int err = s.indexOf("first_error=");
+        if (err >= 0) {
+            out.put("first_error", s.substring(err + "first_error=".length()));
+            s = s.substring(0, err);
+        }
+        for (String kv : s.trim().split(" +")) {
+            int eq = kv.indexOf('=');
+            if (eq > 0) {
+                out.put(kv.substring(0, eq), kv.substring(eq + 1));
+            }
+        }
+        return out;
+    }
+
+    private static long number(Map<String, String> f, String key) {
+        try {
+            return Long.parseLong(f.getOrDefault(key, "0"));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    /** "12 files (1.2 GiB), 300 blocks: 280 fetched (1.1 GiB, 95.0 MiB/s), 20 already local, 0 failed, 12.3 s". */
+    static String describe(Map<String, String> f) {
+        double seconds = Double.parseDouble(f.getOrDefault("seconds", "0"));
+        long fetchedBytes = number(f, "fetched_bytes");
+        return String.format(Locale.ROOT, "%d files (%s), %d blocks: %d fetched (%s, %.1f MiB/s), %d already local, %d failed, %.1f s",
+                number(f, "files"), Sizes.human(number(f, "file_bytes")), number(f, "blocks"), number(f, "fetched"),
+                Sizes.human(fetchedBytes), seconds > 0 ? fetchedBytes / seconds / (1 << 20) : 0.0, number(f, "local"),
+                number(f, "failed"), seconds);
+    }
+}

@@ -1,0 +1,155 @@
+package io.partfs.cli.http;
+
+import com.sun.net.httpserver.HttpExchange;
+import io.partfs.engine.Attr;
+import io.partfs.engine.FsException;
+import io.partfs.engine.data.Warmup;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code POST /warmup?path=P&threads=N}: fetches the blocks under P (an absolute path on this
+ * sidecar's mount) into its block cache, answering as it goes with a {@code progress} line a
+ * second and a last line {@code done} (or {@code error MESSAGE}), each {@code key=value}
+ * fields (see {@link #fields}). At most two warmups run at once: each holds one of the
+ * endpoint's four threads for as long as it takes.
+ */
+final class WarmupEndpoint {
+    private static final Logger log = LoggerFactory.getLogger(WarmupEndpoint.class);
+
+    private final SidecarHttpServer.Volume volume;
+    private final Semaphore running = new Semaphore(2);
+
+    WarmupEndpoint(SidecarHttpServer.Volume volume) {
+        this.volume = volume;
+    }
+
+    /** The inode at {@code path}, which must be absolute and on this mount; bad input is an IllegalArgumentException. */
+    Attr resolve(String path) throws IOException {
+        if (volume == null) {
+            throw new IllegalArgumentException("this endpoint serves no mounted volume");
+        }
+        if (path == null || !path.startsWith("/")) {
+            throw new IllegalArgumentException("give path= as an absolute path on the mount at " + volume.mountPoint());
+        }
+        Path p = Path.of(path).normalize();
+        if (!p.startsWith(volume.mountPoint())) {
+            throw new IllegalArgumentException(p + " is not under this mount's mount point " + volume.mountPoint()
+                    + ": pass --sidecar of the mount that serves it");
+        }
+        String rel = volume.mountPoint().relativize(p).toString();
+        try {
+            return volume.fs().resolve("/" + rel);
+        } catch (FsException.NoSuchEntry | FsException.NotDirectory e) {
+            throw new IllegalArgumentException("no such file or directory on the volume: " + p);
+        }
+    }
+
+    static int threads(String value) {
+        try {
+            int n = value == null ? 16 : Integer.parseInt(value);
+            if (n >= 1 && n <= 256) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        throw new IllegalArgumentException("threads= must be a number from 1 to 256");
+    }
+
+    /** Serves one request; the caller maps IllegalArgumentException to 400 before anything is sent. */
+    void serve(HttpExchange ex, String method, String path, String threadsParam, Runnable countRequest) throws IOException {
+        if (!method.equals("POST")) {
+            throw new IllegalArgumentException("use POST");
+        }
+        Attr start = resolve(path);
+        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads(threadsParam));
+        if (!running.tryAcquire()) {
+            throw new IllegalArgumentException("two warmups are running on this mount already: wait for one to end");
+        }
+        try {
+            log.info("warmup of {} with {} threads", path, threadsParam == null ? 16 : threadsParam);
+            long t0 = System.nanoTime();
+            CompletableFuture<Warmup.Progress> done = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return warmup.run(start);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                }
+            }, r -> {
+                Thread t = new Thread(r, "partfs-warmup-walk");
+                t.setDaemon(true);
+                t.start();
+            });
+            ex.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+            countRequest.run();
+            ex.sendResponseHeaders(200, 0);
+            OutputStream out = ex.getResponseBody();
+            try {
+                report(out, done, warmup, path, t0, volume.fs().chunks().cache().capacity());
+            } finally {
+                warmup.cancel(); // the client went away, or this thread was interrupted: stop walking
+                try {
+                    done.get(1, TimeUnit.MINUTES); // the fetches it started have ended
+                } catch (ExecutionException | TimeoutException | InterruptedException e) {
+                    // reported already, or nobody is left to tell
+                }
+            }
+        } finally {
+            running.release();
+        }
+    }
+
+    private static void report(OutputStream out, CompletableFuture<Warmup.Progress> done, Warmup warmup, String path, long t0,
+            long capacity)
+            throws IOException {
+        while (true) {
+            try {
+                Warmup.Progress p = done.get(1, TimeUnit.SECONDS);
+                line(out, "done " + fields(p, (System.nanoTime() - t0) / 1e9, capacity));
+                log.info("warmup of {} done: {}", path, fields(p, (System.nanoTime() - t0) / 1e9, capacity));
+                return;
+            } catch (TimeoutException e) {
+                line(out, "progress " + fields(warmup.progress(), (System.nanoTime() - t0) / 1e9, capacity));
+            } catch (ExecutionException e) {
+                Throwable c = e.getCause() instanceof java.io.UncheckedIOException u ? u.getCause() : e.getCause();
+                line(out, "error " + String.valueOf(c.getMessage()).lines().findFirst().orElse(c.toString()));
+                log.warn("warmup of {} failed: {}", path, c.toString());
+                return;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    private static void line(OutputStream out, String s) throws IOException {
+        out.write((s + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    /**
+     * {@code files=.. file_bytes=.. blocks=.. local=.. fetched=.. fetched_bytes=.. failed=.. seconds=..
+     * cache_capacity=..[ first_error=...]}: the counters of {@link Warmup.Progress}, the time so
+     * far, the block cache's capacity, and the first failure's message (to the end of the line).
+     */
+    static String fields(Warmup.Progress p, double seconds, long cacheCapacity) {
+        String s = String.format(Locale.ROOT, "files=%d file_bytes=%d blocks=%d local=%d fetched=%d fetched_bytes=%d failed=%d seconds=%.1f"
+                + " cache_capacity=%d", p.files(), p.fileBytes(), p.blocks(), p.localBlocks(), p.fetchedBlocks(), p.fetchedBytes(),
+                p.failedBlocks(), seconds, cacheCapacity);
+        return p.firstError() == null ? s : s + " first_error=" + p.firstError().replace('\n', ' ');
+    }
+}

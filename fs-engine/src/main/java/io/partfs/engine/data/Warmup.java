@@ -1,0 +1,170 @@
+package io.partfs.engine.data;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.FileType;
+import io.partfs.engine.FsException;
+import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.meta.TreeWalk;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * {@code partfs warmup}: fetches the blocks of a file or of every file under a directory into
+ * the block cache, so that the first reads of them (a query after a restart, a new replica)
+ * do not wait for the object store. Blocks already on local disk are not read at all, and no
+ * data goes through FUSE or the page cache. Blocks are fetched by {@code threads} in parallel;
+ * a block the store lacks is counted as failed, unless its file was deleted or rewritten
+ * meanwhile. Only committed data is warmed: what a writer still buffers is not in a block yet.
+ * Safe to run many times and while the volume is in use.
+ */
+public final class Warmup {
+    /** Inodes whose attributes are read per request. */
+    private static final int BATCH = 512;
+
+    /** How far a warmup is; {@code fileBytes} is the size of the files found so far. */
+    public record Progress(long files, long fileBytes, long blocks, long localBlocks, long fetchedBlocks,
+            long fetchedBytes, long failedBlocks, String firstError) {
+    }
+
+    private final MetaEngine meta;
+    private final ChunkStore chunks;
+    private final int threads;
+    private final AtomicLong files = new AtomicLong();
+    private final AtomicLong fileBytes = new AtomicLong();
+    private final AtomicLong blocks = new AtomicLong();
+    private final AtomicLong local = new AtomicLong();
+    private final AtomicLong fetched = new AtomicLong();
+    private final AtomicLong fetchedBytes = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicReference<String> firstError = new AtomicReference<>();
+    private volatile boolean cancelled;
+
+    public Warmup(MetaEngine meta, ChunkStore chunks, int threads) {
+        if (threads < 1 || threads > 256) {
+            throw new IllegalArgumentException("warmup threads must be 1-256, not " + threads);
+        }
+        this.meta = meta;
+        this.chunks = chunks;
+        this.threads = threads;
+    }
+
+    /** A snapshot of the counters; may be called from any thread while {@link #run} works. */
+    public Progress progress() {
+        return new Progress(files.get(), fileBytes.get(), blocks.get(), local.get(), fetched.get(), fetchedBytes.get(),
+                failed.get(), firstError.get());
+    }
+
+    /** Makes {@link #run} stop walking and return once the fetches it started have ended. */
+    public void cancel() {
+        cancelled = true;
+    }
+
+    /**
+     * Warms {@code start} (a file, or a directory and everything under it; symlinks are not
+     * followed) and returns when every block is fetched or has failed.
+     */
+    public Progress run(Attr start) throws IOException, InterruptedException {
+        ExecutorService pool = Executors.newFixedThreadPool(threads, ChunkStore.daemon("partfs-warmup"));
+        Semaphore inFlight = new Semaphore(threads); // a fetch holds its block in memory until it is cached
+        try {
+            if (start.type() == FileType.FILE) {
+                warmFile(start, pool, inFlight);
+            } else if (start.type() == FileType.DIRECTORY) {
+                Set<Long> linked = new HashSet<>();
+                TreeWalk.breadthFirst(meta, start.ino(), "", (dir, path, others) -> {
+                    List<Long> inos = new ArrayList<>();
+                    for (DirEntry e : others) {
+                        if (e.type() == FileType.FILE) {
+                            inos.add(e.ino());
+                        }
+                    }
+                    for (int i = 0; i < inos.size(); i += BATCH) {
+                        for (Attr a : meta.attrs(inos.subList(i, Math.min(inos.size(), i + BATCH)))) {
+                            if (a != null && (a.nlink() <= 1 || linked.add(a.ino()))) { // null: deleted meanwhile
+                                warmFile(a, pool, inFlight);
+                            }
+                        }
+                    }
+                    return !cancelled;
+                });
+            }
+            inFlight.acquire(threads); // every fetch has ended
+            inFlight.release(threads);
+        } finally {
+            pool.shutdownNow();
+            pool.awaitTermination(1, TimeUnit.MINUTES);
+        }
+        return progress();
+    }
+
+    private void warmFile(Attr file, ExecutorService pool, Semaphore inFlight) throws IOException {
+        files.incrementAndGet();
+        fileBytes.addAndGet(file.size());
+        try {
+            chunks.forEachBlock(file, 0, file.size(), (key, len) -> {
+                if (cancelled) {
+                    return;
+                }
+                blocks.incrementAndGet();
+                if (chunks.isLocal(key)) {
+                    local.incrementAndGet();
+                    return;
+                }
+                try {
+                    inFlight.acquire();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("warmup interrupted");
+                }
+                try {
+                    pool.execute(() -> fetch(file, key, len, inFlight));
+                } catch (RuntimeException e) {
+                    inFlight.release();
+                    throw e;
+                }
+            });
+        } catch (FsException.NoSuchEntry e) {
+            // deleted while the warmup was on its way to it
+        }
+    }
+
+    private void fetch(Attr file, String key, int len, Semaphore inFlight) {
+        try {
+            int n = chunks.warm(key, len);
+            if (n > 0) {
+                fetched.incrementAndGet();
+                fetchedBytes.addAndGet(n);
+            } else {
+                local.incrementAndGet(); // a read fetched it meanwhile
+            }
+        } catch (IOException | RuntimeException e) {
+            if (!changed(file)) {
+                failed.incrementAndGet();
+                firstError.compareAndSet(null, "inode " + file.ino() + ": " + e.getMessage());
+            }
+        } finally {
+            inFlight.release();
+        }
+    }
+
+    /** Whether {@code file} was deleted or rewritten since its attributes were read. */
+    private boolean changed(Attr file) {
+        try {
+            return meta.getattr(file.ino()).dataVersion() != file.dataVersion();
+        } catch (FsException.NoSuchEntry e) {
+            return true;
+        } catch (IOException e) {
+            return false; // the metadata is unreachable: the block's failure stands
+        }
+    }
+}

@@ -1,0 +1,54 @@
+package io.partfs.engine.meta;
+
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.FileType;
+import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** A walk of a directory tree through the metadata, breadth first, one readdir per directory. */
+public final class TreeWalk {
+    private TreeWalk() {
+    }
+
+    /** Told each directory's inode, path and entries other than directories; false stops the walk. */
+    @FunctionalInterface
+    public interface DirVisitor {
+        boolean visit(long dir, String path, List<DirEntry> others) throws IOException;
+    }
+
+    /**
+     * Every directory under {@code dir} (itself first, known by {@code path}) until
+     * {@code visitor} says stop. Symlinks are not followed; a directory deleted while the walk
+     * is on its way to it is skipped.
+     */
+    public static void breadthFirst(MetaEngine meta, long dir, String path, DirVisitor visitor) throws IOException {
+        ArrayDeque<Map.Entry<Long, String>> dirs = new ArrayDeque<>();
+        dirs.add(Map.entry(dir, path));
+        while (!dirs.isEmpty()) {
+            Map.Entry<Long, String> d = dirs.poll();
+            List<DirEntry> entries;
+            try {
+                entries = meta.readdir(d.getKey());
+            } catch (io.partfs.engine.FsException.NoSuchEntry | io.partfs.engine.FsException.NotDirectory e) {
+                if (d.getKey() == dir) {
+                    throw e;
+                }
+                continue;
+            }
+            List<DirEntry> others = new ArrayList<>();
+            for (DirEntry e : entries) {
+                if (e.type() == FileType.DIRECTORY) {
+                    dirs.add(Map.entry(e.ino(), d.getValue() + "/" + e.name()));
+                } else {
+                    others.add(e);
+                }
+            }
+            if (!visitor.visit(d.getKey(), d.getValue(), others)) {
+                return;
+            }
+        }
+    }
+}
