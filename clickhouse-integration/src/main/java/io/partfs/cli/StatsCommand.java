@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
@@ -24,31 +23,18 @@ final class StatsCommand implements Callable<Integer> {
     @Mixin
     SidecarOptions sidecar;
 
-    @Option(names = "--interval", paramLabel = "SECONDS", defaultValue = "1", description = "Seconds per line (default: ${DEFAULT-VALUE}).")
-    double interval;
-
-    @Option(names = "--count", paramLabel = "N", defaultValue = "0", description = "Lines to print, then exit (default: until interrupted).")
-    int count;
+    @Mixin
+    ScrapeLoop loop;
 
     @Override
     public Integer call() throws Exception {
-        if (!(interval > 0) || count < 0) {
-            throw new IllegalArgumentException("--interval must be above 0 and --count 0 or more");
-        }
         PrintWriter out = spec.commandLine().getOut();
-        Map<String, Double> before = scrape();
-        long at = System.nanoTime();
+        loop.every(1); // bad options fail before the header
         out.println(" fuse ops/s  ms/op | obj get/s  MiB/s  put/s  MiB/s  ms/req | meta txn/s  ms/txn | cache hit |  buffered    staged");
-        for (int line = 0; count == 0 || line < count; line++) {
-            long next = at + (long) (interval * 1e9);
-            java.util.concurrent.locks.LockSupport.parkNanos(Math.max(0, next - System.nanoTime()));
-            Map<String, Double> now = scrape();
-            long t = System.nanoTime();
-            out.println(line(new Delta(before, now, (t - at) / 1e9)));
+        loop.run(sidecar, 1, (before, after, seconds) -> {
+            out.println(line(new Delta(before, after, seconds)));
             out.flush();
-            before = now;
-            at = t;
-        }
+        });
         return 0;
     }
 
@@ -66,10 +52,6 @@ final class StatsCommand implements Callable<Integer> {
                 hits + misses == 0 ? "-" : String.format(java.util.Locale.ROOT, "%.0f%%", 100 * hits / (hits + misses)),
                 Sizes.human((long) d.now("partfs_write_buffer_bytes", "")),
                 Sizes.human((long) d.now("partfs_writeback_staged_bytes", "")));
-    }
-
-    private Map<String, Double> scrape() throws java.io.IOException {
-        return parse(sidecar.call("GET", "/metrics"));
     }
 
     /** Prometheus text format: {@code name{labels} value} per line, comments skipped. */

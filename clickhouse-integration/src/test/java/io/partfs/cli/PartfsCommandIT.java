@@ -74,8 +74,10 @@ class PartfsCommandIT {
         });
         writer.start();
         Partfs.Result stats;
+        Partfs.Result profile;
         try {
             stats = partfs.run("stats", "--sidecar", "127.0.0.1:" + port, "--count", "2", "--interval", "0.5");
+            profile = partfs.run("profile", "--sidecar", "127.0.0.1:" + port, "--count", "1", "--interval", "0.5");
         } finally {
             writing.set(false);
             writer.join();
@@ -87,6 +89,8 @@ class PartfsCommandIT {
         for (String l : lines.subList(1, 3)) {
             assertTrue(Double.parseDouble(l.trim().split("\\s+")[0]) > 0, "FUSE operations counted: " + stats.out());
         }
+        assertEquals(0, profile.exit(), profile.all());
+        assertTrue(profile.out().lines().anyMatch(l -> l.startsWith("fuse   write ")), "the writer's writes profiled: " + profile.out());
         assertEquals(0, partfs.run("umount", mnt.toString()).exit());
     }
 
@@ -168,7 +172,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "stats", "warmup", "demo"}) {
+        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "stats", "profile", "warmup", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
