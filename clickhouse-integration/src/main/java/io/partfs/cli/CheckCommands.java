@@ -52,7 +52,14 @@ final class CheckCommands {
                     }
                 });
                 long started = System.nanoTime();
-                VolumeCheck.Report r = check.run(options);
+                VolumeCheck.Report r;
+                try {
+                    r = check.run(options);
+                } catch (OutOfMemoryError e) {
+                    throw new IllegalStateException(name + " ran out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
+                            + " MiB heap; it holds every slice of the volume, 21-46 bytes each): run it with a larger heap, "
+                            + "e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx8g");
+                }
                 PrintWriter out = spec.commandLine().getOut();
                 out.printf("%s: %s: %d chunks, %d slices in %d blocks; %d objects listed, in %.1f s%n", name,
                         meta.volumeFormat().name(), r.chunks, r.slices, r.blocks, r.objects, (System.nanoTime() - started) / 1e9);
@@ -62,9 +69,10 @@ final class CheckCommands {
     }
 
     @Command(name = "fsck", mixinStandardHelpOptions = true,
-            description = {"Check a volume: every block its files need is in the object store, and every directory entry",
-                    "has its inode. Lists the files that would read back wrong and exits 1 if there are any. Read-only;",
-                    "it may run while the volume is mounted (what it reports is checked again before it is reported)."})
+            description = {"Check a volume: every block its files need is in the object store, every directory entry",
+                    "has its inode, every inode's link count is its number of names and every symlink has its target.",
+                    "Lists what is wrong and exits 1 if anything is. Read-only; it may run while the volume is mounted",
+                    "(what it reports is checked again before it is reported)."})
     static final class Fsck extends Base {
         @Override
         VolumeCheck.Options options(MetaEngine meta) {
@@ -77,17 +85,22 @@ final class CheckCommands {
                     r.directories, r.files, r.symlinks, r.pendingFiles);
             List<Long> broken;
             List<VolumeCheck.Dangling> dangling;
+            List<VolumeCheck.LinkMismatch> links;
+            List<String> noTarget;
             // the check read the volume over some time: what looks wrong is read again as it is now
             try (MetaEngine current = volume.openMetaReadOnly()) {
                 broken = check.stillBroken(current, r.brokenFiles);
                 dangling = VolumeCheck.stillDangling(current, r.danglingEntries);
+                links = VolumeCheck.stillMismatched(current, r.linkMismatches);
+                noTarget = check.stillWithoutTarget(current, r.symlinksWithoutTarget);
             }
             if (r.leaked > 0) {
                 out.printf("fsck: %d objects (%s) no file uses, older than 1 hour: 'partfs gc --delete' removes them%n",
                         r.leaked, Sizes.human(r.leakedBytes));
             }
-            if (broken.isEmpty() && dangling.isEmpty()) {
-                out.println("fsck: OK: every file's blocks are in the object store");
+            if (broken.isEmpty() && dangling.isEmpty() && links.isEmpty() && noTarget.isEmpty()) {
+                out.println("fsck: OK: every file's blocks are in the object store, every name has its inode and every"
+                        + " link count its names");
                 return 0;
             }
             if (!broken.isEmpty()) {
@@ -108,6 +121,19 @@ final class CheckCommands {
                 out.printf("fsck: %d directory entries name an inode that does not exist:%n", dangling.size());
                 for (VolumeCheck.Dangling d : dangling.subList(0, Math.min(LISTED, dangling.size()))) {
                     out.printf("  %s%n", d.path());
+                }
+            }
+            if (!links.isEmpty()) {
+                out.printf("fsck: %d inodes have a link count other than their number of names (with too low a count,"
+                        + " removing one name deletes the data the others show):%n", links.size());
+                for (VolumeCheck.LinkMismatch l : links.subList(0, Math.min(LISTED, links.size()))) {
+                    out.printf("  %s (inode %d): %d links, %d names%n", l.path(), l.ino(), l.nlink(), l.names());
+                }
+            }
+            if (!noTarget.isEmpty()) {
+                out.printf("fsck: %d symlinks have no target (reading them fails with EIO):%n", noTarget.size());
+                for (String p : noTarget.subList(0, Math.min(LISTED, noTarget.size()))) {
+                    out.printf("  %s%n", p);
                 }
             }
             return 1;

@@ -23,8 +23,9 @@ import java.util.TreeSet;
  *
  * <p>The slices are found by chunk key, not through the tree: a file renamed from a directory
  * not yet read into one already read, as ClickHouse does with parts all the time, would be missed
- * by a walk, and its objects taken for leaks. Every referenced slice is kept in memory (about
- * 100 bytes each), then the volume's block objects are listed once and matched to their slices.
+ * by a walk, and its objects taken for leaks. Every referenced slice is kept in memory (a
+ * {@link IdTable}: 21-46 bytes each), then the volume's block objects are listed once and
+ * matched to their slices.
  * A block a slice needs but the store lacks is <em>missing</em> (its file reads back wrong); an
  * object no slice and no pending deletion refers to is <em>leaked</em> (it only costs storage),
  * and counts as such only when it is older than {@link Options#minAgeMillis}, since a writer
@@ -61,6 +62,10 @@ public final class VolumeCheck {
         public final Set<Long> brokenFiles = new TreeSet<>();
         /** Directory entries whose inode does not exist. */
         public final List<Dangling> danglingEntries = new ArrayList<>();
+        /** Inodes whose link count differs from the names found for them, before {@link #stillMismatched}. */
+        public final Set<Long> linkMismatches = new TreeSet<>();
+        /** Symlinks whose target is missing, before {@link #stillWithoutTarget}. */
+        public final Set<Long> symlinksWithoutTarget = new TreeSet<>();
         /** Objects listed, and those of them that are leaked: count, bytes, deleted. */
         public long objects;
         public long leaked;
@@ -77,18 +82,6 @@ public final class VolumeCheck {
 
     /** Entry {@code name} of directory {@code parent}, at {@code path}, whose inode does not exist. */
     public record Dangling(long parent, String name, String path) {
-    }
-
-    /** A referenced slice: its size, a file that uses it, and how many of its blocks were found. */
-    private static final class SliceUse {
-        final int size;
-        final long ino;
-        int found;
-
-        SliceUse(int size, long ino) {
-            this.size = size;
-            this.ino = ino;
-        }
     }
 
     private final MetaEngine meta;
@@ -117,9 +110,10 @@ public final class VolumeCheck {
         if (options.walkTree()) {
             walk(report);
         }
-        Map<Long, SliceUse> used = new HashMap<>();
+        // presized for one slice per inode, the common case: growing costs three tables at once
+        IdTable used = new IdTable(meta.usage().inodes()); // slice id: size, blocks listed
         meta.forEachChunk((ino, slices) -> {
-            addSlices(ino, slices, report, used);
+            addSlices(slices, report, used);
             if (++report.chunks % 10_000 == 0) {
                 progress.at("chunks", report.chunks);
             }
@@ -141,10 +135,9 @@ public final class VolumeCheck {
                 report.foreign++;
                 return;
             }
-            SliceUse use = used.get(k[0]);
-            if (use != null && k[1] < ChunkStore.blocks(blockSize, use.size)
-                    && k[2] == ChunkStore.blockLength(blockSize, use.size, (int) k[1])) {
-                use.found++;
+            int size = used.valueOf(k[0]);
+            if (size >= 0 && k[1] < ChunkStore.blocks(blockSize, size) && k[2] == ChunkStore.blockLength(blockSize, size, (int) k[1])) {
+                used.count(k[0]);
             } else if (pendingSlices.contains(k[0])) {
                 report.pendingObjects++;
             } else if (o.modifiedMillis() > oldEnough) {
@@ -158,21 +151,41 @@ public final class VolumeCheck {
                 }
             }
         });
-        for (SliceUse u : used.values()) {
-            int missing = ChunkStore.blocks(blockSize, u.size) - u.found;
+        Set<Long> broken = new HashSet<>();
+        used.forEach((id, size, found) -> {
+            int missing = ChunkStore.blocks(blockSize, size) - found;
             if (missing > 0) {
                 report.missingBlocks += missing;
-                report.brokenFiles.add(u.ino);
+                broken.add(id);
             }
+        });
+        if (!broken.isEmpty()) { // the index keeps no inodes (8 bytes a slice): one more scan finds them
+            meta.forEachChunk((ino, slices) -> {
+                for (Slice s : slices) {
+                    if (!s.isHole() && broken.contains(s.id())) {
+                        report.brokenFiles.add(ino);
+                    }
+                }
+            });
         }
         return report;
     }
 
-    /** Every directory from the root: counts what is there and finds entries whose inode is gone. */
+    /**
+     * Every directory from the root: counts what is there and finds entries whose inode is gone,
+     * symlinks without a target, and inodes whose link count is not the number of names they
+     * have (a directory's is 2 and one per subdirectory). Too low a count is the dangerous one:
+     * removing one name would delete data another name still shows.
+     */
     private void walk(Report report) throws IOException {
-        Set<Long> linked = new HashSet<>(); // files with more than one link, counted once
-        eachDirectory((dir, path, others) -> {
+        IdTable links = new IdTable(meta.usage().inodes()); // inode other than a directory: nlink, names found
+        List<long[]> dirs = new ArrayList<>(); // {inode, links expected}, checked a batch at a time
+        eachDirectory((dir, path, others, subdirectories) -> {
             report.directories++;
+            dirs.add(new long[] {dir, 2L + subdirectories});
+            if (dirs.size() >= BATCH) {
+                checkDirectoryLinks(dirs, report);
+            }
             for (int i = 0; i < others.size(); i += BATCH) {
                 List<DirEntry> batch = others.subList(i, Math.min(others.size(), i + BATCH));
                 List<Attr> attrs = meta.attrs(batch.stream().map(DirEntry::ino).toList());
@@ -182,12 +195,20 @@ public final class VolumeCheck {
                     Attr a = attrs.get(j);
                     if (a == null) {
                         report.danglingEntries.add(new Dangling(dir, e.name(), path + "/" + e.name()));
-                    } else if (a.nlink() > 1 && !linked.add(a.ino())) {
-                        continue; // another name of a file counted already
-                    } else if (a.type() == FileType.FILE) {
+                        continue;
+                    }
+                    boolean first = links.add(a.ino(), a.nlink());
+                    links.count(a.ino());
+                    if (!first) {
+                        continue; // another name of an inode counted already
+                    }
+                    if (a.type() == FileType.FILE) {
                         report.files++;
                     } else if (a.type() == FileType.SYMLINK) {
                         report.symlinks++;
+                        if (!hasTarget(meta, a.ino())) {
+                            report.symlinksWithoutTarget.add(a.ino());
+                        }
                     }
                 }
                 if (report.files / 10_000 != before / 10_000) {
@@ -196,6 +217,89 @@ public final class VolumeCheck {
             }
             return true;
         });
+        checkDirectoryLinks(dirs, report);
+        links.forEach((ino, nlink, names) -> {
+            if (nlink != names) {
+                report.linkMismatches.add(ino);
+            }
+        });
+    }
+
+    private void checkDirectoryLinks(List<long[]> dirs, Report report) throws IOException {
+        List<Attr> attrs = meta.attrs(dirs.stream().map(d -> d[0]).toList());
+        for (int i = 0; i < dirs.size(); i++) {
+            if (attrs.get(i) != null && attrs.get(i).nlink() != dirs.get(i)[1]) {
+                report.linkMismatches.add(dirs.get(i)[0]);
+            }
+        }
+        dirs.clear();
+    }
+
+    /** False only for a symlink whose target is missing; one deleted or replaced meanwhile counts as fine. */
+    private static boolean hasTarget(MetaEngine m, long symlink) throws IOException {
+        if (m.hasSymlinkTarget(symlink)) {
+            return true;
+        }
+        Attr a = m.attrs(List.of(symlink)).get(0);
+        return a == null || a.type() != FileType.SYMLINK;
+    }
+
+    /** An inode with {@code nlink} links and {@code names} names, one of which is {@code path}. */
+    public record LinkMismatch(long ino, int nlink, int names, String path) {
+    }
+
+    /**
+     * Of {@code inos} whose link count looked wrong, those whose count still differs from their
+     * names in {@code current} (a link or unlink during the first walk can look like one): the
+     * tree walked again, counting only their names.
+     */
+    public static List<LinkMismatch> stillMismatched(MetaEngine current, Collection<Long> inos) throws IOException {
+        if (inos.isEmpty()) {
+            return List.of();
+        }
+        Map<Long, int[]> names = new HashMap<>();
+        Map<Long, String> paths = new HashMap<>();
+        for (long ino : inos) {
+            names.put(ino, new int[1]);
+        }
+        io.partfs.engine.meta.TreeWalk.breadthFirst(current, MetaEngine.ROOT, "", (dir, path, others, subdirectories) -> {
+            int[] n = names.get(dir);
+            if (n != null) {
+                n[0] = 2 + subdirectories;
+                paths.putIfAbsent(dir, path.isEmpty() ? "/" : path);
+            }
+            for (DirEntry e : others) {
+                int[] f = names.get(e.ino());
+                if (f != null) {
+                    f[0]++;
+                    paths.putIfAbsent(e.ino(), path + "/" + e.name());
+                }
+            }
+            return true;
+        });
+        List<Long> all = new ArrayList<>(inos);
+        List<Attr> attrs = current.attrs(all);
+        List<LinkMismatch> out = new ArrayList<>();
+        for (int i = 0; i < all.size(); i++) {
+            Attr a = attrs.get(i);
+            int found = names.get(all.get(i))[0];
+            if (a != null && a.nlink() != found) {
+                out.add(new LinkMismatch(a.ino(), a.nlink(), found, paths.getOrDefault(a.ino(), "(no name)")));
+            }
+        }
+        return out;
+    }
+
+    /** Of {@code symlinks} found without a target, the paths of those that still have none in {@code current}. */
+    public List<String> stillWithoutTarget(MetaEngine current, Collection<Long> symlinks) throws IOException {
+        List<Long> still = new ArrayList<>();
+        for (long ino : symlinks) {
+            if (!hasTarget(current, ino)) {
+                still.add(ino);
+            }
+        }
+        Map<Long, String> p = paths(still);
+        return still.stream().map(i -> p.getOrDefault(i, "(inode " + i + ")")).toList();
     }
 
     /** Every directory from the root, breadth first, until {@code visitor} says stop. */
@@ -203,9 +307,9 @@ public final class VolumeCheck {
         io.partfs.engine.meta.TreeWalk.breadthFirst(meta, MetaEngine.ROOT, "", visitor);
     }
 
-    private void addSlices(long ino, List<Slice> slices, Report report, Map<Long, SliceUse> used) {
+    private void addSlices(List<Slice> slices, Report report, IdTable used) {
         for (Slice s : slices) {
-            if (!s.isHole() && used.putIfAbsent(s.id(), new SliceUse(s.size(), ino)) == null) {
+            if (!s.isHole() && used.add(s.id(), s.size())) {
                 report.slices++;
                 report.blocks += ChunkStore.blocks(blockSize, s.size());
             }
@@ -263,7 +367,7 @@ public final class VolumeCheck {
         Set<Long> wanted = new HashSet<>(inos);
         Map<Long, String> out = new HashMap<>();
         if (!wanted.isEmpty()) {
-            eachDirectory((dir, path, others) -> {
+            eachDirectory((dir, path, others, subdirectories) -> {
                 for (DirEntry e : others) {
                     if (wanted.contains(e.ino())) {
                         out.putIfAbsent(e.ino(), path + "/" + e.name());

@@ -81,7 +81,7 @@ public final class Warmup {
                 warmFile(start, pool, inFlight);
             } else if (start.type() == FileType.DIRECTORY) {
                 Set<Long> linked = new HashSet<>();
-                TreeWalk.breadthFirst(meta, start.ino(), "", (dir, path, others) -> {
+                TreeWalk.breadthFirst(meta, start.ino(), "", (dir, path, others, subdirectories) -> {
                     List<Long> inos = new ArrayList<>();
                     for (DirEntry e : others) {
                         if (e.type() == FileType.FILE) {

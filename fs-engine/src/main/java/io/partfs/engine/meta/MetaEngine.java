@@ -538,6 +538,11 @@ public final class MetaEngine implements Closeable {
         });
     }
 
+    /** Whether symlink {@code ino}'s target is stored (fsck: a symlink without one reads as EIO). */
+    public boolean hasSymlinkTarget(long ino) throws IOException {
+        return kv.read(r -> r.get(symlinkKey(ino)) != null);
+    }
+
     public String readlink(long ino) throws IOException {
         return kv.read(r -> {
             byte[] t = r.get(symlinkKey(ino));

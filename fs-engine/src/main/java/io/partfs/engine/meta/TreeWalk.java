@@ -13,10 +13,13 @@ public final class TreeWalk {
     private TreeWalk() {
     }
 
-    /** Told each directory's inode, path and entries other than directories; false stops the walk. */
+    /**
+     * Told each directory's inode, path, entries other than directories and how many
+     * subdirectories it has; false stops the walk.
+     */
     @FunctionalInterface
     public interface DirVisitor {
-        boolean visit(long dir, String path, List<DirEntry> others) throws IOException;
+        boolean visit(long dir, String path, List<DirEntry> others, int subdirectories) throws IOException;
     }
 
     /**
@@ -39,14 +42,16 @@ public final class TreeWalk {
                 continue;
             }
             List<DirEntry> others = new ArrayList<>();
+            int subdirectories = 0;
             for (DirEntry e : entries) {
                 if (e.type() == FileType.DIRECTORY) {
                     dirs.add(Map.entry(e.ino(), d.getValue() + "/" + e.name()));
+                    subdirectories++;
                 } else {
                     others.add(e);
                 }
             }
-            if (!visitor.visit(d.getKey(), d.getValue(), others)) {
+            if (!visitor.visit(d.getKey(), d.getValue(), others, subdirectories)) {
                 return;
             }
         }

@@ -170,6 +170,52 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * fsck's link counts and symlink targets on every backend: a volume after links, unlinks
+     * and a directory renamed between parents has every count right; then a file's nlink set
+     * below its names and a symlink's target deleted behind PartFS's back are found, and found
+     * again (with a path) against the metadata as it is then.
+     */
+    @Test
+    void volumeCheckFindsWrongLinkCountsAndSymlinksWithoutTargets() throws IOException {
+        long d = fs.mkdir(ROOT, "d", 0755, 0, 0).ino();
+        fs.mkdir(d, "e", 0755, 0, 0);
+        long f = write(ROOT, "f", random(100, 41));
+        fs.link(fs.getattr(f).ino(), d, "g");
+        long h = write(d, "h", random(10, 42));
+        fs.link(h, ROOT, "h2");
+        fs.unlink(d, "h");
+        fs.rename(d, "e", ROOT, "e", 0);
+        long s = fs.symlink(ROOT, "s", "f", 0, 0).ino();
+        try (ObjectStore store = volume.newObjectStore()) {
+            var r = new io.partfs.engine.data.VolumeCheck(fs.meta(), store, (phase, n) -> { }).run(
+                    new io.partfs.engine.data.VolumeCheck.Options(true, false, 3_600_000));
+            assertEquals(java.util.Set.of(), r.linkMismatches, "links, unlinks and a directory rename keep every count right");
+            assertEquals(java.util.Set.of(), r.symlinksWithoutTarget);
+        }
+        fs.close();
+        try (io.partfs.engine.meta.KvStore kv = volume.newKvStore()) {
+            kv.update(tx -> {
+                tx.put("i" + f, Attr.decode(f, tx.get("i" + f)).withNlink(1).encode()); // two names, one link
+                tx.delete("s" + s);
+                return null;
+            });
+        }
+        fs = volume.open();
+        try (ObjectStore store = volume.newObjectStore()) {
+            var check = new io.partfs.engine.data.VolumeCheck(fs.meta(), store, (phase, n) -> { });
+            var r = check.run(new io.partfs.engine.data.VolumeCheck.Options(true, false, 3_600_000));
+            assertEquals(java.util.Set.of(f), r.linkMismatches);
+            assertEquals(java.util.Set.of(s), r.symlinksWithoutTarget);
+            var still = io.partfs.engine.data.VolumeCheck.stillMismatched(fs.meta(), r.linkMismatches);
+            assertEquals(1, still.size());
+            assertEquals(1, still.get(0).nlink());
+            assertEquals(2, still.get(0).names());
+            assertTrue(still.get(0).path().equals("/f") || still.get(0).path().equals("/d/g"), still.get(0).path());
+            assertEquals(List.of("/s"), check.stillWithoutTarget(fs.meta(), r.symlinksWithoutTarget));
+        }
+    }
+
+    /**
      * Warmup on every backend: each block of every file under a directory is fetched once into
      * an empty block cache (a hard-linked file once, a hole not at all, a symlink not followed),
      * the files then read without a GET, a second warmup finds everything local, and a block
