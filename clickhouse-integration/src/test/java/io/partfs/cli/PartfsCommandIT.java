@@ -255,6 +255,8 @@ class PartfsCommandIT {
             Files.createDirectories(mnt.resolve("db/t"));
             Files.write(mnt.resolve("db/t/f.bin"), data);
             Files.writeString(mnt.resolve("small.txt"), "small");
+            Files.createLink(mnt.resolve("db/small-link"), mnt.resolve("small.txt"));
+            long smallIno = (Long) Files.getAttribute(mnt.resolve("small.txt"), "unix:ino");
             Partfs.Result mountedFsck = partfs.run("fsck", "--meta", meta);
             assertEquals(0, mountedFsck.exit(), mountedFsck.all());
             assertTrue(mountedFsck.out().contains("fsck: OK"), mountedFsck.out());
@@ -271,9 +273,17 @@ class PartfsCommandIT {
                 String lost = store.listAll("checked/chunks/").stream().map(o -> o.key())
                         .filter(k -> k.endsWith("_1_1048576")).findFirst().orElseThrow();
                 store.delete(lost);
+                try (var kv = new io.partfs.engine.meta.RedisKvStore(meta)) { // a link count one below its names
+                    kv.update(tx -> {
+                        tx.put("i" + smallIno, io.partfs.engine.Attr.decode(smallIno, tx.get("i" + smallIno)).withNlink(1).encode());
+                        return null;
+                    });
+                }
                 Partfs.Result broken = partfs.run("fsck", "--meta", meta);
                 assertEquals(1, broken.exit(), broken.all());
                 assertTrue(broken.out().contains("1 blocks missing") && broken.out().contains("/db/t/f.bin"), broken.out());
+                assertTrue(broken.out().contains("1 inodes have a link count other than their number of names"), broken.out());
+                assertTrue(broken.out().contains("(inode " + smallIno + "): 1 links, 2 names"), broken.out());
 
                 Partfs.Result count = partfs.run("gc", "--meta", meta, "--min-age", "0");
                 assertEquals(0, count.exit(), count.all());
