@@ -40,12 +40,13 @@ public final class Main {
     /**
      * Descriptions are written as lines of source; picocli prints each element as its own
      * line and wraps it at 80 columns, which breaks long ones in the middle. Here a command's,
-     * option's or parameter's lines become one paragraph that picocli wraps as a whole; a line
-     * that starts with a space (an example) keeps a line of its own.
+     * option's or parameter's lines become one paragraph that picocli wraps as a whole (a
+     * command's first sentence stays a line of its own); a line that starts with a space (an
+     * example) keeps a line of its own.
      */
     static void reflow(CommandLine cl) {
         CommandLine.Model.CommandSpec spec = cl.getCommandSpec();
-        spec.usageMessage().description(paragraph(spec.usageMessage().description()));
+        spec.usageMessage().description(summaryFirst(paragraph(spec.usageMessage().description())));
         for (CommandLine.Model.OptionSpec o : new java.util.ArrayList<>(spec.options())) {
             if (o.description().length > 1) {
                 spec.remove(o);
@@ -72,6 +73,18 @@ public final class Main {
             b.append(lines[i].startsWith(" ") || lines[i - 1].startsWith(" ") ? "%n" : " ").append(formattable(lines[i]));
         }
         return new String[] {b.toString()};
+    }
+
+    /**
+     * A command's first sentence as a line of its own: the list of commands in {@code partfs
+     * --help} shows a command's first description line only.
+     */
+    static String[] summaryFirst(String[] description) {
+        if (description.length != 1) {
+            return description;
+        }
+        int end = description[0].indexOf(". ");
+        return end < 0 ? description : new String[] {description[0].substring(0, end + 1), description[0].substring(end + 2)};
     }
 
     /** A line picocli could not format (a literal '%', as in SQL) is printed raw: escaped, it stays so once joined. */

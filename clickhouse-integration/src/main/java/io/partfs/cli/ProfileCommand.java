@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
  * (differences between two scrapes, so only what happened in the interval).
  */
 @Command(name = "profile", mixinStandardHelpOptions = true,
-        description = {"Show where a running mount's time goes, by operation: every FUSE operation, object store",
+        description = {"Show where a running mount's time goes, by operation. Every FUSE operation, object store",
                 "request and metadata call of the interval with its calls, errors, mean and p99 latency and total",
                 "time, the most expensive first; %%time is a FUSE operation's share of all FUSE time, which includes",
                 "the object store's and metadata's time beneath it. Reads the mount's /metrics (its --http-address);",
