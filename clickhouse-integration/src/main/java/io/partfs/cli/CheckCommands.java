@@ -52,13 +52,19 @@ final class CheckCommands {
                     }
                 });
                 long started = System.nanoTime();
+                long need = check.heapNeeded();
+                long heap = Runtime.getRuntime().maxMemory();
+                if (need > heap / 2) { // the tables, and room for the rest of the work
+                    throw new IllegalStateException(String.format("%s needs about %d MiB of heap for this volume's %d inodes and has"
+                            + " %d MiB: run it with PARTFS_JAVA_EXTRA_OPTS=-Xmx%dm", name, need >> 20, meta.usage().inodes(), heap >> 20,
+                            Math.max(512, (need >> 20) * 3)));
+                }
                 VolumeCheck.Report r;
                 try {
                     r = check.run(options);
                 } catch (OutOfMemoryError e) {
                     throw new IllegalStateException(name + " ran out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
-                            + " MiB heap; it holds every slice of the volume, 21-46 bytes each): run it with a larger heap, "
-                            + "e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx8g");
+                            + " MiB heap; it holds every slice of the volume): run it with a larger heap, e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx8g");
                 }
                 PrintWriter out = spec.commandLine().getOut();
                 out.printf("%s: %s: %d chunks, %d slices in %d blocks; %d objects listed, in %.1f s%n", name,

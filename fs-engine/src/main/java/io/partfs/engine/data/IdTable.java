@@ -22,8 +22,17 @@ final class IdTable {
 
     /** A table that holds {@code expected} ids without growing (growing holds old and new arrays at once). */
     IdTable(long expected) {
+        allocate((int) slotsFor(expected));
+    }
+
+    private static long slotsFor(long expected) {
         long slots = Long.highestOneBit(Math.max(1 << 12, (long) (expected / MAX_LOAD) + 1) - 1) << 1;
-        allocate((int) Math.min(1 << 30, slots));
+        return Math.min(1 << 30, slots);
+    }
+
+    /** The heap a table presized for {@code expected} ids takes. */
+    static long bytesFor(long expected) {
+        return slotsFor(expected) * (Long.BYTES + 2 * Integer.BYTES);
     }
 
     private void allocate(int slots) {

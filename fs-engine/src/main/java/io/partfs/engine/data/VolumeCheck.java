@@ -100,6 +100,14 @@ public final class VolumeCheck {
     }
 
     /**
+     * The heap a check of this volume needs for its tables: one entry per inode (the walk's
+     * link counts, then the slices, one table at a time), from the volume's inode count.
+     */
+    public long heapNeeded() throws IOException {
+        return IdTable.bytesFor(meta.usage().inodes());
+    }
+
+    /**
      * Lists every slice by its chunk key (and, with {@code options.walkTree}, walks the tree
      * too, for counts and dangling entries), then every object; deletes leaked objects only when
      * {@code options} say so.
