@@ -20,8 +20,11 @@ import picocli.CommandLine.Option;
  * ClickHouse reading a table through each filesystem: one MergeTree table made on local disk,
  * copied onto PartFS (Redis metadata, S3 behind the latency proxy), and a full scan of its
  * columns timed with the page cache dropped before each query, for local disk, PartFS with its
- * block cache holding the data (as after ClickHouse wrote or merged it), and PartFS reading
- * everything from S3 ({@code --cache-size 0}).
+ * block cache holding the data (as after ClickHouse wrote or merged it), PartFS reading
+ * everything from S3 ({@code --cache-size 0}), and two modes that remount with an empty block
+ * cache before every scan, as a new replica or a lost cache disk would: the first scan filling
+ * the cache as it goes ({@code partfs-cold}), and {@code partfs warmup} of the table first,
+ * timed on its own ({@code partfs-warmup}).
  */
 @Command(name = "scan-bench", mixinStandardHelpOptions = true,
         description = "ClickHouse full scans of one table on local disk and on PartFS (block cache warm, and S3 only), page cache dropped.")
@@ -36,7 +39,8 @@ public final class ScanBench implements Callable<Integer> {
     double latency;
 
     @Option(names = "--modes", split = ",", defaultValue = "local,partfs,partfs-s3",
-            description = "Default: ${DEFAULT-VALUE}. partfs: block cache holds the table; partfs-s3: --cache-size 0.")
+            description = "Default: ${DEFAULT-VALUE}. partfs: block cache holds the table; partfs-s3: --cache-size 0;"
+                    + " partfs-cold: an empty block cache before each scan; partfs-warmup: the same, then partfs warmup of the table.")
     List<String> modes;
 
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
@@ -61,6 +65,7 @@ public final class ScanBench implements Callable<Integer> {
         Path local = work.resolve("local");
         Path mnt = Files.createDirectories(work.resolve("mnt"));
         Map<String, double[]> results = new LinkedHashMap<>();
+        Map<String, double[]> warmups = new LinkedHashMap<>();
         long bytes;
         String expected;
         try (Stack stack = new Stack(work)) {
@@ -75,6 +80,14 @@ public final class ScanBench implements Callable<Integer> {
             stack.umountPartFs(mnt);
             Stack.progress("copied onto PartFS in %.1f s", (System.nanoTime() - t0) / 1e9);
             for (String mode : modes) {
+                if (mode.equals("partfs-cold") || mode.equals("partfs-warmup")) {
+                    double[][] r = emptyCacheScans(stack, work, mnt, mode, expected, bytes);
+                    results.put(mode, r[0]);
+                    if (mode.equals("partfs-warmup")) {
+                        warmups.put(mode, r[1]);
+                    }
+                    continue;
+                }
                 Path data = mnt;
                 List<String> options = new ArrayList<>(partfsOptions);
                 switch (mode) {
@@ -84,20 +97,14 @@ public final class ScanBench implements Callable<Integer> {
                         options.addAll(List.of("--cache-size", "0"));
                         stack.mountPartFs(mnt, options);
                     }
-                    default -> throw new IllegalArgumentException("unknown mode " + mode + ": use local, partfs, partfs-s3");
+                    default -> throw new IllegalArgumentException("unknown mode " + mode
+                            + ": use local, partfs, partfs-s3, partfs-cold, partfs-warmup");
                 }
                 try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-" + mode), data)) {
                     ch.start();
                     double[] seconds = new double[runs];
                     for (int r = 0; r < runs; r++) {
-                        io.partfs.cli.PageCache.drop();
-                        long q0 = System.nanoTime();
-                        String got = ch.query(QUERY).trim();
-                        seconds[r] = (System.nanoTime() - q0) / 1e9;
-                        if (!got.equals(expected)) {
-                            throw new IllegalStateException(mode + " read " + got + ", expected " + expected);
-                        }
-                        Stack.progress("%s scan %d/%d: %.2f s, %.0f MiB/s", mode, r + 1, runs, seconds[r], bytes / 1048576.0 / seconds[r]);
+                        seconds[r] = scan(ch, mode, expected, bytes, r);
                     }
                     ch.stop();
                     results.put(mode, seconds);
@@ -111,11 +118,56 @@ public final class ScanBench implements Callable<Integer> {
             Procs.unmount(mnt);
             TempDirs.deleteRecursively(work);
         }
-        String md = markdown(results, bytes);
+        String md = markdown(results, warmups, bytes);
         System.out.println(md);
         Files.createDirectories(out.toAbsolutePath().getParent());
         Files.writeString(out, md);
         return 0;
+    }
+
+    /** One scan with the page cache dropped first: its seconds, after checking its answer. */
+    private double scan(ClickHouseServer ch, String mode, String expected, long bytes, int run) throws Exception {
+        io.partfs.cli.PageCache.drop();
+        long q0 = System.nanoTime();
+        String got = ch.query(QUERY).trim();
+        double seconds = (System.nanoTime() - q0) / 1e9;
+        if (!got.equals(expected)) {
+            throw new IllegalStateException(mode + " read " + got + ", expected " + expected);
+        }
+        Stack.progress("%s scan %d/%d: %.2f s, %.0f MiB/s", mode, run + 1, runs, seconds, bytes / 1048576.0 / seconds);
+        return seconds;
+    }
+
+    /**
+     * Each run on a fresh mount whose block cache directory is new and empty: for
+     * partfs-warmup, {@code partfs warmup} of the table's directory first (timed); then
+     * ClickHouse starts and scans once. Returns {scan seconds, warmup seconds}.
+     */
+    private double[][] emptyCacheScans(Stack stack, Path work, Path mnt, String mode, String expected, long bytes) throws Exception {
+        double[] scans = new double[runs];
+        double[] warm = new double[runs];
+        for (int r = 0; r < runs; r++) {
+            List<String> options = new ArrayList<>(partfsOptions);
+            options.addAll(List.of("--cache-dir", work.resolve("cache-" + mode + "-" + r).toString()));
+            stack.mountPartFs(mnt, options);
+            try {
+                if (mode.equals("partfs-warmup")) {
+                    long w0 = System.nanoTime();
+                    String o = Procs.ok(Procs.partfs("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort,
+                            mnt.resolve("data/bench/scan").toString()), stack.env);
+                    warm[r] = (System.nanoTime() - w0) / 1e9;
+                    Stack.progress("%s warmup %d/%d: %.2f s: %s", mode, r + 1, runs, warm[r], o.trim());
+                }
+                try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-" + mode + "-" + r), mnt)) {
+                    ch.start();
+                    scans[r] = scan(ch, mode, expected, bytes, r);
+                    ch.stop();
+                }
+            } finally {
+                stack.umountPartFs(mnt);
+            }
+        }
+        return new double[][] {scans, warm};
     }
 
     /** Makes bench.scan on local disk as one part; returns the scan's answer. */
@@ -139,18 +191,21 @@ public final class ScanBench implements Callable<Integer> {
         }
     }
 
-    private String markdown(Map<String, double[]> results, long bytes) {
+    private String markdown(Map<String, double[]> results, Map<String, double[]> warmups, long bytes) {
         StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
                 "ClickHouse full scan (%s), %d rows, %.1f MiB on disk, S3 latency %.0f ms, page cache dropped before each; median of %d%n%n"
-                        + "| mode | scan (median) | min - max | throughput | vs local |%n|---|---|---|---|---|%n",
+                        + "| mode | scan (median) | min - max | throughput | vs local | partfs warmup before (median) |%n"
+                        + "|---|---|---|---|---|---|%n",
                 QUERY, rows, bytes / 1048576.0, latency, runs));
         double[] base = results.get("local");
         double localMedian = base == null ? Double.NaN : median(base);
         results.forEach((mode, s) -> {
             double m = median(s);
-            b.append(String.format(Locale.ROOT, "| %s | %.2f s | %.2f - %.2f | %.0f MiB/s | %s |%n", mode, m,
+            double[] w = warmups.get(mode);
+            b.append(String.format(Locale.ROOT, "| %s | %.2f s | %.2f - %.2f | %.0f MiB/s | %s | %s |%n", mode, m,
                     Arrays.stream(s).min().orElse(m), Arrays.stream(s).max().orElse(m), bytes / 1048576.0 / m,
-                    Double.isNaN(localMedian) ? "-" : String.format(Locale.ROOT, "%.2fx", m / localMedian)));
+                    Double.isNaN(localMedian) ? "-" : String.format(Locale.ROOT, "%.2fx", m / localMedian),
+                    w == null ? "-" : String.format(Locale.ROOT, "%.2f s (%.0f MiB/s)", median(w), bytes / 1048576.0 / median(w))));
         });
         return b.toString();
     }

@@ -11,7 +11,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * scripts/scan-bench end to end on a small table: every mode's scan returned what ClickHouse
- * computed on local disk (the benchmark fails otherwise) and the report has a row per mode.
+ * computed on local disk (the benchmark fails otherwise) and the report has a row per mode,
+ * with the warmup's time for partfs-warmup.
  * The times are not checked; RESULTS.md has them.
  */
 class ScanBenchIT {
@@ -21,16 +22,19 @@ class ScanBenchIT {
         try {
             Path md = out.resolve("scan.md");
             Process p = new ProcessBuilder(Procs.ROOT.resolve("scripts/scan-bench").toString(), "--rows", "100000", "--runs", "1",
-                    "--latency", "5", "--out", md.toString())
+                    "--latency", "5", "--modes", "local,partfs,partfs-s3,partfs-cold,partfs-warmup", "--out", md.toString())
                     .redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
             p.getOutputStream().close();
             assertTrue(p.waitFor(10, TimeUnit.MINUTES), "the small table finishes");
             String log = Files.readString(out.resolve("log.txt"));
             assertEquals(0, p.exitValue(), log);
             String report = Files.readString(md);
-            for (String mode : new String[] {"local", "partfs", "partfs-s3"}) {
+            for (String mode : new String[] {"local", "partfs", "partfs-s3", "partfs-cold", "partfs-warmup"}) {
                 assertTrue(report.lines().anyMatch(l -> l.matches("\\| " + mode + " \\| [0-9.]+ s \\|.*")), mode + " in\n" + report);
             }
+            assertTrue(report.lines().anyMatch(l -> l.matches("\\| partfs-warmup \\|.*\\| [0-9.]+ s \\([0-9]+ MiB/s\\) \\|")),
+                    "the warmup is timed: " + report);
+            assertTrue(log.contains("1 files") || log.contains("files ("), "partfs warmup's summary is in the log: " + log);
             assertTrue(report.contains("100000 rows"), report);
         } finally {
             TempDirs.deleteRecursively(out);
