@@ -43,6 +43,9 @@ public final class ScanBench implements Callable<Integer> {
                     + " partfs-cold: an empty block cache before each scan; partfs-warmup: the same, then partfs warmup of the table.")
     List<String> modes;
 
+    @Option(names = "--warmup-threads", defaultValue = "16", description = "partfs warmup -p in partfs-warmup (default: ${DEFAULT-VALUE}).")
+    int warmupThreads;
+
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
     List<String> partfsOptions = new ArrayList<>();
 
@@ -153,7 +156,7 @@ public final class ScanBench implements Callable<Integer> {
             try {
                 if (mode.equals("partfs-warmup")) {
                     long w0 = System.nanoTime();
-                    String o = Procs.ok(Procs.partfs("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort,
+                    String o = Procs.ok(Procs.partfs("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort, "-p", Integer.toString(warmupThreads),
                             mnt.resolve("data/bench/scan").toString()), stack.env);
                     warm[r] = (System.nanoTime() - w0) / 1e9;
                     Stack.progress("%s warmup %d/%d: %.2f s: %s", mode, r + 1, runs, warm[r], o.trim());

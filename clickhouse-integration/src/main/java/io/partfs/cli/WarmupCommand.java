@@ -35,8 +35,9 @@ final class WarmupCommand implements Callable<Integer> {
     List<Path> paths;
 
     @Option(names = {"-p", "--threads"}, paramLabel = "N", defaultValue = "16",
-            description = {"Blocks fetched in parallel, 1-256 (default: ${DEFAULT-VALUE}). Each holds one block",
-                    "(4 MiB) of the mount's memory while it is fetched."})
+            description = {"Blocks fetched in parallel, 1-256 (default: ${DEFAULT-VALUE}). Each holds a block of the",
+                    "mount's heap while it is fetched, so the mount uses at most as many as a quarter of its heap holds",
+                    "(32 with the default 512 MiB and 4 MiB blocks)."})
     int threads;
 
     @Override
@@ -77,6 +78,10 @@ final class WarmupCommand implements Callable<Integer> {
                         + " without saying it was done: see the mount's log");
             }
             out.println("warmed " + real + ": " + describe(last));
+            if (number(last, "threads") > 0 && number(last, "threads") < threads) {
+                err.printf("partfs warmup: the mount fetched %d blocks at a time, not %d: a quarter of its heap holds no more%n",
+                        number(last, "threads"), threads);
+            }
             long capacity = number(last, "cache_capacity");
             if (capacity > 0 && number(last, "file_bytes") > capacity) {
                 err.printf("partfs warmup: %s holds %s, more than the mount's block cache (%s): the blocks warmed first were"

@@ -331,8 +331,9 @@ class PartfsCommandIT {
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("db/t/all_1_1_0/c.bin")));
             assertEquals("3", Files.readString(mnt.resolve("db/t/all_1_1_0/count.txt")));
             assertEquals(gets, objectGets(sidecar), "the warmed files read without a GET");
-            Partfs.Result again = partfs.run("warmup", "--sidecar", sidecar, mnt.resolve("db/t/all_1_1_0/c.bin").toString());
+            Partfs.Result again = partfs.run("warmup", "--sidecar", sidecar, "-p", "256", mnt.resolve("db/t/all_1_1_0/c.bin").toString());
             assertEquals(0, again.exit(), again.all());
+            assertTrue(again.err().contains("blocks at a time, not 256: a quarter of its heap holds no more"), again.err());
             assertTrue(again.out().contains("1 files (3.0 MiB), 4 blocks: 0 fetched (0 B, 0.0 MiB/s), 4 already local"), again.out());
 
             Files.createDirectories(dir.resolve("elsewhere"));

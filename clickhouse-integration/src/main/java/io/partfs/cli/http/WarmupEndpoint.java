@@ -55,6 +55,15 @@ final class WarmupEndpoint {
         }
     }
 
+    /**
+     * The most fetches at once this process can hold: each holds a whole block in the heap until
+     * it is in the cache, and warmup may take a quarter of the heap (the mount serves ClickHouse
+     * meanwhile; with the launcher's 512 MiB and 4 MiB blocks, 32).
+     */
+    static int maxThreads(int blockSize) {
+        return (int) Math.max(1, Math.min(256, Runtime.getRuntime().maxMemory() / 4 / blockSize));
+    }
+
     static int threads(String value) {
         try {
             int n = value == null ? 16 : Integer.parseInt(value);
@@ -73,12 +82,13 @@ final class WarmupEndpoint {
             throw new IllegalArgumentException("use POST");
         }
         Attr start = resolve(path);
-        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads(threadsParam));
+        int threads = Math.min(threads(threadsParam), maxThreads(volume.fs().format().blockSize()));
+        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads);
         if (!running.tryAcquire()) {
             throw new IllegalArgumentException("two warmups are running on this mount already: wait for one to end");
         }
         try {
-            log.info("warmup of {} with {} threads", path, threadsParam == null ? 16 : threadsParam);
+            log.info("warmup of {} with {} threads", path, threads);
             long t0 = System.nanoTime();
             CompletableFuture<Warmup.Progress> done = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -99,7 +109,7 @@ final class WarmupEndpoint {
             ex.sendResponseHeaders(200, 0);
             OutputStream out = ex.getResponseBody();
             try {
-                report(out, done, warmup, path, t0, volume.fs().chunks().cache().capacity());
+                report(out, done, warmup, path, t0, volume.fs().chunks().cache().capacity(), threads);
             } finally {
                 warmup.cancel(); // the client went away, or this thread was interrupted: stop walking
                 try {
@@ -114,16 +124,16 @@ final class WarmupEndpoint {
     }
 
     private static void report(OutputStream out, CompletableFuture<Warmup.Progress> done, Warmup warmup, String path, long t0,
-            long capacity)
+            long capacity, int threads)
             throws IOException {
         while (true) {
             try {
                 Warmup.Progress p = done.get(1, TimeUnit.SECONDS);
-                line(out, "done " + fields(p, (System.nanoTime() - t0) / 1e9, capacity));
-                log.info("warmup of {} done: {}", path, fields(p, (System.nanoTime() - t0) / 1e9, capacity));
+                line(out, "done " + fields(p, (System.nanoTime() - t0) / 1e9, capacity, threads));
+                log.info("warmup of {} done: {}", path, fields(p, (System.nanoTime() - t0) / 1e9, capacity, threads));
                 return;
             } catch (TimeoutException e) {
-                line(out, "progress " + fields(warmup.progress(), (System.nanoTime() - t0) / 1e9, capacity));
+                line(out, "progress " + fields(warmup.progress(), (System.nanoTime() - t0) / 1e9, capacity, threads));
             } catch (ExecutionException e) {
                 Throwable c = e.getCause() instanceof java.io.UncheckedIOException u ? u.getCause() : e.getCause();
                 line(out, "error " + String.valueOf(c.getMessage()).lines().findFirst().orElse(c.toString()));
@@ -143,13 +153,14 @@ final class WarmupEndpoint {
 
     /**
      * {@code files=.. file_bytes=.. blocks=.. local=.. fetched=.. fetched_bytes=.. failed=.. seconds=..
-     * cache_capacity=..[ first_error=...]}: the counters of {@link Warmup.Progress}, the time so
-     * far, the block cache's capacity, and the first failure's message (to the end of the line).
+     * cache_capacity=.. threads=..[ first_error=...]}: the counters of {@link Warmup.Progress}, the
+     * time so far, the block cache's capacity, the threads used, and the first failure's message
+     * (to the end of the line).
      */
-    static String fields(Warmup.Progress p, double seconds, long cacheCapacity) {
+    static String fields(Warmup.Progress p, double seconds, long cacheCapacity, int threads) {
         String s = String.format(Locale.ROOT, "files=%d file_bytes=%d blocks=%d local=%d fetched=%d fetched_bytes=%d failed=%d seconds=%.1f"
-                + " cache_capacity=%d", p.files(), p.fileBytes(), p.blocks(), p.localBlocks(), p.fetchedBlocks(), p.fetchedBytes(),
-                p.failedBlocks(), seconds, cacheCapacity);
+                + " cache_capacity=%d threads=%d", p.files(), p.fileBytes(), p.blocks(), p.localBlocks(), p.fetchedBlocks(), p.fetchedBytes(),
+                p.failedBlocks(), seconds, cacheCapacity, threads);
         return p.firstError() == null ? s : s + " first_error=" + p.firstError().replace('\n', ' ');
     }
 }
