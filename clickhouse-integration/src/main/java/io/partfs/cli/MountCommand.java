@@ -279,7 +279,7 @@ final class MountCommand implements Callable<Integer> {
         try {
             // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
             Signals.onTermination(stop::countDown);
-            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, mp.toRealPath())); // paths given to /warmup are real paths
+            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp)));
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
             session = fs.meta().registerSession(String.format("%s pid %d at %s since %s",
@@ -352,6 +352,15 @@ final class MountCommand implements Callable<Integer> {
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /** {@code mp} with symlinks resolved, as the paths given to /warmup are (or as it is, if that fails). */
+    private static Path realPath(Path mp) {
+        try {
+            return mp.toRealPath();
+        } catch (IOException e) {
+            return mp;
+        }
     }
 
     /** Starts the HTTP endpoint unless turned off; its failure stops the mount before it starts. */

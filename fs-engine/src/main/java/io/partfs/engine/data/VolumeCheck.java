@@ -30,9 +30,10 @@ import java.util.TreeSet;
  * object no slice and no pending deletion refers to is <em>leaked</em> (it only costs storage),
  * and counts as such only when it is older than {@link Options#minAgeMillis}, since a writer
  * uploads blocks before it commits the slice that refers to them. fsck also walks the tree from
- * the root, for counts and for entries whose inode is gone. All of it may run while the volume
- * is mounted: a file changed or deleted meanwhile can look broken, which {@link #stillBroken}
- * rechecks against the metadata as it is then.
+ * the root, for counts, entries whose inode is gone, link counts that differ from the names
+ * found and symlinks without a target. All of it may run while the volume is mounted: a file
+ * changed or deleted meanwhile can look broken, which {@link #stillBroken} (and its siblings
+ * for the other findings) rechecks against the metadata as it is then.
  */
 public final class VolumeCheck {
     /** Inodes whose attributes are read per request. */
@@ -109,8 +110,8 @@ public final class VolumeCheck {
 
     /**
      * Lists every slice by its chunk key (and, with {@code options.walkTree}, walks the tree
-     * too, for counts and dangling entries), then every object; deletes leaked objects only when
-     * {@code options} say so.
+     * too, for counts, dangling entries, link counts and symlink targets), then every object;
+     * deletes leaked objects only when {@code options} say so.
      */
     public Report run(Options options) throws IOException {
         long started = System.currentTimeMillis();
@@ -167,7 +168,7 @@ public final class VolumeCheck {
                 broken.add(id);
             }
         });
-        if (!broken.isEmpty()) { // the index keeps no inodes (8 bytes a slice): one more scan finds them
+        if (!broken.isEmpty()) { // the table keeps no inodes (8 bytes a slice): one more scan finds them
             meta.forEachChunk((ino, slices) -> {
                 for (Slice s : slices) {
                     if (!s.isHole() && broken.contains(s.id())) {
