@@ -106,7 +106,7 @@ final class CheckCommands {
             }
             if (broken.isEmpty() && dangling.isEmpty() && links.isEmpty() && noTarget.isEmpty()) {
                 out.println("fsck: OK: every file's blocks are in the object store, every name has its inode and every"
-                        + " link count its names");
+                        + " link count matches its names");
                 return 0;
             }
             if (!broken.isEmpty()) {
