@@ -11,8 +11,8 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
-import software.amazon.awssdk.core.ResponseBytes;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
+import software.amazon.awssdk.core.exception.RetryableException;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.sync.RequestBody;
@@ -188,8 +188,7 @@ public final class S3ObjectStore implements ObjectStore {
             req.range("bytes=" + offset + "-" + (length < 0 ? "" : String.valueOf(offset + length - 1)));
         }
         try {
-            ResponseBytes<GetObjectResponse> bytes = s3.getObjectAsBytes(req.build());
-            return bytes.asByteArrayUnsafe();
+            return s3.getObject(req.build(), S3ObjectStore::readBody);
         } catch (NoSuchKeyException e) {
             throw new ObjectNotFoundException(key);
         } catch (S3Exception e) {
@@ -202,6 +201,29 @@ public final class S3ObjectStore implements ObjectStore {
             throw wrap("get", key, e);
         } catch (SdkException e) {
             throw wrap("get", key, e);
+        }
+    }
+
+    /**
+     * A GET's body in an array of exactly its Content-Length. The SDK's own {@code toBytes()}
+     * grows a buffer by doubling and copies it once more at the end: three times a block's size
+     * allocated per block, which kept the collector busy during readahead and warmup (measured:
+     * benchmarks/RESULTS.md, round 13). A body cut short is retried as the SDK retries its own.
+     */
+    private static byte[] readBody(GetObjectResponse response, java.io.InputStream in) {
+        try {
+            Long length = response.contentLength();
+            if (length == null || length < 0 || length > Integer.MAX_VALUE - 8) {
+                return in.readAllBytes();
+            }
+            byte[] body = new byte[(int) (long) length];
+            int n = in.readNBytes(body, 0, body.length);
+            if (n < body.length) {
+                throw new java.io.EOFException("the connection ended after " + n + " of " + body.length + " bytes");
+            }
+            return body;
+        } catch (IOException e) {
+            throw RetryableException.builder().message("Failed to read response.").cause(e).build();
         }
     }
 

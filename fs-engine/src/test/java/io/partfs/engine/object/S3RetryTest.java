@@ -41,6 +41,21 @@ class S3RetryTest {
     }
 
     @Test
+    void anAnswerCutOffMidBodyIsFetchedAgainWhole() throws Exception {
+        byte[] data = new byte[1 << 20];
+        new java.util.Random(7).nextBytes(data);
+        try (S3ObjectStore direct = new S3ObjectStore(server.config("retries").build())) {
+            direct.put("cut", data);
+        }
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {
+            proxy.failNext(Fault.CUT_ANSWER);
+            assertArrayEquals(data, s3.get("cut", 0, -1), "the whole object, not the part the first answer had");
+            assertEquals(2, proxy.connections(), "the cut answer, then one whole");
+        }
+    }
+
+    @Test
     void givesUpAfterMaxAttemptsWithAClearError() throws Exception {
         try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
              S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {

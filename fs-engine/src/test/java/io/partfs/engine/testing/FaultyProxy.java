@@ -14,12 +14,16 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A TCP proxy on loopback in front of a real server that can fail the next connections: answer
- * HTTP 503 SlowDown, or drop the connection without an answer. Other connections are piped
+ * HTTP 503 SlowDown, drop the connection without an answer, or pass the request on and cut
+ * the answer off after its first {@value #CUT_AFTER} bytes. Other connections are piped
  * through unchanged. For testing retries against real failures, not mocked ones.
  */
 public final class FaultyProxy implements AutoCloseable {
     /** What to do to one incoming connection. */
-    public enum Fault { SLOW_DOWN_503, DROP }
+    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER }
+
+    /** Bytes of an answer (headers included) that {@link Fault#CUT_ANSWER} lets through. */
+    public static final int CUT_AFTER = 16 << 10;
 
     private final ServerSocket server;
     private final URI upstream;
@@ -79,10 +83,11 @@ public final class FaultyProxy implements AutoCloseable {
                 return;
             }
             try (Socket up = new Socket(upstream.getHost(), upstream.getPort())) {
-                Thread back = new Thread(() -> pipe(up, client), "faulty-proxy-back");
+                long limit = fault == Fault.CUT_ANSWER ? CUT_AFTER : Long.MAX_VALUE;
+                Thread back = new Thread(() -> pipe(up, client, limit), "faulty-proxy-back");
                 back.setDaemon(true);
                 back.start();
-                pipe(client, up);
+                pipe(client, up, Long.MAX_VALUE);
                 back.join();
             }
         } catch (IOException | InterruptedException e) {
@@ -101,17 +106,25 @@ public final class FaultyProxy implements AutoCloseable {
         }
     }
 
-    private static void pipe(Socket from, Socket to) {
+    /** Copies {@code from} to {@code to} until the end or {@code limit} bytes; at the limit closes both. */
+    private static void pipe(Socket from, Socket to, long limit) {
         try {
             InputStream in = from.getInputStream();
             OutputStream out = to.getOutputStream();
             byte[] buf = new byte[64 << 10];
+            long left = limit;
             int n;
-            while ((n = in.read(buf)) >= 0) {
+            while (left > 0 && (n = in.read(buf, 0, (int) Math.min(buf.length, left))) >= 0) {
                 out.write(buf, 0, n);
                 out.flush();
+                left -= n;
             }
-            to.shutdownOutput();
+            if (left == 0) {
+                to.close();
+                from.close();
+            } else {
+                to.shutdownOutput();
+            }
         } catch (IOException e) {
             // connection closed
         }
