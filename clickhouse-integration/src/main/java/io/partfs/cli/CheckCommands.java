@@ -30,6 +30,11 @@ final class CheckCommands {
         @Mixin
         VolumeOptions volume;
 
+        @Option(names = {"-p", "--threads"}, paramLabel = "N", defaultValue = "" + VolumeCheck.Options.LIST_THREADS,
+                description = {"Object listings at once, each over the blocks of a thousand slices (default: ${DEFAULT-VALUE}).",
+                        "An embedded volume's local objects are read in one pass whatever N is."})
+        int threads;
+
         abstract VolumeCheck.Options options(MetaEngine meta) throws Exception;
 
         abstract int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) throws Exception;
@@ -38,6 +43,9 @@ final class CheckCommands {
         public Integer call() throws Exception {
             volume.requireEmbeddedVolume();
             String name = spec.name();
+            if (threads < 1 || threads > 256) {
+                throw new IllegalArgumentException("--threads must be 1-256, not " + threads);
+            }
             PrintWriter err = spec.commandLine().getErr();
             try (MetaEngine meta = volume.openMetaReadOnly();
                  ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
@@ -82,7 +90,7 @@ final class CheckCommands {
     static final class Fsck extends Base {
         @Override
         VolumeCheck.Options options(MetaEngine meta) {
-            return new VolumeCheck.Options(true, false, java.time.Duration.ofHours(1).toMillis());
+            return new VolumeCheck.Options(true, false, java.time.Duration.ofHours(1).toMillis(), threads);
         }
 
         @Override
@@ -168,7 +176,7 @@ final class CheckCommands {
                 throw new IllegalArgumentException(mounted + " client(s) have the volume mounted: give --min-age 10m or more"
                         + " (a mount uploads a block before it commits the file that uses it), or unmount them first");
             }
-            return new VolumeCheck.Options(false, delete, ms);
+            return new VolumeCheck.Options(false, delete, ms, threads);
         }
 
         @Override

@@ -159,6 +159,9 @@ public final class ChunkStore implements Closeable {
         return buffers.kept();
     }
 
+    /** Directory levels of a block key below {@code <volume>/chunks/}: a thousand slices' blocks in each. */
+    public static final int KEY_LEVELS = 2;
+
     /** The object key of block {@code index} (of {@code size} bytes) of slice {@code id}. */
     public static String blockKey(String volume, long id, int index, int size) {
         return volume + "/chunks/" + (id / 1_000_000) + "/" + (id / 1_000) + "/" + id + "_" + index + "_" + size;

@@ -24,8 +24,8 @@ import java.util.TreeSet;
  * <p>The slices are found by chunk key, not through the tree: a file renamed from a directory
  * not yet read into one already read, as ClickHouse does with parts all the time, would be missed
  * by a walk, and its objects taken for leaks. Every referenced slice is kept in memory (a
- * {@link IdTable}: 21-46 bytes each), then the volume's block objects are listed once and
- * matched to their slices.
+ * {@link IdTable}: 21-46 bytes each), then the volume's block objects are listed once (by
+ * directory of a thousand slices, several listings at once) and matched to their slices.
  * A block a slice needs but the store lacks is <em>missing</em> (its file reads back wrong); an
  * object no slice and no pending deletion refers to is <em>leaked</em> (it only costs storage),
  * and counts as such only when it is older than {@link Options#minAgeMillis}, since a writer
@@ -40,7 +40,13 @@ public final class VolumeCheck {
     private static final int BATCH = 512;
 
     /** Whether to walk the tree (fsck), and to delete leaked objects older than {@code minAgeMillis} (gc). */
-    public record Options(boolean walkTree, boolean deleteLeaked, long minAgeMillis) {
+    public record Options(boolean walkTree, boolean deleteLeaked, long minAgeMillis, int listThreads) {
+        /** Object listings at once unless told otherwise. */
+        public static final int LIST_THREADS = 16;
+
+        public Options(boolean walkTree, boolean deleteLeaked, long minAgeMillis) {
+            this(walkTree, deleteLeaked, minAgeMillis, LIST_THREADS);
+        }
     }
 
     /** Told how far each pass is, every few thousand items. */
@@ -134,7 +140,8 @@ public final class VolumeCheck {
             pendingSlices.add(s[0]);
         }
         long oldEnough = started - options.minAgeMillis();
-        store.scan(volume + "/chunks/", o -> {
+        // a thousand slices' blocks per listing, options.listThreads() at once (ParallelScan)
+        store.scan(volume + "/chunks/", ChunkStore.KEY_LEVELS, options.listThreads(), o -> {
             report.objects++;
             if (report.objects % 10_000 == 0) {
                 progress.at("objects", report.objects);

@@ -55,6 +55,12 @@ public final class MeteredObjectStore implements ObjectStore {
         });
     }
 
+    /** The store's own scan (parallel listings, or one walk of a local directory); its listings are not timed. */
+    @Override
+    public void scan(String prefix, int depth, int threads, IoConsumer<ObjectInfo> each) throws IOException {
+        inner.scan(prefix, depth, threads, each);
+    }
+
     @Override
     public List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException {
         return timed("list", () -> inner.list(prefix, startAfter, limit));

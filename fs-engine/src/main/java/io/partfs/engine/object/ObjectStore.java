@@ -91,6 +91,16 @@ public interface ObjectStore extends java.io.Closeable {
         }
     }
 
+    /**
+     * As {@link #scan(String, IoConsumer)}, for a whole volume: a store where a listing is a
+     * round trip lists the "directories" {@code depth} levels below {@code prefix} (keys cut at
+     * '/') separately, {@code threads} listings at once ({@link ParallelScan}). {@code each} is
+     * called on the calling thread only. Stores that walk their own files ignore both.
+     */
+    default void scan(String prefix, int depth, int threads, IoConsumer<ObjectInfo> each) throws IOException {
+        scan(prefix, each);
+    }
+
     /** A consumer that may throw {@link IOException}. */
     @FunctionalInterface
     interface IoConsumer<T> {

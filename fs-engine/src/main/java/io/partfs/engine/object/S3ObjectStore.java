@@ -277,6 +277,47 @@ public final class S3ObjectStore implements ObjectStore {
         }
     }
 
+    @Override
+    public void scan(String prefix, int depth, int threads, IoConsumer<ObjectInfo> each) throws IOException {
+        ParallelScan.scan(new ParallelScan.Lister() {
+            @Override
+            public ParallelScan.Level level(String p, String token) throws IOException {
+                return listLevel(p, token);
+            }
+
+            @Override
+            public List<ObjectInfo> page(String p, String startAfter, int limit) throws IOException {
+                return list(p, startAfter, limit);
+            }
+        }, prefix, depth, threads, each);
+    }
+
+    /** One page of a delimiter listing: the objects directly under {@code prefix} and the directories ('/') under it. */
+    private ParallelScan.Level listLevel(String prefix, String token) throws IOException {
+        String p = config.prefix() + prefix;
+        int strip = config.prefix().length();
+        try {
+            ListObjectsV2Response r = s3.listObjectsV2(b -> {
+                b.bucket(config.bucket()).prefix(p).delimiter("/").maxKeys(1000);
+                if (token != null) {
+                    b.continuationToken(token);
+                }
+            });
+            List<ObjectInfo> objects = new ArrayList<>(r.contents().size());
+            for (S3Object o : r.contents()) {
+                objects.add(new ObjectInfo(o.key().substring(strip), o.size(), millis(o.lastModified())));
+            }
+            List<String> dirs = new ArrayList<>(r.commonPrefixes().size());
+            for (software.amazon.awssdk.services.s3.model.CommonPrefix c : r.commonPrefixes()) {
+                dirs.add(c.prefix().substring(strip));
+            }
+            boolean more = Boolean.TRUE.equals(r.isTruncated()) && r.nextContinuationToken() != null;
+            return new ParallelScan.Level(objects, dirs, more ? r.nextContinuationToken() : null);
+        } catch (SdkException e) {
+            throw wrap("list", prefix, e);
+        }
+    }
+
     /** An object's last-modified time; a missing one counts as now, so gc never takes an object of unknown age for an old one. */
     private static long millis(java.time.Instant t) {
         return t == null ? System.currentTimeMillis() : t.toEpochMilli();

@@ -2,6 +2,7 @@ package io.partfs.engine.object;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -59,6 +60,50 @@ abstract class ObjectStoreContract {
         });
         assertEquals(java.util.List.of("s/d0/k0 1", "s/d0/k2 3", "s/d0/k4 5", "s/d1/k1 2", "s/d1/k3 4"), seen.stream().sorted().toList());
         assertEquals(java.util.List.of("t/other"), store.listAll("").stream().map(ObjectStore.ObjectInfo::key).toList());
+    }
+
+    @Test
+    void scanByDirectoriesHandsOverEveryObjectOnceOnTheCallingThread() throws Exception {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 1005; i++) { // more than a page in one directory
+            keys.add("v/chunks/0/1/" + i + "_0_1");
+        }
+        keys.addAll(List.of("v/chunks/0/2/7_0_1", "v/chunks/0/10/3_0_1", "v/chunks/12/12000/12000001_0_1",
+                "v/chunks/stray", "v/chunks/0/stray", "v/chunks/0/1/deeper/x"));
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> puts = new ArrayList<>();
+            for (String k : keys) {
+                puts.add(pool.submit(() -> {
+                    store.put(k, new byte[1]);
+                    return null;
+                }));
+            }
+            for (Future<?> f : puts) {
+                f.get();
+            }
+        } finally {
+            pool.shutdown();
+        }
+        store.put("v/other", new byte[1]);
+        store.put("w/chunks/0/1/1_0_1", new byte[1]);
+        Thread caller = Thread.currentThread();
+        List<String> seen = new ArrayList<>();
+        store.scan("v/chunks/", 2, 4, o -> {
+            assertSame(caller, Thread.currentThread());
+            seen.add(o.key());
+        });
+        assertEquals(keys.stream().sorted().toList(), seen.stream().sorted().toList(), "each once, nothing else");
+
+        IOException e = assertThrows(IOException.class, () -> store.scan("v/chunks/", 2, 4, o -> {
+            throw new IOException("the consumer failed");
+        }));
+        assertEquals("the consumer failed", e.getMessage());
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals("partfs-list"))) {
+            assertTrue(System.nanoTime() < deadline, "listing threads outlived the scan");
+            Thread.onSpinWait();
+        }
     }
 
     @Test

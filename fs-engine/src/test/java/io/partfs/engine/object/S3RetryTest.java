@@ -56,6 +56,16 @@ class S3RetryTest {
     }
 
     @Test
+    void aListingThatFailsFailsTheWholeScan() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(1).build())) {
+            proxy.failNext(Fault.DROP);
+            ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.scan("vol/chunks/", 2, 4, o -> { }));
+            assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), e.getMessage());
+        }
+    }
+
+    @Test
     void givesUpAfterMaxAttemptsWithAClearError() throws Exception {
         try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
              S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {
