@@ -58,6 +58,16 @@ public final class TestVolume {
         return meta + "+" + store;
     }
 
+    /** The Redis database number of a Redis volume. */
+    public int db() {
+        return db;
+    }
+
+    /** The bucket of an S3 volume. */
+    public String bucket() {
+        return bucket;
+    }
+
     public KvStore newKvStore() throws IOException {
         return meta == Meta.ROCKSDB ? new RocksKvStore(dir.resolve("meta")) : new RedisKvStore(redis.url(db));
     }
