@@ -5,7 +5,6 @@ import io.partfs.engine.FileType;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.Slice;
-import io.partfs.engine.object.ObjectNotFoundException;
 import io.partfs.engine.object.ObjectStore;
 import java.io.Closeable;
 import java.io.IOException;
@@ -575,29 +574,23 @@ public final class ChunkStore implements Closeable {
     /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */
     public int reclaimSlices(int limit) throws IOException {
         List<long[]> pending = meta.pendingSliceDeletions(limit);
-        List<long[]> done = new java.util.ArrayList<>(pending.size());
-        try {
-            for (long[] s : pending) {
-                long id = s[0];
-                int size = (int) s[1];
-                int blocks = blocks(blockSize, size);
-                for (int i = 0; i < blocks; i++) {
-                    String key = blockKey(id, i, blockLength(size, i));
-                    cache.remove(key);
-                    if (staging != null && staging.remove(key)) {
-                        continue; // never uploaded (and an upload under way deletes its object itself)
-                    }
-                    try {
-                        objects.delete(key);
-                    } catch (ObjectNotFoundException e) {
-                        // already gone
-                    }
+        List<String> uploaded = new java.util.ArrayList<>(pending.size());
+        for (long[] s : pending) {
+            long id = s[0];
+            int size = (int) s[1];
+            int blocks = blocks(blockSize, size);
+            for (int i = 0; i < blocks; i++) {
+                String key = blockKey(id, i, blockLength(size, i));
+                cache.remove(key);
+                // a block still staged was never uploaded (and an upload under way deletes its object itself)
+                if (staging == null || !staging.remove(key)) {
+                    uploaded.add(key);
                 }
-                done.add(s);
             }
-        } finally {
-            meta.slicesDeleted(done); // one transaction for the pass, also for what a failure left done
         }
+        // a thousand objects a request on S3; after a failure the whole pass is tried again (deleting twice is harmless)
+        objects.deleteAll(uploaded);
+        meta.slicesDeleted(pending); // one transaction for the pass
         return pending.size();
     }
 

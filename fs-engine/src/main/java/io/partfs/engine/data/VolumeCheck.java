@@ -140,6 +140,7 @@ public final class VolumeCheck {
             pendingSlices.add(s[0]);
         }
         long oldEnough = started - options.minAgeMillis();
+        List<String> leaked = new ArrayList<>(); // to delete, a request's worth at a time
         // a thousand slices' blocks per listing, options.listThreads() at once (ParallelScan)
         store.scan(volume + "/chunks/", ChunkStore.KEY_LEVELS, options.listThreads(), o -> {
             report.objects++;
@@ -162,11 +163,14 @@ public final class VolumeCheck {
                 report.leaked++;
                 report.leakedBytes += o.size();
                 if (options.deleteLeaked()) {
-                    store.delete(o.key());
-                    report.deleted++;
+                    leaked.add(o.key());
+                    if (leaked.size() >= 1000) {
+                        deleteLeaked(leaked, report);
+                    }
                 }
             }
         });
+        deleteLeaked(leaked, report);
         Set<Long> broken = new HashSet<>();
         used.forEach((id, size, found) -> {
             int missing = ChunkStore.blocks(blockSize, size) - found;
@@ -185,6 +189,12 @@ public final class VolumeCheck {
             });
         }
         return report;
+    }
+
+    private void deleteLeaked(List<String> keys, Report report) throws IOException {
+        store.deleteAll(keys);
+        report.deleted += keys.size();
+        keys.clear();
     }
 
     /**

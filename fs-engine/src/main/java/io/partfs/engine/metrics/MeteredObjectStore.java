@@ -55,6 +55,14 @@ public final class MeteredObjectStore implements ObjectStore {
         });
     }
 
+    @Override
+    public void deleteAll(List<String> keys) throws IOException {
+        timed("delete", () -> {
+            inner.deleteAll(keys);
+            return null;
+        });
+    }
+
     /** The store's own scan (parallel listings, or one walk of a local directory); its listings are not timed. */
     @Override
     public void scan(String prefix, int depth, int threads, IoConsumer<ObjectInfo> each) throws IOException {

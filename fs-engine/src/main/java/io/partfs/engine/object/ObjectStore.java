@@ -35,6 +35,16 @@ public interface ObjectStore extends java.io.Closeable {
     void delete(String key) throws IOException;
 
     /**
+     * Deletes every key of {@code keys}, in as few requests as the store allows (S3: a thousand
+     * a request); missing keys are not an error. On failure some of them may be deleted.
+     */
+    default void deleteAll(List<String> keys) throws IOException {
+        for (String k : keys) {
+            delete(k);
+        }
+    }
+
+    /**
      * One page of keys that start with {@code prefix} and sort after {@code startAfter} (null for
      * the first page), in ascending UTF-8 byte order, at most {@code limit} of them.
      */

@@ -25,12 +25,15 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
+import software.amazon.awssdk.services.s3.model.S3Error;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
@@ -46,6 +49,8 @@ public final class S3ObjectStore implements ObjectStore {
 
     private final S3Config config;
     private final S3Client s3;
+    /** False once the store refused a DeleteObjects request: then one DELETE per object. */
+    private volatile boolean multiDelete = true;
 
     public S3ObjectStore(S3Config config) {
         this.config = config;
@@ -254,6 +259,50 @@ public final class S3ObjectStore implements ObjectStore {
             // already gone
         } catch (SdkException e) {
             throw wrap("delete", key, e);
+        }
+    }
+
+    /**
+     * DeleteObjects, a thousand keys a request. A store that refuses it (some S3-compatible
+     * servers do not implement it, or want a Content-MD5 the SDK no longer sends) gets single
+     * deletes from then on; a key the store could not delete fails the call.
+     */
+    @Override
+    public void deleteAll(List<String> keys) throws IOException {
+        for (int from = 0; from < keys.size(); from += 1000) {
+            List<String> batch = keys.subList(from, Math.min(keys.size(), from + 1000));
+            if (!multiDelete) {
+                ObjectStore.super.deleteAll(batch);
+                continue;
+            }
+            List<ObjectIdentifier> ids = new ArrayList<>(batch.size());
+            for (String k : batch) {
+                ids.add(ObjectIdentifier.builder().key(fullKey(k)).build());
+            }
+            DeleteObjectsResponse r;
+            try {
+                r = s3.deleteObjects(b -> b.bucket(config.bucket()).delete(d -> d.objects(ids).quiet(true)));
+            } catch (S3Exception e) {
+                int status = e.statusCode();
+                if (status == 400 || status == 405 || status == 501) {
+                    multiDelete = false;
+                    log.warn("{} refused a multi-object delete (HTTP {}): deleting one object a request from now on",
+                            config.describe(), status);
+                    ObjectStore.super.deleteAll(batch);
+                    continue;
+                }
+                throw wrap("delete", batch.get(0) + " (and " + (batch.size() - 1) + " more)", e);
+            } catch (SdkException e) {
+                throw wrap("delete", batch.get(0) + " (and " + (batch.size() - 1) + " more)", e);
+            }
+            for (S3Error err : r.errors()) {
+                if (!"NoSuchKey".equals(err.code())) {
+                    String key = err.key() != null && err.key().startsWith(config.prefix()) ? err.key().substring(config.prefix().length()) : err.key();
+                    throw new ObjectStoreException("AccessDenied".equals(err.code()) ? ObjectStoreException.Kind.ACCESS_DENIED
+                            : ObjectStoreException.Kind.OTHER, "delete " + key + " failed at " + config.describe() + ": " + err.code()
+                            + " " + err.message() + " (" + r.errors().size() + " of " + batch.size() + " keys not deleted)", null);
+                }
+            }
         }
     }
 

@@ -70,21 +70,7 @@ abstract class ObjectStoreContract {
         }
         keys.addAll(List.of("v/chunks/0/2/7_0_1", "v/chunks/0/10/3_0_1", "v/chunks/12/12000/12000001_0_1",
                 "v/chunks/stray", "v/chunks/0/stray", "v/chunks/0/1/deeper/x"));
-        ExecutorService pool = Executors.newFixedThreadPool(8);
-        try {
-            List<Future<?>> puts = new ArrayList<>();
-            for (String k : keys) {
-                puts.add(pool.submit(() -> {
-                    store.put(k, new byte[1]);
-                    return null;
-                }));
-            }
-            for (Future<?> f : puts) {
-                f.get();
-            }
-        } finally {
-            pool.shutdown();
-        }
+        io.partfs.engine.testing.StoreFill.putAll(store, keys, new byte[1]);
         store.put("v/other", new byte[1]);
         store.put("w/chunks/0/1/1_0_1", new byte[1]);
         Thread caller = Thread.currentThread();
@@ -104,6 +90,21 @@ abstract class ObjectStoreContract {
             assertTrue(System.nanoTime() < deadline, "listing threads outlived the scan");
             Thread.onSpinWait();
         }
+    }
+
+    @Test
+    void deleteAllRemovesEveryKeyAndIgnoresMissingOnes() throws Exception {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 1003; i++) { // more than one request's worth on S3
+            keys.add("d/" + (i % 3) + "/k" + i);
+        }
+        io.partfs.engine.testing.StoreFill.putAll(store, keys, new byte[1]);
+        store.put("d/kept", new byte[1]);
+        List<String> doomed = new ArrayList<>(keys);
+        doomed.add("d/never-written");
+        store.deleteAll(doomed);
+        assertEquals(List.of("d/kept"), store.listAll("d/").stream().map(ObjectStore.ObjectInfo::key).toList());
+        store.deleteAll(List.of());
     }
 
     @Test

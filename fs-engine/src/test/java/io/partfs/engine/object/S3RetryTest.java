@@ -66,6 +66,22 @@ class S3RetryTest {
     }
 
     @Test
+    void aStoreWithoutMultiObjectDeleteGetsOneDeleteAKey() throws Exception {
+        try (S3ObjectStore direct = new S3ObjectStore(server.config("retries").build())) {
+            for (String k : new String[] {"m/a", "m/b", "m/c"}) {
+                direct.put(k, new byte[1]);
+            }
+        }
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(1).build())) {
+            proxy.failNext(Fault.NOT_IMPLEMENTED_501); // the DeleteObjects request
+            s3.deleteAll(java.util.List.of("m/a", "m/b"));
+            s3.deleteAll(java.util.List.of("m/c"));
+            assertEquals(java.util.List.of(), s3.listAll("m/"), "every key deleted, by single deletes after the refusal");
+        }
+    }
+
+    @Test
     void givesUpAfterMaxAttemptsWithAClearError() throws Exception {
         try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
              S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {

@@ -14,13 +14,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A TCP proxy on loopback in front of a real server that can fail the next connections: answer
- * HTTP 503 SlowDown, drop the connection without an answer, or pass the request on and cut
+ * HTTP 503 SlowDown or 501 NotImplemented, drop the connection without an answer, or pass the request on and cut
  * the answer off after its first {@value #CUT_AFTER} bytes. Other connections are piped
  * through unchanged. For testing retries against real failures, not mocked ones.
  */
 public final class FaultyProxy implements AutoCloseable {
     /** What to do to one incoming connection. */
-    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER }
+    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER, NOT_IMPLEMENTED_501 }
 
     /** Bytes of an answer (headers included) that {@link Fault#CUT_ANSWER} lets through. */
     public static final int CUT_AFTER = 16 << 10;
@@ -72,11 +72,13 @@ public final class FaultyProxy implements AutoCloseable {
             if (fault == Fault.DROP) {
                 return;
             }
-            if (fault == Fault.SLOW_DOWN_503) {
+            if (fault == Fault.SLOW_DOWN_503 || fault == Fault.NOT_IMPLEMENTED_501) {
                 readHeaders(client.getInputStream());
-                String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
-                        + "<Message>Please reduce your request rate.</Message></Error>";
-                String resp = "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: "
+                boolean slow = fault == Fault.SLOW_DOWN_503;
+                String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + (slow ? "SlowDown" : "NotImplemented")
+                        + "</Code><Message>" + (slow ? "Please reduce your request rate." : "Not implemented.") + "</Message></Error>";
+                String resp = "HTTP/1.1 " + (slow ? "503 Slow Down" : "501 Not Implemented")
+                        + "\r\nContent-Type: application/xml\r\nContent-Length: "
                         + body.length() + "\r\nConnection: close\r\n\r\n" + body;
                 client.getOutputStream().write(resp.getBytes(StandardCharsets.US_ASCII));
                 client.getOutputStream().flush();
