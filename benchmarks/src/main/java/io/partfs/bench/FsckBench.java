@@ -10,6 +10,7 @@ import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.object.S3ObjectStore;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
+import io.partfs.engine.testing.StoreFill;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.net.URI;
@@ -45,6 +46,13 @@ public final class FsckBench implements Callable<Integer> {
     @Option(names = "--latency", split = ",", defaultValue = "0,20,100", description = "S3 request latencies in ms (default: ${DEFAULT-VALUE}).")
     List<Double> latencies;
 
+    @Option(names = "--delete-objects", defaultValue = "2000",
+            description = "Objects deleted one request each (as before round 13) and a thousand a request, at --delete-latency (default: ${DEFAULT-VALUE}).")
+    int deleteObjects;
+
+    @Option(names = "--delete-latency", defaultValue = "20", description = "S3 request latency in ms for the deletions (default: ${DEFAULT-VALUE}).")
+    double deleteLatency;
+
     @Option(names = "--out", defaultValue = "benchmarks/results/fsck-bench.md", description = "Default: ${DEFAULT-VALUE}.")
     Path out;
 
@@ -77,6 +85,9 @@ public final class FsckBench implements Callable<Integer> {
             md.append("---|".repeat(THREADS.length)).append("---|---|\n");
             for (double latency : latencies) {
                 md.append(row(redis, s3, volume, latency)).append('\n');
+            }
+            if (deleteObjects > 0) {
+                md.append(deletions(s3, volume));
             }
         } finally {
             TempDirs.deleteRecursively(dir);
@@ -151,6 +162,39 @@ public final class FsckBench implements Callable<Integer> {
             r.append(String.format(Locale.ROOT, " %.2f | %d |", secs, proxy.requests() - before));
         }
         return r.toString();
+    }
+
+    /** Deleting objects as gc --delete and a mount's background deletions do: one request each, and in batches. */
+    private String deletions(S3Server s3, TestVolume volume) throws Exception {
+        try (LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
+             S3ObjectStore store = new S3ObjectStore(s3.config(volume.bucket()).endpoint(URI.create("http://127.0.0.1:" + proxy.port())).build())) {
+            List<String> keys = new ArrayList<>();
+            for (int i = 0; i < deleteObjects; i++) {
+                keys.add("doomed/" + (i / 1000) + "/" + i);
+            }
+            double[] secs = new double[2];
+            for (int way = 0; way < 2; way++) {
+                proxy.setDelayMillis(0);
+                StoreFill.putAll(store, keys, new byte[64]);
+                proxy.setDelayMillis(deleteLatency);
+                long s = System.nanoTime();
+                if (way == 0) {
+                    for (String k : keys) {
+                        store.delete(k);
+                    }
+                } else {
+                    store.deleteAll(keys);
+                }
+                secs[way] = (System.nanoTime() - s) / 1e9;
+                if (!store.listAll("doomed/").isEmpty()) {
+                    throw new IllegalStateException("objects left after deleting them");
+                }
+                Stack.progress("%.0f ms: deleted %d objects %s in %.2f s", deleteLatency, keys.size(),
+                        way == 0 ? "one request each" : "a thousand a request", secs[way]);
+            }
+            return String.format(Locale.ROOT, "%nDeleting %d objects at %.0f ms (gc --delete, a mount's background deletions):"
+                    + " one request each (before) %.2f s, a thousand a request %.2f s%n", keys.size(), deleteLatency, secs[0], secs[1]);
+        }
     }
 
     @FunctionalInterface

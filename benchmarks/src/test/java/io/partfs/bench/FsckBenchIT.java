@@ -21,7 +21,7 @@ class FsckBenchIT {
         try {
             Path md = out.resolve("fsck.md");
             Process p = new ProcessBuilder(Procs.ROOT.resolve("scripts/fsck-bench").toString(), "--files", "2500", "--latency", "0,5",
-                    "--out", md.toString())
+                    "--delete-objects", "300", "--delete-latency", "5", "--out", md.toString())
                     .redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
             p.getOutputStream().close();
             assertTrue(p.waitFor(5, TimeUnit.MINUTES), "the small volume finishes");
@@ -33,6 +33,8 @@ class FsckBenchIT {
                 assertTrue(report.lines().anyMatch(l -> l.matches("\\| " + latency + " ms \\|( [0-9.]+ \\|){5} [0-9]+ \\|")),
                         latency + " ms in\n" + report);
             }
+            assertTrue(report.matches("(?s).*Deleting 300 objects at 5 ms .*: one request each \\(before\\) [0-9.]+ s, a thousand a request [0-9.]+ s.*"),
+                    report);
         } finally {
             TempDirs.deleteRecursively(out);
         }
