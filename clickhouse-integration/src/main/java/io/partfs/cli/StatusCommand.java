@@ -32,6 +32,8 @@ final class StatusCommand implements Callable<Integer> {
             out.printf("storage:    %s%n", f.storage());
             out.printf("block size: %s, chunk size: %s%n", Sizes.human(f.blockSize()), Sizes.human(VolumeFormat.CHUNK_SIZE));
             out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());
+            MetaEngine.PendingDeletions d = meta.pendingDeletions();
+            out.printf("deletions:  %d files and %d slices waiting (mounts delete them in the background)%n", d.files(), d.slices());
             Map<Long, String> sessions = meta.sessions();
             out.printf("clients:    %d mounted%n", sessions.size());
             for (Map.Entry<Long, String> s : sessions.entrySet()) {

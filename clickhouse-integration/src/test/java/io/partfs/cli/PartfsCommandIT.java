@@ -55,6 +55,17 @@ class PartfsCommandIT {
         assertEquals(0, status.exit(), status.all());
         assertTrue(status.out().contains("volume:     default"), status.out());
         assertTrue(status.out().contains("clients:    1 mounted"), status.out());
+        assertTrue(status.out().contains("deletions:  0 files and 0 slices waiting"), status.out());
+        Files.write(mnt.resolve("doomed.bin"), data);
+        try (java.nio.channels.FileChannel open = java.nio.channels.FileChannel.open(mnt.resolve("doomed.bin"))) {
+            Files.delete(mnt.resolve("doomed.bin"));
+            status = partfs.run("status");
+            assertTrue(status.out().contains("deletions:  1 files and 0 slices waiting"), "unlinked, still open: " + status.out());
+        }
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (!(status = partfs.run("status")).out().contains("deletions:  0 files and 0 slices waiting")) {
+            assertTrue(System.nanoTime() < deadline, "the mount deletes the data once the file is closed: " + status.out());
+        }
         Partfs.Result u = partfs.run("umount", mnt.toString());
         assertEquals(0, u.exit(), u.all());
         assertFalse(Mounts.isMounted(mnt));

@@ -74,6 +74,11 @@ public final class PartFs implements Closeable {
         registerCacheMetrics(config.metrics(), cache);
         config.metrics().gauge("partfs_write_buffer_bytes", "Bytes written and not yet uploaded and committed, all files.",
                 chunks::bufferedBytes);
+        config.metrics().gauge("partfs_deletions_pending_files",
+                "Files unlinked whose data awaits deletion, or that a client still has open (whole volume).",
+                () -> pendingDeletions(meta, MetaEngine.PendingDeletions::files));
+        config.metrics().gauge("partfs_deletions_pending_slices", "Slices whose objects await deletion (whole volume).",
+                () -> pendingDeletions(meta, MetaEngine.PendingDeletions::slices));
         this.reclaimer = new Reclaimer(meta, chunks);
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
@@ -87,6 +92,15 @@ public final class PartFs implements Closeable {
      */
     public static PartFs open(MetaEngine meta, ObjectStore objects, PartFsConfig config) throws IOException {
         return new PartFs(meta, objects, config);
+    }
+
+    /** For a gauge: NaN when the metadata cannot be read (the scrape still answers). */
+    private static double pendingDeletions(MetaEngine meta, java.util.function.ToLongFunction<MetaEngine.PendingDeletions> which) {
+        try {
+            return which.applyAsLong(meta.pendingDeletions());
+        } catch (IOException e) {
+            return Double.NaN;
+        }
     }
 
     private static void registerCacheMetrics(io.partfs.engine.metrics.Metrics m, BlockCache cache) {

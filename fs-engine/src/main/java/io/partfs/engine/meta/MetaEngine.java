@@ -1210,6 +1210,17 @@ public final class MetaEngine implements Closeable {
         return openCount.containsKey(ino);
     }
 
+    /**
+     * Deletions not done yet: files unlinked whose data awaits deletion (or that a client still
+     * has open), and slices whose objects await deletion. Two counts, one request each.
+     */
+    public record PendingDeletions(long files, long slices) {
+    }
+
+    public PendingDeletions pendingDeletions() throws IOException {
+        return kv.read(r -> new PendingDeletions(r.hlen(DELFILES), r.hlen(DELSLICES)));
+    }
+
     /** Inodes whose data awaits deletion (to resume after a restart). */
     public List<Long> pendingFileDeletions() throws IOException {
         return kv.read(r -> {

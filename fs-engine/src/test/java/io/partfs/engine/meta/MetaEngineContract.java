@@ -285,9 +285,11 @@ abstract class MetaEngineContract {
         meta.released(f.ino());
         assertEquals(List.of(f.ino()), orphans);
         assertEquals(List.of(f.ino()), meta.pendingFileDeletions());
+        assertEquals(new MetaEngine.PendingDeletions(1, 0), meta.pendingDeletions());
         meta.deleteFileData(f.ino());
         assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(f.ino()));
         assertTrue(meta.pendingFileDeletions().isEmpty());
+        assertEquals(new MetaEngine.PendingDeletions(0, 0), meta.pendingDeletions());
     }
 
     @Test
@@ -624,6 +626,7 @@ abstract class MetaEngineContract {
         List<long[]> pending = meta.pendingSliceDeletions(10);
         assertEquals(1, pending.size());
         assertEquals(b.id(), pending.get(0)[0]);
+        assertEquals(new MetaEngine.PendingDeletions(0, 1), meta.pendingDeletions());
         meta.sliceDeleted(b.id(), 1000);
         assertTrue(meta.pendingSliceDeletions(10).isEmpty());
         assertEquals(10_000, meta.truncate(f.ino(), 10_000).size());
