@@ -57,9 +57,13 @@ public final class Reclaimer implements Closeable {
     /** Resumes deletions recorded before this start (files unlinked while open, or a crash). */
     public void resumePending() {
         submit(() -> {
+            int done = 0;
             for (long ino : meta.pendingFileDeletions()) {
                 if (!meta.isOpen(ino)) {
                     meta.deleteFileData(ino);
+                    if (++done % DRAIN_EVERY == 0) {
+                        drainSlices(); // a long list (a crash during a DROP DATABASE) does not pile up every slice first
+                    }
                 }
             }
             drainSlices();

@@ -52,6 +52,26 @@ public interface KvStore extends java.io.Closeable {
         /** All fields of a hash (empty when none), in no particular order. */
         Map<String, byte[]> hgetAll(String hash) throws IOException;
 
+        /**
+         * At most {@code limit} fields of a hash (all of them when it has fewer), in no particular
+         * order, reading no more of a large hash than that where the store allows: for work
+         * lists taken a batch at a time.
+         */
+        default Map<String, byte[]> hgetSome(String hash, int limit) throws IOException {
+            Map<String, byte[]> all = hgetAll(hash);
+            if (all.size() <= limit) {
+                return all;
+            }
+            Map<String, byte[]> some = new java.util.HashMap<>();
+            for (Map.Entry<String, byte[]> e : all.entrySet()) {
+                if (some.size() >= limit) {
+                    break;
+                }
+                some.put(e.getKey(), e.getValue());
+            }
+            return some;
+        }
+
         /** Number of fields in a hash. */
         long hlen(String hash) throws IOException;
 

@@ -1290,12 +1290,9 @@ public final class MetaEngine implements Closeable {
     public List<long[]> pendingSliceDeletions(int limit) throws IOException {
         return kv.read(r -> {
             List<long[]> out = new ArrayList<>();
-            for (String k : r.hgetAll(DELSLICES).keySet()) {
+            for (String k : r.hgetSome(DELSLICES, limit).keySet()) { // a large backlog is not read whole for each batch
                 int u = k.indexOf('_');
                 out.add(new long[] {Long.parseLong(k.substring(0, u)), Long.parseLong(k.substring(u + 1))});
-                if (out.size() >= limit) {
-                    break;
-                }
             }
             return out;
         });

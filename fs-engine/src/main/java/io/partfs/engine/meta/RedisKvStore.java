@@ -225,6 +225,32 @@ public final class RedisKvStore implements KvStore {
             }
         }
 
+        /** HSCAN until {@code limit} fields (outside transactions; inside, all of the hash, WATCHed). */
+        @Override
+        public Map<String, byte[]> hgetSome(String hash, int limit) throws IOException {
+            if (watch) {
+                return Reader.super.hgetSome(hash, limit);
+            }
+            Map<String, byte[]> out = new HashMap<>();
+            io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().limit(Math.max(1, Math.min(limit, 1000)));
+            io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
+            try {
+                do {
+                    io.lettuce.core.MapScanCursor<byte[], byte[]> page = cmd.hscan(key(hash), cursor, args);
+                    for (Map.Entry<byte[], byte[]> e : page.getMap().entrySet()) {
+                        if (out.size() >= limit) {
+                            return out;
+                        }
+                        out.put(new String(e.getKey(), StandardCharsets.UTF_8), e.getValue());
+                    }
+                    cursor = page;
+                } while (!cursor.isFinished() && out.size() < limit);
+            } catch (RedisException e) {
+                throw wrap("HSCAN", e);
+            }
+            return out;
+        }
+
         /** Outside transactions the requests are pipelined: one round trip for all of them. */
         @Override
         public java.util.List<Map<String, byte[]>> hgetAllMany(java.util.List<String> hashes) throws IOException {

@@ -150,10 +150,15 @@ public final class RocksKvStore implements KvStore {
 
         @Override
         public Map<String, byte[]> hgetAll(String hash) {
+            return hgetSome(hash, Integer.MAX_VALUE);
+        }
+
+        @Override
+        public Map<String, byte[]> hgetSome(String hash, int limit) {
             Map<String, byte[]> out = new HashMap<>();
             byte[] prefix = fieldPrefix(hash);
             try (RocksIterator it = db.newIterator(readOptions)) {
-                for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
+                for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix) && out.size() < limit; it.next()) {
                     byte[] k = it.key();
                     out.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
                 }

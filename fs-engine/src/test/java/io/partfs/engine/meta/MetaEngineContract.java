@@ -669,11 +669,41 @@ abstract class MetaEngineContract {
         assertEquals(4096, meta.usage().usedBytes(), "only the kept file's 4 KiB");
         assertEquals(2, meta.usage().inodes(), "the root and the kept file");
         assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(f.ino()));
-        List<long[]> pending = meta.pendingSliceDeletions(100);
-        meta.slicesDeleted(pending.subList(0, 5));
-        assertEquals(slices.size() - 5, meta.pendingSliceDeletions(100).size());
-        meta.slicesDeleted(meta.pendingSliceDeletions(100));
+        java.util.Set<Long> taken = new java.util.HashSet<>();
+        for (List<long[]> batch; !(batch = meta.pendingSliceDeletions(4)).isEmpty(); ) { // as the reclaimer takes them
+            assertTrue(batch.size() <= 4, "a batch holds at most what was asked: " + batch.size());
+            for (long[] s : batch) {
+                assertTrue(taken.add(s[0]), "each slice in one batch only");
+            }
+            meta.slicesDeleted(batch);
+        }
+        assertEquals(slices.stream().map(cs -> cs.slice().id()).collect(java.util.stream.Collectors.toSet()), taken);
         assertEquals(0, meta.pendingSliceDeletions(100).size());
+    }
+
+    /** A backlog larger than a batch (and than Redis keeps as a compact hash): batches of the size asked, each slice once. */
+    @Test
+    void aLargeDeletionBacklogIsTakenABatchAtATime() throws Exception {
+        Attr f = file(ROOT, "f");
+        meta.unlink(ROOT, "f");
+        meta.deleteFileData(f.ino());
+        List<MetaEngine.ChunkSlice> freed = new ArrayList<>();
+        for (int c = 0; c < 2500; c++) {
+            freed.add(new MetaEngine.ChunkSlice(c, new Slice(meta.nextSliceId(), 10, 0, 10, 0)));
+        }
+        meta.commitWrite(f.ino(), freed); // to a deleted inode: every slice goes to the deletion list
+        assertEquals(new MetaEngine.PendingDeletions(0, 2500), meta.pendingDeletions());
+        java.util.Set<Long> taken = new java.util.HashSet<>();
+        List<Integer> sizes = new ArrayList<>();
+        for (List<long[]> batch; !(batch = meta.pendingSliceDeletions(1000)).isEmpty(); ) {
+            sizes.add(batch.size());
+            for (long[] s : batch) {
+                assertTrue(taken.add(s[0]), "each slice in one batch only");
+            }
+            meta.slicesDeleted(batch);
+        }
+        assertEquals(List.of(1000, 1000, 500), sizes);
+        assertEquals(2500, taken.size());
     }
 
     @Test
