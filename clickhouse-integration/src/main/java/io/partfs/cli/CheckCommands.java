@@ -37,6 +37,22 @@ final class CheckCommands {
 
         abstract VolumeCheck.Options options(MetaEngine meta) throws Exception;
 
+        /** Work before the check, which reads the metadata as it is once the check opens it. */
+        void beforeCheck(PrintWriter out, PrintWriter err) throws Exception {
+        }
+
+        /** Progress on stderr at most every 2 s. */
+        static VolumeCheck.Progress every2s(PrintWriter err, String name) {
+            long[] last = {System.nanoTime()};
+            return (phase, n) -> {
+                if (System.nanoTime() - last[0] > 2_000_000_000L) {
+                    err.printf("partfs %s: %d %s so far%n", name, n, phase);
+                    err.flush();
+                    last[0] = System.nanoTime();
+                }
+            };
+        }
+
         abstract int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) throws Exception;
 
         @Override
@@ -47,18 +63,12 @@ final class CheckCommands {
                 throw new IllegalArgumentException("--threads must be 1-256, not " + threads);
             }
             PrintWriter err = spec.commandLine().getErr();
+            beforeCheck(spec.commandLine().getOut(), err);
             try (MetaEngine meta = volume.openMetaReadOnly();
                  ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
                 store.checkAccess();
                 VolumeCheck.Options options = options(meta);
-                long[] last = {System.nanoTime()};
-                VolumeCheck check = new VolumeCheck(meta, store, (phase, n) -> {
-                    if (System.nanoTime() - last[0] > 2_000_000_000L) {
-                        err.printf("partfs %s: %d %s so far%n", name, n, phase);
-                        err.flush();
-                        last[0] = System.nanoTime();
-                    }
-                });
+                VolumeCheck check = new VolumeCheck(meta, store, every2s(err, name));
                 long started = System.nanoTime();
                 long need = check.heapNeeded();
                 long heap = Runtime.getRuntime().maxMemory();
@@ -160,7 +170,8 @@ final class CheckCommands {
                     "deletion by a mount, and objects younger than --min-age (a write may be about to commit them), are",
                     "left alone. Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks."})
     static final class Gc extends Base {
-        @Option(names = "--delete", description = "Delete the leaked objects (default: only count them).")
+        @Option(names = "--delete", description = {"Delete the leaked objects (default: only count them); with no client mounted,",
+                "also finish the deletions mounts left (files unlinked, objects of freed slices)."})
         boolean delete;
 
         @Option(names = "--min-age", paramLabel = "DURATION", defaultValue = "1h",
@@ -177,6 +188,34 @@ final class CheckCommands {
                         + " (a mount uploads a block before it commits the file that uses it), or unmount them first");
             }
             return new VolumeCheck.Options(false, delete, ms, threads);
+        }
+
+        /**
+         * With --delete and no client mounted, finishes the deletions mounts left (a pod deleted
+         * after a DROP leaves them for a mount that may never come): first, so that the check
+         * then reads the metadata without them.
+         */
+        @Override
+        void beforeCheck(PrintWriter out, PrintWriter err) throws Exception {
+            if (!delete) {
+                return;
+            }
+            try (MetaEngine meta = volume.openMeta(false);
+                 ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
+                MetaEngine.PendingDeletions pending = meta.pendingDeletions();
+                if (pending.files() == 0 && pending.slices() == 0) {
+                    return;
+                }
+                int mounted = meta.sessions().size();
+                if (mounted > 0) {
+                    out.printf("gc: %d files and %d slices await deletion: left to the %d client(s) that have the volume mounted%n",
+                            pending.files(), pending.slices(), mounted);
+                    return;
+                }
+                VolumeCheck.Finished f = new VolumeCheck(meta, store, every2s(err, "gc")).finishDeletions();
+                out.printf("gc: finished the deletions mounts left: the data of %d files, %d objects of %d slices%n",
+                        f.files(), f.objects(), f.slices());
+            }
         }
 
         @Override

@@ -308,6 +308,20 @@ class PartfsCommandIT {
                 assertTrue(store.head(stray).isEmpty());
                 assertEquals(before - 1, store.listAll("checked/chunks/").size(), "only the stray object went");
                 assertFalse(deleted.all().contains(S3Server.SECRET_KEY), "the secret is never printed");
+
+                // a file unlinked where no mount will delete its data (a pod gone after a DROP): gc --delete does
+                try (var m = new io.partfs.engine.meta.MetaEngine(new io.partfs.engine.meta.RedisKvStore(meta),
+                        io.partfs.engine.TimeSource.SYSTEM)) {
+                    m.load();
+                    long t = m.lookup(m.lookup(io.partfs.engine.meta.MetaEngine.ROOT, "db").ino(), "t").ino();
+                    m.unlink(t, "f.bin");
+                }
+                assertTrue(partfs.run("status", "--meta", meta).out().contains("deletions:  1 files"), "waiting");
+                Partfs.Result finished = partfs.run("gc", "--meta", meta, "--min-age", "0", "--delete");
+                assertEquals(0, finished.exit(), finished.all());
+                assertTrue(finished.out().contains("gc: finished the deletions mounts left: the data of 1 files"), finished.out());
+                assertEquals(1, store.listAll("checked/chunks/").size(), "only small.txt's block is left");
+                assertTrue(partfs.run("status", "--meta", meta).out().contains("deletions:  0 files and 0 slices waiting"));
             }
         }
     }

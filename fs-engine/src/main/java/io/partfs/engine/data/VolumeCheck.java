@@ -191,6 +191,44 @@ public final class VolumeCheck {
         return report;
     }
 
+    /** What {@link #finishDeletions} did: files whose data it freed, slices whose objects it deleted, and the objects. */
+    public record Finished(long files, long slices, long objects) {
+    }
+
+    /**
+     * Does the deletions mounts left undone, as a mount's background deletions would: the data
+     * of files unlinked and closed, then the objects of freed slices, a thousand slices at a
+     * time (each batch forgotten only once its objects are gone). For {@code gc --delete} when
+     * no client has the volume mounted: a mounted client may hold an unlinked file open, and
+     * its own deletions do the rest. Needs metadata opened for writing.
+     */
+    public Finished finishDeletions() throws IOException {
+        long files = 0;
+        for (long ino : meta.pendingFileDeletions()) {
+            meta.deleteFileData(ino);
+            if (++files % 1000 == 0) {
+                progress.at("files deleted", files);
+            }
+        }
+        long slices = 0;
+        long objects = 0;
+        for (List<long[]> batch; !(batch = meta.pendingSliceDeletions(1000)).isEmpty(); ) {
+            List<String> keys = new ArrayList<>(batch.size());
+            for (long[] s : batch) {
+                int size = (int) s[1];
+                for (int i = 0; i < ChunkStore.blocks(blockSize, size); i++) {
+                    keys.add(ChunkStore.blockKey(volume, s[0], i, ChunkStore.blockLength(blockSize, size, i)));
+                }
+            }
+            store.deleteAll(keys);
+            meta.slicesDeleted(batch);
+            slices += batch.size();
+            objects += keys.size();
+            progress.at("slices deleted", slices);
+        }
+        return new Finished(files, slices, objects);
+    }
+
     private void deleteLeaked(List<String> keys, Report report) throws IOException {
         store.deleteAll(keys);
         report.deleted += keys.size();

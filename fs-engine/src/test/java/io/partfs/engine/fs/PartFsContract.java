@@ -170,6 +170,32 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * gc --delete with no client mounted finishes the deletions a mount left: here a file
+     * unlinked through the bare metadata (no mount, so nobody deletes its data) and a slice
+     * freed the same way; afterwards nothing awaits deletion, their objects are gone, and the
+     * file kept is whole.
+     */
+    @Test
+    void finishDeletionsDeletesWhatNoMountWillDelete() throws Exception {
+        long kept = write(ROOT, "kept", random(3000, 51));
+        write(ROOT, "doomed", random((1 << 20) + 10, 52)); // two blocks
+        fs.close();
+        try (io.partfs.engine.meta.MetaEngine meta = new io.partfs.engine.meta.MetaEngine(volume.newKvStore(), io.partfs.engine.TimeSource.SYSTEM);
+             ObjectStore store = volume.newObjectStore()) {
+            meta.load();
+            meta.unlink(ROOT, "doomed");
+            assertEquals(new io.partfs.engine.meta.MetaEngine.PendingDeletions(1, 0), meta.pendingDeletions());
+            assertEquals(3, store.listAll("testvol/chunks/").size());
+            var finished = new io.partfs.engine.data.VolumeCheck(meta, store, (phase, n) -> { }).finishDeletions();
+            assertEquals(new io.partfs.engine.data.VolumeCheck.Finished(1, 1, 2), finished);
+            assertEquals(new io.partfs.engine.meta.MetaEngine.PendingDeletions(0, 0), meta.pendingDeletions());
+            assertEquals(1, store.listAll("testvol/chunks/").size(), "only the kept file's block");
+        }
+        fs = volume.open();
+        assertArrayEquals(random(3000, 51), readAll(kept));
+    }
+
+    /**
      * fsck's link counts and symlink targets on every backend: a volume after links, unlinks
      * and a directory renamed between parents has every count right; then a file's nlink set
      * below its names and a symlink's target deleted behind PartFS's back are found, and found
