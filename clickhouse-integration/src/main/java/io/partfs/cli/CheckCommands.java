@@ -167,8 +167,9 @@ final class CheckCommands {
     @Command(name = "gc", mixinStandardHelpOptions = true,
             description = {"Find objects in the volume's store that no file uses (left by a crash between an upload and its",
                     "commit, or by deletions a mount did not finish) and, with --delete, delete them. Objects awaiting",
-                    "deletion by a mount, and objects younger than --min-age (a write may be about to commit them), are",
-                    "left alone. Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks."})
+                    "deletion by a mount are left to it (with --delete and no client mounted, gc finishes those deletions",
+                    "itself), and objects younger than --min-age (a write may be about to commit them) are left alone.",
+                    "Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks."})
     static final class Gc extends Base {
         @Option(names = "--delete", description = {"Delete the leaked objects (default: only count them); with no client mounted,",
                 "also finish the deletions mounts left (files unlinked, objects of freed slices)."})
