@@ -201,18 +201,22 @@ final class CheckCommands {
             if (!delete) {
                 return;
             }
+            MetaEngine.PendingDeletions pending;
+            int mounted;
+            try (MetaEngine meta = volume.openMetaReadOnly()) { // an embedded volume may be mounted: no write lock yet
+                pending = meta.pendingDeletions();
+                mounted = meta.sessions().size();
+            }
+            if (pending.files() == 0 && pending.slices() == 0) {
+                return;
+            }
+            if (mounted > 0) {
+                out.printf("gc: %d files and %d slices await deletion: left to the %d client(s) that have the volume mounted%n",
+                        pending.files(), pending.slices(), mounted);
+                return;
+            }
             try (MetaEngine meta = volume.openMeta(false);
                  ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
-                MetaEngine.PendingDeletions pending = meta.pendingDeletions();
-                if (pending.files() == 0 && pending.slices() == 0) {
-                    return;
-                }
-                int mounted = meta.sessions().size();
-                if (mounted > 0) {
-                    out.printf("gc: %d files and %d slices await deletion: left to the %d client(s) that have the volume mounted%n",
-                            pending.files(), pending.slices(), mounted);
-                    return;
-                }
                 VolumeCheck.Finished f = new VolumeCheck(meta, store, every2s(err, "gc")).finishDeletions();
                 out.printf("gc: finished the deletions mounts left: the data of %d files, %d objects of %d slices%n",
                         f.files(), f.objects(), f.slices());

@@ -61,6 +61,9 @@ class PartfsCommandIT {
             Files.delete(mnt.resolve("doomed.bin"));
             status = partfs.run("status");
             assertTrue(status.out().contains("deletions:  1 files and 0 slices waiting"), "unlinked, still open: " + status.out());
+            Partfs.Result gc = partfs.run("gc", "--delete"); // the mount holds the embedded volume's write lock
+            assertEquals(0, gc.exit(), gc.all());
+            assertTrue(gc.out().contains("gc: 1 files and 0 slices await deletion: left to the 1 client(s)"), gc.out());
         }
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (!(status = partfs.run("status")).out().contains("deletions:  0 files and 0 slices waiting")) {
