@@ -170,6 +170,16 @@ public final class ChunkStore implements Closeable {
         return blockKey(volume, id, index, size);
     }
 
+    /** The object keys of every block of slice {@code id} of {@code size} bytes, in order. */
+    public static List<String> blockKeys(String volume, int blockSize, long id, int size) {
+        int n = blocks(blockSize, size);
+        List<String> keys = new java.util.ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            keys.add(blockKey(volume, id, i, blockLength(blockSize, size, i)));
+        }
+        return keys;
+    }
+
     /** Size of block {@code index} of a slice of {@code sliceSize} bytes. */
     int blockLength(int sliceSize, int index) {
         return blockLength(blockSize, sliceSize, index);
@@ -576,11 +586,7 @@ public final class ChunkStore implements Closeable {
         List<long[]> pending = meta.pendingSliceDeletions(limit);
         List<String> uploaded = new java.util.ArrayList<>(pending.size());
         for (long[] s : pending) {
-            long id = s[0];
-            int size = (int) s[1];
-            int blocks = blocks(blockSize, size);
-            for (int i = 0; i < blocks; i++) {
-                String key = blockKey(id, i, blockLength(size, i));
+            for (String key : blockKeys(volume, blockSize, s[0], (int) s[1])) {
                 cache.remove(key);
                 // a block still staged was never uploaded (and an upload under way deletes its object itself)
                 if (staging == null || !staging.remove(key)) {

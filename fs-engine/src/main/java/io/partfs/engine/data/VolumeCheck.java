@@ -215,10 +215,7 @@ public final class VolumeCheck {
         for (List<long[]> batch; !(batch = meta.pendingSliceDeletions(1000)).isEmpty(); ) {
             List<String> keys = new ArrayList<>(batch.size());
             for (long[] s : batch) {
-                int size = (int) s[1];
-                for (int i = 0; i < ChunkStore.blocks(blockSize, size); i++) {
-                    keys.add(ChunkStore.blockKey(volume, s[0], i, ChunkStore.blockLength(blockSize, size, i)));
-                }
+                keys.addAll(ChunkStore.blockKeys(volume, blockSize, s[0], (int) s[1]));
             }
             store.deleteAll(keys);
             meta.slicesDeleted(batch);
