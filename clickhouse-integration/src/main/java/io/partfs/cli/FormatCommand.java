@@ -74,7 +74,7 @@ final class FormatCommand implements Callable<Integer> {
 
     /** Writes, reads back and deletes one object, so bad credentials fail here and not at mount. */
     private static void probe(ObjectStore objects) throws Exception {
-        String key = "partfs-probe/" + UUID.randomUUID();
+        String key = ObjectStore.PROBE_PREFIX + UUID.randomUUID();
         byte[] data = "partfs format probe".getBytes(StandardCharsets.UTF_8);
         objects.put(key, data);
         try {

@@ -50,13 +50,18 @@ public interface ObjectStore extends java.io.Closeable {
      */
     List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException;
 
+    /** Where {@code partfs format} writes (and deletes) its probe object; otherwise empty. */
+    String PROBE_PREFIX = "partfs-probe/";
+
     /**
-     * Checks that the store answers these credentials with one small read (a list of one key),
-     * so that a mount with a wrong key, a missing bucket or an unreachable endpoint fails at
-     * once, not at ClickHouse's first write.
+     * Checks that the store answers these credentials with one small read (a list of at most
+     * one key under {@link #PROBE_PREFIX}), so that a mount with a wrong key, a missing bucket or
+     * an unreachable endpoint fails at once, not at ClickHouse's first write. Not a listing of
+     * the whole volume: servers that keep objects as files (s3proxy, MinIO in FS mode, the local
+     * store) walk every object under the prefix to answer even one key.
      */
     default void checkAccess() throws IOException {
-        list("", null, 1);
+        list(PROBE_PREFIX, null, 1);
     }
 
     /**

@@ -89,6 +89,20 @@ class S3ObjectStoreContractTest extends ObjectStoreContract {
     }
 
     @Test
+    void checkAccessTellsWrongSecretsAndMissingBucketsApart() throws Exception {
+        try (S3ObjectStore ok = new S3ObjectStore(server.config("access").prefix("vol/").build());
+             S3ObjectStore denied = new S3ObjectStore(server.config("access").prefix("vol/")
+                     .credentials(S3Server.ACCESS_KEY, "wrong-secret-value").maxAttempts(1).build());
+             S3ObjectStore missing = new S3ObjectStore(server.config("no-such-bucket-either").build())) {
+            ok.ensureBucket();
+            ok.put("chunks/0/0/1_0_1", new byte[1]); // objects outside the probe prefix: the check needs none of them
+            ok.checkAccess();
+            assertEquals(ObjectStoreException.Kind.ACCESS_DENIED, assertThrows(ObjectStoreException.class, denied::checkAccess).kind());
+            assertEquals(ObjectStoreException.Kind.NO_SUCH_BUCKET, assertThrows(ObjectStoreException.class, missing::checkAccess).kind());
+        }
+    }
+
+    @Test
     void missingBucketSaysSo() throws Exception {
         try (S3ObjectStore s = new S3ObjectStore(server.config("no-such-bucket-here").build())) {
             ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s.put("k", new byte[1]));
