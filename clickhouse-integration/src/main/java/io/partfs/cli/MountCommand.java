@@ -65,6 +65,12 @@ final class MountCommand implements Callable<Integer> {
                     "object directory, whose blocks are already on local disk)."})
     String cacheSize;
 
+    @Option(names = "--cache-items", paramLabel = "N", defaultValue = "500000",
+            description = {"Most blocks the block cache holds, whatever their size (default: ${DEFAULT-VALUE}). Its index",
+                    "is on the sidecar's heap, ~150 bytes a block: small parts' files are blocks of a few hundred",
+                    "bytes, so --cache-size alone would let millions of them fill the heap."})
+    long cacheItems;
+
     @Option(names = "--fuse-driver", paramLabel = "kernel|libfuse",
             description = "FUSE implementation: 'kernel' (PartFS on /dev/fuse; needs root, the default for root) "
                     + "or 'libfuse' (libfuse 2 through jnr-fuse and fusermount; the default for other users).")
@@ -239,7 +245,7 @@ final class MountCommand implements Callable<Integer> {
         long cache = cacheSize != null ? Sizes.parse(cacheSize, "cache size") : s3 ? 10L << 30 : 0;
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
-        return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).ioThreads(ioThreads)
+        return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).blockCacheBlocks(cacheItems).ioThreads(ioThreads)
                 .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).writeBack(writeBack)
                 .uploadDelay(java.time.Duration.ofMillis(Math.round(uploadDelay * 1000)))
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))

@@ -161,6 +161,7 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--meta", "redis://user:topsecret@127.0.0.1:1/0"},
                 new String[] {"mount", mnt.toString(), "--meta", "mysql://x"},
                 new String[] {"mount", mnt.toString(), "--cache-size", "lots"},
+                new String[] {"mount", mnt.toString(), "--cache-items", "0"},
                 new String[] {"mount", mnt.toString(), "--upload-delay", "5"},
                 new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},

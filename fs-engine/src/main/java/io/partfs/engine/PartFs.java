@@ -57,7 +57,7 @@ public final class PartFs implements Closeable {
             meta.enableCache(ttl);
         }
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
-                ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize());
+                ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize(), config.blockCacheBlocks());
         // Staged blocks an earlier write-back mount left are uploaded whether or not this one writes back.
         io.partfs.engine.data.Staging staging = config.readOnly() || config.stagingDir() == null
                 || !(config.writeBack() || java.nio.file.Files.isDirectory(config.stagingDir())) ? null : new io.partfs.engine.data.Staging(config.stagingDir(), objects, cache,

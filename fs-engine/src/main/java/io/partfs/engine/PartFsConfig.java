@@ -9,6 +9,7 @@ import java.nio.file.Path;
 public final class PartFsConfig {
     private final Path blockCacheDir;
     private final long blockCacheSize;
+    private final long blockCacheBlocks;
     private final int ioThreads;
     private final long writeBufferPerFile;
     private final long writeBufferTotal;
@@ -32,6 +33,7 @@ public final class PartFsConfig {
         this.uploadDelay = b.uploadDelay;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
+        this.blockCacheBlocks = b.blockCacheBlocks;
         this.ioThreads = b.ioThreads;
         this.writeBufferPerFile = b.writeBufferPerFile;
         this.writeBufferTotal = b.writeBufferTotal;
@@ -47,6 +49,9 @@ public final class PartFsConfig {
     public Path blockCacheDir() { return blockCacheDir; }
 
     public long blockCacheSize() { return blockCacheSize; }
+
+    /** The most blocks the block cache holds, whatever their size (its index is on the heap). */
+    public long blockCacheBlocks() { return blockCacheBlocks; }
 
     public int ioThreads() { return ioThreads; }
 
@@ -124,13 +129,14 @@ public final class PartFsConfig {
     public io.partfs.engine.metrics.Metrics metrics() { return metrics; }
 
     public Builder toBuilder() {
-        return new Builder().blockCache(blockCacheDir, blockCacheSize).ioThreads(ioThreads)
+        return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).ioThreads(ioThreads)
                 .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).metaCacheTtl(metaCacheTtl).metrics(metrics);
     }
 
     public static final class Builder {
         private Path blockCacheDir;
         private long blockCacheSize;
+        private long blockCacheBlocks = io.partfs.engine.data.BlockCache.DEFAULT_MAX_BLOCKS;
         private int ioThreads = 16;
         private long writeBufferPerFile = 64L << 20;
         private long writeBufferTotal = 256L << 20;
@@ -166,6 +172,9 @@ public final class PartFsConfig {
             return this;
         }
 
+        /** The most blocks the block cache may hold (~150 bytes of heap each). */
+        public Builder blockCacheBlocks(long n) { this.blockCacheBlocks = n; return this; }
+
         public Builder ioThreads(int n) { this.ioThreads = n; return this; }
 
         public Builder writeBufferPerFile(long bytes) { this.writeBufferPerFile = bytes; return this; }
@@ -179,6 +188,9 @@ public final class PartFsConfig {
         public PartFsConfig build() {
             if (blockCacheSize < 0) {
                 throw new IllegalArgumentException("block cache size must not be negative (0 disables the cache)");
+            }
+            if (blockCacheBlocks < 1) {
+                throw new IllegalArgumentException("the block cache must be allowed at least one block, not " + blockCacheBlocks);
             }
             if (ioThreads < 1 || ioThreads > 1024) {
                 throw new IllegalArgumentException("io threads must be between 1 and 1024, not " + ioThreads);

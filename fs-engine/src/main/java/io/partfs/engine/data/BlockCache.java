@@ -8,22 +8,22 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A bounded cache of whole data blocks in files on local disk, least recently used evicted
- * first. It survives restarts: at start it indexes what is on disk, oldest first by
- * modification time, and trims to the capacity. Blocks are immutable, so a cached block is
- * never stale; a corrupt or missing file is simply a miss.
+ * first, bounded in bytes and in blocks (its index lives on the heap, ~150 bytes a block).
+ * It survives restarts: a background thread indexes what is on disk, oldest first by
+ * modification time, then trims to the bounds; until it is done a block the index does not
+ * know yet is looked for on disk, so a mount never waits for the walk. Blocks are immutable,
+ * so a cached block is never stale; a corrupt or missing file is simply a miss.
  *
  * <p>Concurrency: {@link #lock} guards the index only; file reads and writes happen outside it.
  * A block is written to a temporary file and renamed in, so readers see all of it or nothing.
@@ -33,50 +33,155 @@ public final class BlockCache {
     private static final String TMP = ".tmp";
     /** Subdirectory of the cache directory that {@link Staging} uses; not part of the cache. */
     public static final String STAGING = "staging";
+    /** Default bound on cached blocks: ~75 MiB of index, whatever the blocks' sizes. */
+    public static final long DEFAULT_MAX_BLOCKS = 500_000;
 
     private final Path dir;
     private final long capacity;
+    private final long maxBlocks;
     private final Object lock = new Object();
     /** Access-ordered index of cached blocks: key to size. Guarded by {@link #lock}. */
-    private final LinkedHashMap<String, Long> index = new LinkedHashMap<>(1024, 0.75f, true);
+    private LinkedHashMap<String, Long> index = new LinkedHashMap<>(1024, 0.75f, true);
+    /** True until the blocks a previous run left are indexed. Guarded by {@link #lock}. */
+    private boolean loading;
+    private final java.util.concurrent.CountDownLatch loaded = new java.util.concurrent.CountDownLatch(1);
     private long used;
     private long hits;
     private long misses;
 
     /** A cache under {@code dir} holding at most {@code capacity} bytes; 0 disables it. */
     public BlockCache(Path dir, long capacity) throws IOException {
+        this(dir, capacity, DEFAULT_MAX_BLOCKS);
+    }
+
+    /** A cache under {@code dir} of at most {@code capacity} bytes and {@code maxBlocks} blocks. */
+    public BlockCache(Path dir, long capacity, long maxBlocks) throws IOException {
+        this(dir, capacity, maxBlocks, task -> {
+            Thread t = new Thread(task, "partfs-block-cache-index");
+            t.setDaemon(true);
+            t.start();
+        });
+    }
+
+    /** As above, indexing what is on disk on {@code indexer} (tests hold it to see the cache while it loads). */
+    BlockCache(Path dir, long capacity, long maxBlocks, java.util.concurrent.Executor indexer) throws IOException {
+        if (maxBlocks < 1) {
+            throw new IllegalArgumentException("a block cache must be allowed at least one block, not " + maxBlocks);
+        }
         this.dir = dir.toAbsolutePath().normalize();
         this.capacity = capacity;
+        this.maxBlocks = maxBlocks;
         if (capacity > 0) {
             Files.createDirectories(this.dir);
-            load();
+            loading = true;
+            indexer.execute(this::load);
+        } else {
+            loaded.countDown();
         }
     }
 
-    private void load() throws IOException {
-        record Found(String key, long size, FileTime mtime, Path path) {
+    /** Waits until the blocks found on disk at start are indexed (for tests and tools). */
+    public void awaitLoaded() throws InterruptedException {
+        loaded.await();
+    }
+
+    /** What the walk of the cache directory found: keys, sizes and modification times. */
+    private static final class Found {
+        final List<String> keys = new ArrayList<>();
+        long[] sizes = new long[1024];
+        long[] mtimes = new long[1024];
+
+        void add(String key, long size, long mtime) {
+            int i = keys.size();
+            if (i == sizes.length) {
+                sizes = java.util.Arrays.copyOf(sizes, i * 2);
+                mtimes = java.util.Arrays.copyOf(mtimes, i * 2);
+            }
+            keys.add(key);
+            sizes[i] = size;
+            mtimes[i] = mtime;
         }
-        List<Found> found = new ArrayList<>();
+    }
+
+    /**
+     * Indexes the blocks on disk (one stat each), as older than every block used since the
+     * mount started, and trims to the bounds. Runs once, on its own thread.
+     */
+    private void load() {
+        try {
+            index();
+        } finally {
+            synchronized (lock) {
+                loading = false; // whatever happened: lookups go by the index from now on
+            }
+            loaded.countDown();
+        }
+    }
+
+    private void index() {
+        long t0 = System.nanoTime();
+        // kernel timestamps can lag the clock by a tick: only files older than this are surely leftovers
+        long leftoverBefore = System.currentTimeMillis() - 10_000;
+        Found found = new Found();
         Path staging = dir.resolve(STAGING);
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : (Iterable<Path>) walk.filter(f -> !f.startsWith(staging) && Files.isRegularFile(f))::iterator) {
-                String name = p.getFileName().toString();
-                if (name.endsWith(TMP)) {
-                    Files.deleteIfExists(p);
-                    continue;
+        try {
+            Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<>() {
+                @Override
+                public java.nio.file.FileVisitResult preVisitDirectory(Path d, java.nio.file.attribute.BasicFileAttributes a) {
+                    return d.equals(staging) ? java.nio.file.FileVisitResult.SKIP_SUBTREE : java.nio.file.FileVisitResult.CONTINUE;
                 }
-                found.add(new Found(unflatten(name), Files.size(p), Files.getLastModifiedTime(p), p));
-            }
+
+                @Override
+                public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a) throws IOException {
+                    String name = f.getFileName().toString();
+                    if (name.endsWith(TMP)) {
+                        if (a.lastModifiedTime().toMillis() < leftoverBefore) {
+                            Files.deleteIfExists(f); // a put a crash interrupted, not one of this run's in flight
+                        }
+                    } else if (a.isRegularFile()) {
+                        found.add(unflatten(name), a.size(), a.lastModifiedTime().toMillis());
+                    }
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public java.nio.file.FileVisitResult visitFileFailed(Path f, IOException e) throws IOException {
+                    if (e instanceof NoSuchFileException) {
+                        return java.nio.file.FileVisitResult.CONTINUE; // evicted or removed meanwhile
+                    }
+                    throw e;
+                }
+            });
+        } catch (IOException | RuntimeException e) {
+            log.warn("block cache {}: indexing what is on disk stopped after {} blocks ({}); blocks not indexed are not used"
+                    + " and count against no bound until the next mount", dir, found.keys.size(), e.toString());
         }
-        found.sort((a, b) -> a.mtime().compareTo(b.mtime()));
+        Integer[] order = new Integer[found.keys.size()];
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+        }
+        long[] mtimes = found.mtimes;
+        java.util.Arrays.sort(order, (a, b) -> Long.compare(mtimes[a], mtimes[b]));
+        int blocks;
         synchronized (lock) {
-            for (Found f : found) {
-                index.put(f.key(), f.size());
-                used += f.size();
+            LinkedHashMap<String, Long> merged = new LinkedHashMap<>(Math.max(1024, (order.length + index.size()) * 4 / 3 + 1), 0.75f, true);
+            for (int i : order) {
+                String key = found.keys.get(i);
+                if (!index.containsKey(key)) {
+                    merged.put(key, found.sizes[i]);
+                }
             }
+            merged.putAll(index); // in the order of use since the start: after everything older
+            index = merged;
+            used = 0;
+            for (long size : index.values()) {
+                used += size;
+            }
+            loading = false;
+            blocks = index.size();
         }
         evict();
-        log.debug("block cache {}: {} blocks, {} bytes", dir, found.size(), used);
+        log.info("block cache {}: {} blocks found on disk, indexed in {} ms", dir, blocks, (System.nanoTime() - t0) / 1_000_000);
     }
 
     /** A cache that holds nothing. */
@@ -139,12 +244,8 @@ public final class BlockCache {
         if (capacity <= 0) {
             return false;
         }
-        synchronized (lock) {
-            if (index.get(key) == null) {
-                misses++;
-                return false;
-            }
-            hits++;
+        if (!lookup(key, true)) {
+            return false;
         }
         try {
             LocalFiles.readRange(file(key), off, len, dst);
@@ -160,18 +261,47 @@ public final class BlockCache {
 
     /** The local file of a cached block, or null; it may be evicted (deleted) at any time after. */
     public Path pathIfCached(String key) {
-        synchronized (lock) {
-            if (capacity <= 0 || index.get(key) == null) {
-                return null;
-            }
-        }
-        return file(key);
+        return capacity > 0 && lookup(key, false) ? file(key) : null;
     }
 
     public boolean contains(String key) {
+        return capacity > 0 && lookup(key, false);
+    }
+
+    /**
+     * Whether a block is cached (marking it used); while the index is loading, a block it does
+     * not know yet is looked for on disk and indexed when found.
+     */
+    private boolean lookup(String key, boolean count) {
         synchronized (lock) {
-            return index.containsKey(key);
+            if (index.get(key) != null) {
+                hits += count ? 1 : 0;
+                return true;
+            }
+            if (!loading) {
+                misses += count ? 1 : 0;
+                return false;
+            }
         }
+        long size;
+        try {
+            size = Files.size(file(key));
+        } catch (IOException e) {
+            size = -1;
+        }
+        synchronized (lock) {
+            if (size >= 0 && index.putIfAbsent(key, size) == null) {
+                used += size;
+            }
+            if (count) {
+                if (size >= 0) {
+                    hits++;
+                } else {
+                    misses++;
+                }
+            }
+        }
+        return size >= 0;
     }
 
     /** Caches a whole block; failures only cost a future miss. */
@@ -255,13 +385,15 @@ public final class BlockCache {
 
     public void remove(String key) {
         Long size;
+        boolean unindexed;
         synchronized (lock) {
             size = index.remove(key);
             if (size != null) {
                 used -= size;
             }
+            unindexed = loading; // the block may be on disk and not indexed yet
         }
-        if (size != null) {
+        if (size != null || unindexed) {
             deleteQuietly(file(key));
         }
     }
@@ -270,7 +402,7 @@ public final class BlockCache {
         List<String> victims = new ArrayList<>();
         synchronized (lock) {
             Iterator<Map.Entry<String, Long>> it = index.entrySet().iterator();
-            while (used > capacity && it.hasNext()) {
+            while ((used > capacity || index.size() > maxBlocks) && it.hasNext()) {
                 Map.Entry<String, Long> e = it.next();
                 used -= e.getValue();
                 victims.add(e.getKey());

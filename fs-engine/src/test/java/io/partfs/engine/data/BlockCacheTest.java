@@ -43,11 +43,14 @@ class BlockCacheTest {
         Path staged = Files.write(staging.resolve("v%chunks%0%0%7_0_4"), new byte[] {1, 2, 3, 4});
         Files.write(staging.resolve("v%chunks%0%0%8_0_4"), new byte[4]); // still waiting for its upload
         BlockCache c = new BlockCache(dir, 1 << 20);
+        c.awaitLoaded();
         assertEquals(0, c.stats().blocks(), "staged blocks are not cached blocks: eviction must never delete them");
         c.adopt("v/chunks/0/0/7_0_4", staged, 4);
         assertTrue(Files.notExists(staged), "moved, not copied");
         assertArrayEquals(new byte[] {2, 3}, c.read("v/chunks/0/0/7_0_4", 1, 2));
-        assertEquals(1, new BlockCache(dir, 1 << 20).stats().blocks());
+        BlockCache again = new BlockCache(dir, 1 << 20);
+        again.awaitLoaded();
+        assertEquals(1, again.stats().blocks());
     }
 
     @Test
@@ -57,9 +60,11 @@ class BlockCacheTest {
             c.put("k" + i, new byte[1000]);
         }
         BlockCache again = new BlockCache(dir, 10_000);
+        again.awaitLoaded();
         assertEquals(5, again.stats().blocks());
         assertArrayEquals(new byte[10], again.read("k3", 0, 10));
         BlockCache smaller = new BlockCache(dir, 2000);
+        smaller.awaitLoaded();
         assertEquals(2, smaller.stats().blocks());
     }
 
@@ -96,5 +101,47 @@ class BlockCacheTest {
         }
         c.put("vol/chunks/1_0_3x", new byte[] {4, 5});
         org.junit.jupiter.api.Assertions.assertArrayEquals(new byte[] {4, 5}, c.read("vol/chunks/1_0_3x", 0, 2));
+    }
+
+    @Test
+    void boundsTheNumberOfBlocksWhateverTheirSize() throws Exception {
+        BlockCache c = new BlockCache(dir, 1 << 30, 3);
+        c.awaitLoaded();
+        for (int i = 0; i < 5; i++) {
+            c.put("k" + i, new byte[10]);
+        }
+        assertEquals(3, c.stats().blocks());
+        assertTrue(!c.contains("k0") && !c.contains("k1") && c.contains("k4"), "the least recently used go first");
+        try (var files = Files.walk(dir)) {
+            assertEquals(3, files.filter(Files::isRegularFile).count(), "evicted blocks are deleted from disk");
+        }
+    }
+
+    @Test
+    void servesBlocksFromDiskBeforeTheRestartedIndexIsLoaded() throws Exception {
+        BlockCache first = new BlockCache(dir, 10_000);
+        first.awaitLoaded();
+        for (int i = 0; i < 4; i++) {
+            first.put("k" + i, new byte[] {(byte) i, 1, 2});
+        }
+        java.util.List<Runnable> held = new java.util.ArrayList<>();
+        BlockCache c = new BlockCache(dir, 3 * 3, BlockCache.DEFAULT_MAX_BLOCKS, held::add); // room for 3 of the 4
+        assertEquals(1, held.size(), "the index is loaded off the constructing thread");
+        assertArrayEquals(new byte[] {0, 1}, c.read("k0", 0, 2), "the oldest block, found on disk while loading");
+        assertNull(c.read("nope", 0, 1));
+        assertEquals(1, c.stats().hits());
+        assertEquals(1, c.stats().misses());
+        c.remove("k2"); // not indexed yet: its file must go all the same
+        c.put("n", new byte[] {9, 9, 9});
+        held.get(0).run();
+        c.awaitLoaded();
+        // on disk: k1, k3 (older than anything used since), then k0 (read) and n (put); room for 3
+        assertTrue(!c.contains("k2"), "a block removed while loading stays removed");
+        assertTrue(!c.contains("k1"), "the oldest block not used since the start is evicted first");
+        assertTrue(c.contains("k0") && c.contains("k3") && c.contains("n"));
+        assertEquals(9, c.stats().bytes());
+        BlockCache again = new BlockCache(dir, 10_000);
+        again.awaitLoaded();
+        assertEquals(3, again.stats().blocks(), "evicted and removed blocks are gone from disk");
     }
 }
