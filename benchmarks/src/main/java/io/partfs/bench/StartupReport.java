@@ -29,6 +29,7 @@ final class StartupReport {
             "local", "local disk (ext4)",
             "partfs-nocache", "PartFS, part-metadata cache off",
             "partfs-cache", "PartFS, cache on, sidecar restarted",
+            "partfs-blockcache", "PartFS, cache on, block cache on disk, sidecar restarted",
             "partfs-warmup", "PartFS, empty cache + warmup",
             "rclone", "rclone mount (VFS cache full)",
             "s3fs", "s3fs");
