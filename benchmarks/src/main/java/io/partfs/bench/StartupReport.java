@@ -20,9 +20,12 @@ import javax.imageio.ImageIO;
 
 /** The startup benchmark's results: a markdown table of medians, every run as CSV, and a bar chart. */
 final class StartupReport {
-    /** One startup; seconds is NaN when it failed (error says why). */
-    record Row(String mode, double latencyMs, int run, double seconds, long parts, long sidecarPeakRss, double warmupSeconds, String error,
-               String sidecarCounts) {
+    /**
+     * One startup; seconds is NaN when it failed (error says why). mountSeconds is how long
+     * {@code partfs mount} took before it (the sidecar's own restart), NaN for other modes.
+     */
+    record Row(String mode, double latencyMs, int run, double seconds, long parts, long sidecarPeakRss, double warmupSeconds,
+               double mountSeconds, String error, String sidecarCounts) {
     }
 
     private static final Map<String, String> LABELS = Map.of(
@@ -80,8 +83,8 @@ final class StartupReport {
         b.append("Profile: ").append(profile).append(". Startup = clickhouse-server start until `SELECT 1` answers")
                 .append(pageCacheDropped ? ", page cache dropped before each." : " (the page cache could NOT be dropped here).")
                 .append(" Median of the runs; PartFS sidecar peak RSS is the largest seen.\n\n");
-        b.append("| S3 latency | mode | startup (median) | runs ok | min - max | vs local | warmup | sidecar peak RSS |\n");
-        b.append("|---|---|---|---|---|---|---|---|\n");
+        b.append("| S3 latency | mode | startup (median) | runs ok | min - max | vs local | warmup | sidecar mount (median) | sidecar peak RSS |\n");
+        b.append("|---|---|---|---|---|---|---|---|---|\n");
         for (double lat : latencies()) {
             double localMedian = medianSeconds("local", lat);
             for (String mode : modes()) {
@@ -90,12 +93,14 @@ final class StartupReport {
                 double med = median(ok);
                 long rss = rs.stream().mapToLong(Row::sidecarPeakRss).max().orElse(-1);
                 double warm = median(rs.stream().map(Row::warmupSeconds).toList());
+                double mount = median(rs.stream().map(Row::mountSeconds).toList());
                 String errors = rs.stream().map(Row::error).filter(e -> !e.isEmpty()).distinct().reduce((x, y) -> x + "; " + y).orElse("");
-                b.append(String.format(Locale.ROOT, "| %.0f ms | %s | %s | %d/%d | %s | %s | %s | %s |%n", lat, LABELS.getOrDefault(mode, mode),
+                b.append(String.format(Locale.ROOT, "| %.0f ms | %s | %s | %d/%d | %s | %s | %s | %s | %s |%n", lat, LABELS.getOrDefault(mode, mode),
                         Double.isNaN(med) ? "failed" : String.format(Locale.ROOT, "%.2f s", med), ok.size(), rs.size(),
                         ok.isEmpty() ? errors : String.format(Locale.ROOT, "%.2f - %.2f", ok.get(0), ok.get(ok.size() - 1)),
                         Double.isNaN(med) || Double.isNaN(localMedian) ? "" : String.format(Locale.ROOT, "%.1fx", med / localMedian),
                         Double.isNaN(warm) ? "" : String.format(Locale.ROOT, "%.2f s", warm),
+                        Double.isNaN(mount) ? "" : String.format(Locale.ROOT, "%.2f s", mount),
                         rss > 0 ? (rss >> 20) + " MiB" : ""));
             }
         }
@@ -106,11 +111,12 @@ final class StartupReport {
     }
 
     String csv() {
-        StringBuilder b = new StringBuilder("mode,latency_ms,run,startup_s,parts,sidecar_peak_rss_bytes,warmup_s,error,sidecar_during_startup\n");
+        StringBuilder b = new StringBuilder("mode,latency_ms,run,startup_s,parts,sidecar_peak_rss_bytes,warmup_s,mount_s,error,sidecar_during_startup\n");
         for (Row r : rows) {
-            b.append(String.format(Locale.ROOT, "%s,%.0f,%d,%s,%d,%d,%s,\"%s\",\"%s\"%n", r.mode(), r.latencyMs(), r.run(),
+            b.append(String.format(Locale.ROOT, "%s,%.0f,%d,%s,%d,%d,%s,%s,\"%s\",\"%s\"%n", r.mode(), r.latencyMs(), r.run(),
                     Double.isNaN(r.seconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.seconds()), r.parts(), r.sidecarPeakRss(),
-                    Double.isNaN(r.warmupSeconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.warmupSeconds()), r.error().replace("\"", "'"), r.sidecarCounts()));
+                    Double.isNaN(r.warmupSeconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.warmupSeconds()),
+                    Double.isNaN(r.mountSeconds()) ? "" : String.format(Locale.ROOT, "%.3f", r.mountSeconds()), r.error().replace("\"", "'"), r.sidecarCounts()));
         }
         return b.toString();
     }
@@ -164,7 +170,7 @@ final class StartupReport {
             g.drawString(String.format(Locale.ROOT, "%.2f s", max * i / 5), 10, y + 4);
         }
         Color[] palette = {new Color(90, 90, 90), new Color(214, 39, 40), new Color(44, 160, 44), new Color(31, 119, 180),
-                new Color(255, 127, 14), new Color(148, 103, 189)};
+                new Color(255, 127, 14), new Color(148, 103, 189), new Color(23, 190, 207)};
         int x = left + 30;
         for (double l : lats) {
             int groupStart = x;

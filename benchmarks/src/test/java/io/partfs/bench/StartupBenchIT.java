@@ -28,15 +28,16 @@ class StartupBenchIT {
             String log = Files.readString(out.resolve("log.txt"));
             assertEquals(0, p.exitValue(), log);
             List<String> csv = Files.readAllLines(out.resolve("results.csv"));
-            List<String> modes = List.of("local", "partfs-nocache", "partfs-cache", "partfs-warmup", "rclone", "s3fs");
+            List<String> modes = List.of("local", "partfs-nocache", "partfs-cache", "partfs-blockcache", "partfs-warmup", "rclone", "s3fs");
             for (String mode : modes) {
                 for (String latency : List.of("0", "5")) {
                     String row = csv.stream().filter(l -> l.startsWith(mode + "," + latency + ",")).findFirst()
                             .orElseThrow(() -> new AssertionError("no row for " + mode + " at " + latency + " ms:\n" + log));
-                    // mode,latency,run,startup_s,parts,rss,warmup_s,"error","sidecar counters"
-                    assertTrue(row.matches("[^,]+,[^,]+,1,[0-9.]+,6,-?\\d+,[0-9.]*,\"\",\".*\""),
+                    // mode,latency,run,startup_s,parts,rss,warmup_s,mount_s,"error","sidecar counters"
+                    assertTrue(row.matches("[^,]+,[^,]+,1,[0-9.]+,6,-?\\d+,[0-9.]*,[0-9.]*,\"\",\".*\""),
                             "started with all 6 parts, no error: " + row + "\n" + log);
                     if (mode.startsWith("partfs")) {
+                        assertTrue(row.matches("[^,]+,[^,]+,1,[0-9.]+,6,-?\\d+,[0-9.]*,[0-9.]+,.*"), "the mount was timed: " + row);
                         assertTrue(row.matches(".*CPU: clickhouse [0-9.]+ s \\(sidecar: fuse [0-9.]+ .*\\), redis-server [0-9.]+ s.*"),
                                 "where the startup's CPU went: " + row);
                     }
