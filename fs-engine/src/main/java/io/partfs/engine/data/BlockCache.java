@@ -109,6 +109,7 @@ public final class BlockCache {
      */
     private void load() {
         try {
+            LowPriority.thisThread(); // nothing waits for it: lookups find unindexed blocks on disk
             index();
         } finally {
             synchronized (lock) {
