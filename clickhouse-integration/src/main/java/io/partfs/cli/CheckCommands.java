@@ -136,7 +136,7 @@ final class CheckCommands {
                 if (broken.size() > LISTED) {
                     out.printf("  ... and %d more%n", broken.size() - LISTED);
                 }
-                if (!meta.sessions().isEmpty()) {
+                if (!meta.liveSessions().isEmpty()) {
                     out.println("fsck: the volume is mounted: a write-back mount uploads blocks after its fsync; run fsck again"
                             + " once its uploads are done (after 'partfs umount') before restoring these files");
                 }
@@ -169,7 +169,9 @@ final class CheckCommands {
                     "commit, or by deletions a mount did not finish) and, with --delete, delete them. Objects awaiting",
                     "deletion by a mount are left to it (with --delete and no client mounted, gc finishes those deletions",
                     "itself), and objects younger than --min-age (a write may be about to commit them) are left alone.",
-                    "Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks."})
+                    "Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks.",
+                    "With --delete, sessions of crashed mounts (no heartbeat for 5 minutes) are removed first, so the",
+                    "unlinked files they held open are deleted too."})
     static final class Gc extends Base {
         @Option(names = "--delete", description = {"Delete the leaked objects (default: only count them); with no client mounted,",
                 "also finish the deletions mounts left (files unlinked, objects of freed slices)."})
@@ -183,7 +185,7 @@ final class CheckCommands {
         @Override
         VolumeCheck.Options options(MetaEngine meta) throws Exception {
             long ms = durationMillis(minAge);
-            int mounted = meta.sessions().size();
+            int mounted = meta.liveSessions().size();
             if (mounted > 0 && ms < java.time.Duration.ofMinutes(10).toMillis()) {
                 throw new IllegalArgumentException(mounted + " client(s) have the volume mounted: give --min-age 10m or more"
                         + " (a mount uploads a block before it commits the file that uses it), or unmount them first");
@@ -203,9 +205,21 @@ final class CheckCommands {
             }
             MetaEngine.PendingDeletions pending;
             int mounted;
+            int stale;
+            boolean exclusive;
             try (MetaEngine meta = volume.openMetaReadOnly()) { // an embedded volume may be mounted: no write lock yet
                 pending = meta.pendingDeletions();
-                mounted = meta.sessions().size();
+                mounted = meta.liveSessions().size();
+                stale = meta.sessions().size() - mounted;
+                exclusive = meta.store().exclusive();
+            }
+            if (stale > 0 && (mounted == 0 || !exclusive)) { // a mounted RocksDB volume is its mount's to clean
+                try (MetaEngine meta = volume.openMeta(false)) {
+                    for (MetaEngine.Session s : meta.removeStaleSessions()) {
+                        out.printf("gc: removed the session of a crashed mount (no heartbeat for %ds): %s%n",
+                                MetaEngine.SESSION_TIMEOUT.toSeconds(), s.info());
+                    }
+                }
             }
             if (pending.files() == 0 && pending.slices() == 0) {
                 return;

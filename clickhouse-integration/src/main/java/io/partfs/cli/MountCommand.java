@@ -278,7 +278,6 @@ final class MountCommand implements Callable<Integer> {
             fs.close();
             throw e;
         }
-        long session = -1;
         IOException lost = null;
         CountDownLatch stop = new CountDownLatch(1);
         io.partfs.cli.http.SidecarHttpServer http = null;
@@ -288,7 +287,7 @@ final class MountCommand implements Callable<Integer> {
             http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp)));
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
-            session = fs.meta().registerSession(String.format("%s pid %d at %s since %s",
+            fs.startSession(String.format("%s pid %d at %s since %s",
                     InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
             Thread watcher = new Thread(() -> {
                 try {
@@ -337,9 +336,7 @@ final class MountCommand implements Callable<Integer> {
                             + "ClickHouse re-fetches or re-merges such parts)", mp, e.getMessage(), dropped >> 10);
                 }
                 fuse.unmount();
-                if (session >= 0) {
-                    fs.meta().unregisterSession(session);
-                }
+                fs.endSession();
             } finally {
                 try {
                     fs.close(); // after a failed sync this tries the uploads once more

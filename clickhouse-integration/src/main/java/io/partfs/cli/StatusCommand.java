@@ -34,12 +34,26 @@ final class StatusCommand implements Callable<Integer> {
             out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());
             MetaEngine.PendingDeletions d = meta.pendingDeletions();
             out.printf("deletions:  %d files and %d slices waiting (mounts delete them in the background)%n", d.files(), d.slices());
-            Map<Long, String> sessions = meta.sessions();
-            out.printf("clients:    %d mounted%n", sessions.size());
-            for (Map.Entry<Long, String> s : sessions.entrySet()) {
-                out.printf("  session %d: %s%n", s.getKey(), s.getValue());
+            Map<Long, MetaEngine.Session> sessions = meta.sessions();
+            long now = System.currentTimeMillis();
+            out.printf("clients:    %d mounted%n", meta.liveSessions().size());
+            for (MetaEngine.Session s : sessions.values()) {
+                out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, now));
             }
         }
         return 0;
+    }
+
+    private static String heartbeat(MetaEngine.Session s, long now) {
+        if (s.lastBeatMillis() < 0) {
+            return "STALE: no heartbeat recorded (mounted by a build without heartbeats: the next mount or"
+                    + " 'partfs gc --delete' removes it)";
+        }
+        long ago = Math.max(0, now - s.lastBeatMillis()) / 1000;
+        if (s.live(now)) {
+            return "last heartbeat " + ago + "s ago";
+        }
+        return "STALE: no heartbeat for " + ago + "s (a crashed mount: the next mount or 'partfs gc --delete' removes it"
+                + " and deletes the unlinked files it held open)";
     }
 }

@@ -313,19 +313,29 @@ class PartfsCommandIT {
                 assertEquals(before - 1, store.listAll("checked/chunks/").size(), "only the stray object went");
                 assertFalse(deleted.all().contains(S3Server.SECRET_KEY), "the secret is never printed");
 
-                // a file unlinked where no mount will delete its data (a pod gone after a DROP): gc --delete does
-                try (var m = new io.partfs.engine.meta.MetaEngine(new io.partfs.engine.meta.RedisKvStore(meta),
-                        io.partfs.engine.TimeSource.SYSTEM)) {
+                // a mount that crashed holding a file it had unlinked (its last heartbeat 10 minutes ago; a pod
+                // gone after a DROP): no mount will delete that data, and the session blocks nothing; gc --delete does
+                long tenMinutesAgo = io.partfs.engine.TimeSource.SYSTEM.nowNanos() - java.time.Duration.ofMinutes(10).toNanos();
+                try (var m = new io.partfs.engine.meta.MetaEngine(new io.partfs.engine.meta.RedisKvStore(meta), () -> tenMinutesAgo)) {
                     m.load();
+                    m.registerSession("crashed-host pid 1 at /mnt");
                     long t = m.lookup(m.lookup(io.partfs.engine.meta.MetaEngine.ROOT, "db").ino(), "t").ino();
+                    m.opened(m.lookup(t, "f.bin").ino());
                     m.unlink(t, "f.bin");
                 }
-                assertTrue(partfs.run("status", "--meta", meta).out().contains("deletions:  1 files"), "waiting");
+                Partfs.Result crashed = partfs.run("status", "--meta", meta);
+                assertTrue(crashed.out().contains("deletions:  1 files"), "waiting: " + crashed.out());
+                assertTrue(crashed.out().contains("clients:    0 mounted"), crashed.out());
+                assertTrue(crashed.out().contains("crashed-host pid 1 at /mnt, STALE: no heartbeat for 60"), crashed.out());
                 Partfs.Result finished = partfs.run("gc", "--meta", meta, "--min-age", "0", "--delete");
                 assertEquals(0, finished.exit(), finished.all());
+                assertTrue(finished.out().contains("gc: removed the session of a crashed mount (no heartbeat for 300s):"
+                        + " crashed-host pid 1 at /mnt"), finished.out());
                 assertTrue(finished.out().contains("gc: finished the deletions mounts left: the data of 1 files"), finished.out());
                 assertEquals(1, store.listAll("checked/chunks/").size(), "only small.txt's block is left");
-                assertTrue(partfs.run("status", "--meta", meta).out().contains("deletions:  0 files and 0 slices waiting"));
+                Partfs.Result after = partfs.run("status", "--meta", meta);
+                assertTrue(after.out().contains("deletions:  0 files and 0 slices waiting"), after.out());
+                assertFalse(after.out().contains("session "), after.out());
             }
         }
     }

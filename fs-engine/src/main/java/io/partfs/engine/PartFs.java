@@ -34,6 +34,8 @@ public final class PartFs implements Closeable {
     public static final int O_TRUNC = 01000;
     public static final int O_APPEND = 02000;
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PartFs.class);
+
     private final MetaEngine meta;
     private final ObjectStore objects;
     private final ChunkStore chunks;
@@ -461,6 +463,57 @@ public final class PartFs implements Closeable {
         reclaimer.awaitIdle();
     }
 
+    // ---- the mount's session ----
+
+    private java.util.concurrent.ScheduledExecutorService sessionTimer;
+    private long sessionTicks;
+
+    /**
+     * Registers this filesystem as a mount of the volume ({@code info} shows in
+     * {@code partfs status}) and keeps the session alive: a heartbeat every
+     * {@link MetaEngine#HEARTBEAT}; every third one also looks for sessions of crashed mounts,
+     * and if there are any removes them and deletes the unlinked files they held open.
+     */
+    public synchronized void startSession(String info) throws IOException {
+        if (sessionTimer != null) {
+            throw new IllegalStateException("session already started");
+        }
+        meta.registerSession(info);
+        sessionTimer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "partfs-session");
+            t.setDaemon(true);
+            return t;
+        });
+        long every = MetaEngine.HEARTBEAT.toMillis();
+        sessionTimer.scheduleWithFixedDelay(this::sessionTick, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    private void sessionTick() {
+        try {
+            if (!meta.heartbeat()) {
+                log.warn("this mount's session {} had been removed by another client for missing heartbeats (this process"
+                        + " paused, or was cut off from the metadata engine, for {}s): registered again; unlinked files it"
+                        + " held open may have been deleted", meta.session(), MetaEngine.SESSION_TIMEOUT.toSeconds());
+            }
+            if (++sessionTicks % 3 == 0 && !config.readOnly()
+                    && meta.liveSessions().size() < meta.sessions().size()) {
+                reclaimer.resumePending(); // removes the stale sessions, then deletes what they held
+            }
+        } catch (IOException | RuntimeException e) {
+            log.warn("session heartbeat failed (retried in {}s): {}", MetaEngine.HEARTBEAT.toSeconds(), e.toString());
+        }
+    }
+
+    /** Stops the heartbeat and unregisters the session; at unmount, once no file is open. */
+    public synchronized void endSession() throws IOException {
+        if (sessionTimer == null) {
+            return;
+        }
+        sessionTimer.shutdownNow();
+        sessionTimer = null;
+        meta.unregisterSession(meta.session());
+    }
+
     /** Flushes every file and makes metadata durable, as at unmount. */
     public void syncAll() throws IOException {
         chunks.flushAll();
@@ -473,7 +526,7 @@ public final class PartFs implements Closeable {
             return; // a second close must not reach RocksDB, which crashes the JVM on a closed handle
         }
         IOException failure = null;
-        for (Closeable c : new Closeable[] {chunks, reclaimer, meta, objects}) {
+        for (Closeable c : new Closeable[] {this::endSession, chunks, reclaimer, meta, objects}) {
             try {
                 c.close();
             } catch (IOException e) {

@@ -54,9 +54,18 @@ public final class Reclaimer implements Closeable {
         });
     }
 
-    /** Resumes deletions recorded before this start (files unlinked while open, or a crash). */
+    /**
+     * Resumes deletions recorded before this start (files unlinked while open, or a crash),
+     * and those of crashed mounts: their sessions are removed first, so the unlinked files
+     * they held open are deleted too.
+     */
     public void resumePending() {
         submit(() -> {
+            for (MetaEngine.Session s : meta.removeStaleSessions()) {
+                log.warn("removed the session of a mount with no heartbeat for {}s (crashed, or cut off from the metadata"
+                        + " engine): {}; the unlinked files it held open are deleted now",
+                        MetaEngine.SESSION_TIMEOUT.toSeconds(), s.info());
+            }
             int done = 0;
             for (long ino : meta.pendingFileDeletions()) {
                 if (!meta.isOpen(ino)) {

@@ -817,7 +817,7 @@ public final class MetaEngine implements Closeable {
         put(tx, na);
         if (na.nlink() == 0) {
             if (a.type() == FileType.FILE) {
-                tx.hset(DELFILES, String.valueOf(a.ino()), ByteBuffer.allocate(8).putLong(a.size()).array());
+                tx.hset(DELFILES, String.valueOf(a.ino()), pendingFile(a.ino(), a.size()));
             } else {
                 deleteInode(tx, a.ino());
                 tx.delete(symlinkKey(a.ino()));
@@ -1174,7 +1174,7 @@ public final class MetaEngine implements Closeable {
             Attr na = a.contentChanged(end, now);
             put(tx, na);
             if (na.nlink() == 0) {
-                tx.hset(DELFILES, String.valueOf(ino), ByteBuffer.allocate(8).putLong(end).array());
+                tx.hset(DELFILES, String.valueOf(ino), pendingFile(ino, end));
             }
             return na;
         });
@@ -1221,12 +1221,21 @@ public final class MetaEngine implements Closeable {
         return kv.read(r -> new PendingDeletions(r.hlen(DELFILES), r.hlen(DELSLICES)));
     }
 
-    /** Inodes whose data awaits deletion (to resume after a restart). */
+    /**
+     * Inodes whose data awaits deletion and that no live mount but this process holds open: to
+     * resume after a restart, after another mount crashed, or for gc. An unlinked file another
+     * live session holds open stays for it ({@link #released} there deletes it).
+     */
     public List<Long> pendingFileDeletions() throws IOException {
+        long now = nowMillis();
         return kv.read(r -> {
+            Map<Long, Session> live = live(readSessions(r), now);
             List<Long> out = new ArrayList<>();
-            for (String k : r.hgetAll(DELFILES).keySet()) {
-                out.add(Long.parseLong(k));
+            for (Map.Entry<String, byte[]> e : r.hgetAll(DELFILES).entrySet()) {
+                long holder = pendingFileHolder(e.getValue());
+                if (holder == 0 || holder == session || !live.containsKey(holder)) {
+                    out.add(Long.parseLong(e.getKey()));
+                }
             }
             return out;
         });
@@ -1399,33 +1408,169 @@ public final class MetaEngine implements Closeable {
     // ---- sessions ----
 
     private static final String SESSIONS = "sessions";
+    /** Session id to the wall-clock milliseconds of its last heartbeat, in decimal. */
+    private static final String SESSION_BEATS = "sessionBeats";
+    /** How often a mount tells the volume it is alive ({@link #heartbeat}). */
+    public static final java.time.Duration HEARTBEAT = java.time.Duration.ofSeconds(20);
+    /**
+     * A session with no heartbeat for this long is taken for a crashed mount: removed by the next
+     * mount or gc, and the unlinked files it held open are deleted. Fifteen missed heartbeats,
+     * and room for clock skew between machines.
+     */
+    public static final java.time.Duration SESSION_TIMEOUT = java.time.Duration.ofMinutes(5);
 
-    /** Registers a mount of this volume; {@code info} describes it for {@code partfs status}. */
+    /** This process's session, 0 when it has none. */
+    private volatile long session;
+    private volatile byte[] sessionInfo;
+
+    /**
+     * A mount of the volume: {@code lastBeatMillis} is -1 for a session registered by a build
+     * without heartbeats. Such a session counts as stale: those builds never kept unlinked files
+     * for their sessions (any mount's start deleted them), so removing it takes nothing from them.
+     */
+    public record Session(long id, String info, long lastBeatMillis) {
+        public boolean live(long nowMillis) {
+            return lastBeatMillis >= 0 && nowMillis - lastBeatMillis < SESSION_TIMEOUT.toMillis();
+        }
+    }
+
+    private long nowMillis() {
+        return clock.nowNanos() / 1_000_000;
+    }
+
+    /**
+     * Registers this process as a mount of the volume; {@code info} describes it for
+     * {@code partfs status}. Unlinked files it holds open are then kept for it until it ends
+     * the session, or stops beating for {@link #SESSION_TIMEOUT}.
+     */
     public long registerSession(String info) throws IOException {
         long sid = kv.increment("nextSession", 1);
+        byte[] bytes = info.getBytes(StandardCharsets.UTF_8);
+        long now = nowMillis();
         mutate(tx -> {
-            tx.hset(SESSIONS, String.valueOf(sid), info.getBytes(StandardCharsets.UTF_8));
+            tx.hset(SESSIONS, String.valueOf(sid), bytes);
+            tx.hset(SESSION_BEATS, String.valueOf(sid), String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
             return null;
         });
+        sessionInfo = bytes;
+        session = sid;
         return sid;
     }
 
+    /** This process's session id, 0 before {@link #registerSession}. */
+    public long session() {
+        return session;
+    }
+
+    /**
+     * Tells the volume this process's session is alive. Returns false when another client had
+     * removed it for missing heartbeats (this process paused, or was cut off from the metadata
+     * engine, for {@link #SESSION_TIMEOUT}); it is registered again under the same id.
+     */
+    public boolean heartbeat() throws IOException {
+        long sid = session;
+        if (sid == 0) {
+            return true;
+        }
+        String id = String.valueOf(sid);
+        long now = nowMillis();
+        return mutate(tx -> {
+            boolean known = tx.hget(SESSIONS, id) != null;
+            if (!known) {
+                tx.hset(SESSIONS, id, sessionInfo);
+            }
+            tx.hset(SESSION_BEATS, id, String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
+            return known;
+        });
+    }
+
     public void unregisterSession(long sid) throws IOException {
+        if (sid == session) {
+            session = 0;
+        }
         mutate(tx -> {
             tx.hdel(SESSIONS, String.valueOf(sid));
+            tx.hdel(SESSION_BEATS, String.valueOf(sid));
             return null;
         });
     }
 
-    /** Registered mounts: session id to description. A crashed mount stays listed until cleaned. */
-    public Map<Long, String> sessions() throws IOException {
-        return kv.read(r -> {
-            Map<Long, String> out = new java.util.TreeMap<>();
-            for (Map.Entry<String, byte[]> e : r.hgetAll(SESSIONS).entrySet()) {
-                out.put(Long.parseLong(e.getKey()), new String(e.getValue(), StandardCharsets.UTF_8));
+    /** Registered mounts, live or not: a crashed mount stays listed until a mount or gc removes it. */
+    public Map<Long, Session> sessions() throws IOException {
+        return kv.read(MetaEngine::readSessions);
+    }
+
+    /** The mounts that beat within {@link #SESSION_TIMEOUT}. */
+    public Map<Long, Session> liveSessions() throws IOException {
+        return live(sessions(), nowMillis());
+    }
+
+    private static Map<Long, Session> live(Map<Long, Session> all, long nowMillis) {
+        Map<Long, Session> out = new java.util.TreeMap<>();
+        for (Session s : all.values()) {
+            if (s.live(nowMillis)) {
+                out.put(s.id(), s);
             }
-            return out;
+        }
+        return out;
+    }
+
+    private static Map<Long, Session> readSessions(KvStore.Reader r) throws IOException {
+        Map<String, byte[]> beats = r.hgetAll(SESSION_BEATS);
+        Map<Long, Session> out = new java.util.TreeMap<>();
+        for (Map.Entry<String, byte[]> e : r.hgetAll(SESSIONS).entrySet()) {
+            byte[] beat = beats.get(e.getKey());
+            long id = Long.parseLong(e.getKey());
+            out.put(id, new Session(id, new String(e.getValue(), StandardCharsets.UTF_8),
+                    beat == null ? -1 : Long.parseLong(new String(beat, StandardCharsets.US_ASCII))));
+        }
+        return out;
+    }
+
+    /**
+     * Removes the sessions of crashed mounts (no heartbeat for {@link #SESSION_TIMEOUT}), so
+     * the unlinked files they held open become {@link #pendingFileDeletions}. Each is checked
+     * again inside the transaction: a session that beat meanwhile stays. Returns those removed.
+     */
+    public List<Session> removeStaleSessions() throws IOException {
+        long now = nowMillis();
+        List<Session> stale = new ArrayList<>();
+        for (Session s : sessions().values()) {
+            if (!s.live(now) && s.id() != session) {
+                stale.add(s);
+            }
+        }
+        if (stale.isEmpty()) {
+            return stale;
+        }
+        return mutate(tx -> {
+            List<Session> removed = new ArrayList<>();
+            for (Session s : stale) {
+                String id = String.valueOf(s.id());
+                byte[] beat = tx.hget(SESSION_BEATS, id);
+                if (beat != null && new Session(s.id(), s.info(), Long.parseLong(new String(beat, StandardCharsets.US_ASCII))).live(now)) {
+                    continue;
+                }
+                tx.hdel(SESSIONS, id);
+                tx.hdel(SESSION_BEATS, id);
+                removed.add(s);
+            }
+            return removed;
         });
+    }
+
+    /**
+     * A {@code delfiles} value: the file's size, and the session that holds it open (absent
+     * when none does, as in values written before sessions held files).
+     */
+    private byte[] pendingFile(long ino, long size) {
+        long holder = openCount.containsKey(ino) ? session : 0;
+        return holder == 0 ? ByteBuffer.allocate(8).putLong(size).array()
+                : ByteBuffer.allocate(16).putLong(size).putLong(holder).array();
+    }
+
+    private static long pendingFileHolder(byte[] value) {
+        return value.length >= 16 ? ByteBuffer.wrap(value).getLong(8) : 0;
     }
 
     // ---- volume ----

@@ -754,6 +754,36 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(List.of(), dataObjects());
     }
 
+    /**
+     * Another mount starting on a shared volume resumes the deletions recorded there, but not of
+     * a file a live mount unlinked while holding it open: the holder reads it whole, and its
+     * release deletes it. (Before sessions held such files, the second mount deleted its data.)
+     */
+    @Test
+    void anotherMountsStartLeavesAFileALiveMountHoldsOpenAfterItsUnlink() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(meta() == TestVolume.Meta.REDIS, "one client at a time on RocksDB");
+        fs.startSession("mount A");
+        long fh = create("held");
+        byte[] data = random(3000, 61);
+        fs.write(fh, 0, data, 0, data.length);
+        fs.flush(fh);
+        long inode = ino("held");
+        fs.unlink(ROOT, "held");
+        try (PartFs other = volume.openAs(TestVolume.defaultConfig(dir.resolve("other")))) {
+            other.awaitReclaim(); // its start resumed the volume's pending deletions
+            assertEquals(new MetaEngine.PendingDeletions(1, 0), other.meta().pendingDeletions());
+        }
+        byte[] back = new byte[data.length];
+        assertEquals(data.length, fs.read(fh, 0, back, 0, back.length));
+        assertArrayEquals(data, back);
+        fs.release(fh);
+        fs.awaitReclaim();
+        assertThrows(FsException.NoSuchEntry.class, () -> fs.getattr(inode));
+        assertEquals(List.of(), dataObjects());
+        fs.endSession();
+        assertEquals(java.util.Map.of(), fs.meta().sessions());
+    }
+
     @Test
     void deletionInterruptedByCloseResumesAtNextOpen() throws IOException {
         long fh = create("f");

@@ -292,6 +292,56 @@ abstract class MetaEngineContract {
         assertEquals(new MetaEngine.PendingDeletions(0, 0), meta.pendingDeletions());
     }
 
+    /**
+     * An unlinked file a live session holds open is not another client's to delete; once the
+     * session misses heartbeats for {@link MetaEngine#SESSION_TIMEOUT} it is, and the session is
+     * removed, which the session notices at its next heartbeat (and registers again).
+     */
+    @Test
+    void sessionsHoldTheirUnlinkedOpenFilesUntilTheyStopBeating() throws Exception {
+        long sid = meta.registerSession("host-a pid 1 at /mnt");
+        Attr held = file(ROOT, "held");
+        Attr loose = file(ROOT, "loose");
+        meta.opened(held.ino());
+        meta.unlink(ROOT, "held");
+        meta.unlink(ROOT, "loose"); // not open: deletable by anyone
+        MetaEngine other = new MetaEngine(new io.partfs.engine.testing.CountingKvStore(meta.store()), () -> clock.addAndGet(1000));
+        other.load();
+        assertEquals(List.of(sid), List.copyOf(other.liveSessions().keySet()));
+        assertEquals(List.of(loose.ino()), other.pendingFileDeletions(), "the held file is the live session's");
+        assertEquals(java.util.Set.of(held.ino(), loose.ino()), java.util.Set.copyOf(meta.pendingFileDeletions()),
+                "its own session's files are listed for it (it skips those still open)");
+        assertTrue(meta.heartbeat());
+        assertEquals(List.of(), other.removeStaleSessions(), "a live session stays");
+
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
+        assertEquals(java.util.Map.of(), other.liveSessions());
+        assertEquals(java.util.Set.of(held.ino(), loose.ino()), java.util.Set.copyOf(other.pendingFileDeletions()));
+        List<MetaEngine.Session> removed = other.removeStaleSessions();
+        assertEquals(List.of(sid), removed.stream().map(MetaEngine.Session::id).toList());
+        assertEquals("host-a pid 1 at /mnt", removed.get(0).info());
+        assertEquals(java.util.Map.of(), other.sessions());
+
+        assertFalse(meta.heartbeat(), "the session learns it was taken for crashed");
+        assertEquals(List.of(sid), List.copyOf(other.liveSessions().keySet()), "and is registered again");
+        meta.unregisterSession(sid);
+        assertEquals(java.util.Map.of(), other.sessions());
+        assertEquals(0, meta.session());
+    }
+
+    /** A session a build without heartbeats registered (no beat recorded) counts as stale. */
+    @Test
+    void aSessionWithoutHeartbeatsIsStale() throws Exception {
+        meta.store().update(tx -> {
+            tx.hset("sessions", "7", "old build".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return null;
+        });
+        assertEquals(-1, meta.sessions().get(7L).lastBeatMillis());
+        assertEquals(java.util.Map.of(), meta.liveSessions());
+        assertEquals(List.of(7L), meta.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        assertEquals(java.util.Map.of(), meta.sessions());
+    }
+
     @Test
     void unlinkAndRmdirErrors() throws Exception {
         Attr d = dir(ROOT, "d");
