@@ -62,6 +62,32 @@ class OperatorManifestsIT {
                 .orElseThrow(() -> new AssertionError(container.get("name") + " does not mount " + path));
     }
 
+    /**
+     * No Docker engine here either: the image's Dockerfile copies files that exist after
+     * {@code mvn package} (the launcher, its JIT directives and class list among them, which
+     * the launcher reads at every start), and makes the class data sharing archive at build time.
+     */
+    @Test
+    void theImageCopiesEverythingTheLauncherReads() throws Exception {
+        List<String> lines = Files.readAllLines(DIR.resolve("Dockerfile"));
+        List<String> copied = new ArrayList<>();
+        for (String line : lines) {
+            if (line.startsWith("COPY ")) {
+                String[] words = line.substring(5).trim().split("\\s+");
+                for (int i = 0; i < words.length - 1; i++) {
+                    assertTrue(Files.exists(Partfs.ROOT.resolve(words[i])), "Dockerfile copies a missing " + words[i]);
+                    copied.add(words[i]);
+                }
+            }
+        }
+        String launcher = Files.readString(Partfs.LAUNCHER);
+        for (String read : new String[] {"scripts/partfs-jit.json", "scripts/partfs-classes.lst"}) {
+            assertTrue(launcher.contains("$ROOT/" + read), "the launcher reads " + read);
+            assertTrue(copied.contains(read), "the image has " + read + ": " + copied);
+        }
+        assertTrue(lines.contains("RUN partfs --version"), "the image makes the class archive when it is built");
+    }
+
     @Test
     void theSidecarsMountReachesClickHouseAndItsDiskPointsAtIt() throws Exception {
         Map<String, Object> chi = load("clickhouse-installation.yaml");

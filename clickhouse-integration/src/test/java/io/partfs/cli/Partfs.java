@@ -89,7 +89,7 @@ final class Partfs {
 
     /** The partfs: lines of stderr (the launcher's own build notice and logging left out). */
     static List<String> errorLines(Result r) {
-        return r.err().lines().filter(l -> l.startsWith("partfs: ") && !l.startsWith("partfs: building")).toList();
+        return r.err().lines().filter(l -> l.startsWith("partfs: ") && !l.startsWith("partfs: building") && !l.startsWith("partfs: preparing")).toList();
     }
 
     static void awaitMounted(Path mp, boolean mounted) throws Exception {
