@@ -285,10 +285,11 @@ final class MountCommand implements Callable<Integer> {
             // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
             Signals.onTermination(stop::countDown);
             http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp)));
-            fuse.mountAndWait(mp, fuseOpts);
-            run.writePid(mp);
+            // the session first: a file opened and unlinked as soon as the mount shows is held for it
             fs.startSession(String.format("%s pid %d at %s since %s",
                     InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
+            fuse.mountAndWait(mp, fuseOpts);
+            run.writePid(mp);
             Thread watcher = new Thread(() -> {
                 try {
                     fuse.awaitUnmounted();
