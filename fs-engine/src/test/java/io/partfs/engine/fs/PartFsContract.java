@@ -736,22 +736,33 @@ abstract class PartFsContract extends OnBackends {
         assertArrayEquals(random(100, 4), readAll(ino("checksums.txt")));
     }
 
-    @Test
-    void openUnlinkedFileStaysReadableUntilReleased() throws IOException {
-        long fh = create("tmp");
-        byte[] data = random(2000, 6);
+    /** Creates {@code name} with {@code data}, flushed, and unlinks it while open: its handle and inode. */
+    private long[] unlinkedWhileOpen(String name, byte[] data) throws IOException {
+        long fh = create(name);
         fs.write(fh, 0, data, 0, data.length);
         fs.flush(fh);
-        long inode = ino("tmp");
-        fs.unlink(ROOT, "tmp");
+        long inode = ino(name);
+        fs.unlink(ROOT, name);
+        return new long[] {fh, inode};
+    }
+
+    /** The open unlinked file reads back whole, and its release deletes the inode and its objects. */
+    private void readsWholeThenGoesAtRelease(long[] open, byte[] data) throws IOException {
+        byte[] back = new byte[data.length];
+        assertEquals(data.length, fs.read(open[0], 0, back, 0, back.length));
+        assertArrayEquals(data, back);
+        fs.release(open[0]);
         fs.awaitReclaim();
-        byte[] buf = new byte[2000];
-        assertEquals(2000, fs.read(fh, 0, buf, 0, 2000));
-        assertArrayEquals(data, buf);
-        fs.release(fh);
-        fs.awaitReclaim();
-        assertThrows(FsException.NoSuchEntry.class, () -> fs.getattr(inode));
+        assertThrows(FsException.NoSuchEntry.class, () -> fs.getattr(open[1]));
         assertEquals(List.of(), dataObjects());
+    }
+
+    @Test
+    void openUnlinkedFileStaysReadableUntilReleased() throws IOException {
+        byte[] data = random(2000, 6);
+        long[] open = unlinkedWhileOpen("tmp", data);
+        fs.awaitReclaim();
+        readsWholeThenGoesAtRelease(open, data);
     }
 
     /**
@@ -763,23 +774,13 @@ abstract class PartFsContract extends OnBackends {
     void anotherMountsStartLeavesAFileALiveMountHoldsOpenAfterItsUnlink() throws IOException {
         org.junit.jupiter.api.Assumptions.assumeTrue(meta() == TestVolume.Meta.REDIS, "one client at a time on RocksDB");
         fs.startSession("mount A");
-        long fh = create("held");
         byte[] data = random(3000, 61);
-        fs.write(fh, 0, data, 0, data.length);
-        fs.flush(fh);
-        long inode = ino("held");
-        fs.unlink(ROOT, "held");
+        long[] open = unlinkedWhileOpen("held", data);
         try (PartFs other = volume.openAs(TestVolume.defaultConfig(dir.resolve("other")))) {
             other.awaitReclaim(); // its start resumed the volume's pending deletions
             assertEquals(new MetaEngine.PendingDeletions(1, 0), other.meta().pendingDeletions());
         }
-        byte[] back = new byte[data.length];
-        assertEquals(data.length, fs.read(fh, 0, back, 0, back.length));
-        assertArrayEquals(data, back);
-        fs.release(fh);
-        fs.awaitReclaim();
-        assertThrows(FsException.NoSuchEntry.class, () -> fs.getattr(inode));
-        assertEquals(List.of(), dataObjects());
+        readsWholeThenGoesAtRelease(open, data);
         fs.endSession();
         assertEquals(java.util.Map.of(), fs.meta().sessions());
     }
