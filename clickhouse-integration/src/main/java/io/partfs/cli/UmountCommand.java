@@ -59,7 +59,7 @@ final class UmountCommand implements Callable<Integer> {
         ProcessHandle h = ProcessHandle.of(pid.getAsLong()).orElseThrow();
         h.destroy(); // SIGTERM: the mount flushes, uploads, unmounts and exits
         long deadline = System.nanoTime() + timeout * 1_000_000_000L;
-        while (h.isAlive()) {
+        while (running(h)) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("mount process " + pid.getAsLong() + " still runs after " + timeout
                         + " s (uploads pending?): see its log " + (otherHome ? "in the data home it was started with" : run.logFile(mp)));
@@ -75,6 +75,24 @@ final class UmountCommand implements Callable<Integer> {
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /**
+     * Whether the mount process still runs. A process that has exited stays a zombie until its
+     * parent reaps it, and ProcessHandle counts zombies alive: a background mount's parent is
+     * init, which may reap late (seconds on some VMs' and containers' inits).
+     */
+    static boolean running(ProcessHandle h) {
+        if (!h.isAlive()) {
+            return false;
+        }
+        try {
+            String stat = java.nio.file.Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"));
+            char state = stat.charAt(stat.lastIndexOf(')') + 2); // "pid (comm) S ...": comm may hold ')'
+            return state != 'Z' && state != 'X';
+        } catch (java.io.IOException | RuntimeException e) {
+            return h.isAlive(); // gone meanwhile, or no /proc to read
+        }
     }
 
     /**
