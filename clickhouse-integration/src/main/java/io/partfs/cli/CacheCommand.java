@@ -95,10 +95,7 @@ final class CacheCommand {
             if (names.isEmpty()) {
                 return true;
             }
-            return MergeTreePaths.parse(relativePath).map(t -> {
-                String name = t.table().isAtomic() ? ddl.tableOf(t.table().uuid()).orElse("") : t.table().database() + "." + t.table().table();
-                return names.contains(name);
-            }).orElse(false);
+            return ddl.tableNameOf(relativePath).map(names::contains).orElse(false);
         }
     }
 
@@ -191,11 +188,12 @@ final class CacheCommand {
 
     @Command(name = "warmup", mixinStandardHelpOptions = true,
             description = {"Fill the cache of a running mount: read every part-metadata file of the",
-                    "cached tables through the mount, in parallel, showing progress."})
+                    "cached tables, and each one's format_version.txt and DDL, through the mount,",
+                    "in parallel, showing progress."})
     static final class Warmup implements java.util.concurrent.Callable<Integer> {
         /**
          * The part-metadata files under data/ (db/table/part/file) or store/ (xxx/uuid/part/file),
-         * found by listing directories only: names say what an entry is, so no file is stat'ed
+         * the tables' format_version.txt there and their DDL under metadata/ (db/table.sql), found by listing directories only: names say what an entry is, so no file is stat'ed
          * (a stat through the mount per file would cost more than the warmup's reads).
          */
         static void collect(Path mp, Path dir, int depth, TableFilter filter, List<Path> out) throws IOException {
@@ -206,7 +204,7 @@ final class CacheCommand {
                 for (Path p : entries) {
                     String rel = mp.relativize(p).toString();
                     String name = p.getFileName().toString();
-                    if (MergeTreePaths.isPartMetadataFile(rel)) {
+                    if (MergeTreePaths.isPartMetadataFile(rel) || MergeTreePaths.isTableMetadataFile(rel)) {
                         if (filter.accepts(rel)) {
                             out.add(p);
                         }
@@ -240,7 +238,7 @@ final class CacheCommand {
             }
             TableFilter filter = new TableFilter(tables);
             List<Path> files = new ArrayList<>();
-            for (String top : new String[] {"data", "store"}) {
+            for (String top : new String[] {"metadata", "data", "store"}) {
                 collect(mp, mp.resolve(top), 0, filter, files);
             }
             AtomicLong done = new AtomicLong();
@@ -267,7 +265,7 @@ final class CacheCommand {
             } finally {
                 pool.shutdownNow();
             }
-            out.printf("warmup: read %d part-metadata files (%s) in %.1f s%n", done.get(), Sizes.human(bytes.get()),
+            out.printf("warmup: read %d metadata files (%s) in %.1f s%n", done.get(), Sizes.human(bytes.get()),
                     (System.nanoTime() - start) / 1e9);
             return 0;
         }

@@ -411,7 +411,7 @@ final class MountCommand implements Callable<Integer> {
         try {
             io.partfs.cache.TableSelector tables = io.partfs.cache.TableSelector.parse(metadataCacheTables);
             io.partfs.cache.PartMetadataCache cache = new io.partfs.cache.PartMetadataCache(store, diskName, tables,
-                    p -> fs.readFile("/" + p));
+                    io.partfs.cache.PartMetadataCache.reader(fs));
             TableDdl.learnAll(fs, tables);
             store.registeredTables().forEach(tables::registerLine);
             log.info("part-metadata cache {}: disk '{}', tables: {}{}{}", dir, diskName,

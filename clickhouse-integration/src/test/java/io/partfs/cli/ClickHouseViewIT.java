@@ -129,6 +129,10 @@ class ClickHouseViewIT {
         assertTablesListing();
         assertValuesByteIdentical(expected);
         assertTrue(metricValue("partfs_metadata_cache_hits_total") > 0, "ClickHouse's part loading was served from the cache");
+        // written before the table was registered, so cached when ClickHouse read them at its start
+        assertEquals("default:data/default/hits/format_version.txt\ndefault:metadata/default/hits.sql",
+                ch.query("SELECT key FROM " + VIEW + " WHERE key IN ('default:data/default/hits/format_version.txt', "
+                        + "'default:metadata/default/hits.sql') ORDER BY key").trim());
 
         String secret = "hunter2-secret";
         Partfs.Result denied = new Partfs(dir.resolve("home")).env(ClickHouseOptions.PASSWORD_ENV, secret)

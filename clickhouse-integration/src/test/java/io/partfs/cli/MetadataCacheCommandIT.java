@@ -96,7 +96,7 @@ class MetadataCacheCommandIT {
         mount("--metadata-cache-tables", "db.*", "--http-address", "127.0.0.1:" + port);
         Partfs.Result warm = partfs.run("cache", "warmup", mnt.toString());
         assertEquals(0, warm.exit(), warm.all());
-        assertTrue(warm.out().contains("read 4 part-metadata files"), warm.out());
+        assertTrue(warm.out().contains("read 4 metadata files"), warm.out());
         Partfs.Result noSidecar = partfs.run("cache", "drop", "--sidecar", "127.0.0.1:" + io.partfs.engine.testing.RedisServer.freePort());
         assertEquals(1, noSidecar.exit(), "the cache is in use and no sidecar answers: " + noSidecar.all());
         Partfs.Result mountedDrop = partfs.run("cache", "drop", "db.t", "--sidecar", "127.0.0.1:" + port);

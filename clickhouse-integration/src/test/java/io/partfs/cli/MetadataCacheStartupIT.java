@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The point of the part-metadata cache: ClickHouse 18.16 on Redis + S3 creates tables and
  * parts; then the sidecar (PartFS and its cache) and ClickHouse restart, and loading the tables
- * makes no object-store GET for any part-metadata file. The block cache is off, so every byte
+ * makes no object-store GET for any part-metadata file, nor for the tables' own DDL and
+ * {@code format_version.txt}. The block cache is off, so every byte
  * not in the part-metadata cache would have to come from S3.
  */
 class MetadataCacheStartupIT {
@@ -62,7 +63,7 @@ class MetadataCacheStartupIT {
             fs = volume.open(o -> counter[0] = new CountingObjectStore(o), k -> kv[0] = new CountingKvStore(k));
             metaRequests = kv[0];
             cache = new PartMetadataCache(PartMetadataStore.open(cacheDir, 64 << 20, false), "default",
-                    TableSelector.parse("all"), p -> fs.readFile("/" + p));
+                    TableSelector.parse("all"), PartMetadataCache.reader(fs));
             fuse = FuseMount.create(fs, cache, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
         }
@@ -105,8 +106,11 @@ class MetadataCacheStartupIT {
                 }
                 assertTrue(keys.size() >= 3 * 8 * 4, "every part's metadata files are cached: " + keys.size());
                 for (String k : keys) {
-                    assertTrue(k.matches("default:data/w/t[0-2]/2020010[1-8]_\\d+_\\d+_\\d+/[a-z_.0-9]+"), "key form disk:relative_path: " + k);
+                    assertTrue(k.matches("default:(data/w/t[0-2]/(2020010[1-8]_\\d+_\\d+_\\d+/[a-z_.0-9]+|format_version\\.txt)|metadata/w/t[0-2]\\.sql)"),
+                            "key form disk:relative_path: " + k);
                 }
+                assertTrue(keys.containsAll(List.of("default:data/w/t2/format_version.txt", "default:metadata/w/t2.sql")),
+                        "the files ClickHouse reads per table are cached too: " + keys);
 
                 try (Sidecar sidecar = new Sidecar(volume, mnt, cacheDir, counter)) {
                     counter[0].reset();
@@ -117,7 +121,7 @@ class MetadataCacheStartupIT {
                     long metaTxns = sidecar.metaRequests.transactions();
                     System.out.println("metadata reads by kind: " + sidecar.metaRequests.readsByKind());
                     assertEquals(before, ch.query("SELECT _table, count(), sum(k) FROM merge('w', '^t') GROUP BY _table ORDER BY _table"));
-                    Set<Long> metadataSlices = partMetadataSlices(sidecar.fs);
+                    Set<Long> metadataSlices = metadataSlices(sidecar.fs);
                     assertFalse(metadataSlices.isEmpty());
                     List<String> metadataGets = new ArrayList<>();
                     for (String key : startupGets) {
@@ -126,10 +130,10 @@ class MetadataCacheStartupIT {
                             metadataGets.add(key);
                         }
                     }
-                    assertEquals(List.of(), metadataGets, "object GETs for part-metadata files while ClickHouse loaded its tables");
+                    assertEquals(List.of(), metadataGets, "object GETs for metadata files while ClickHouse loaded its tables");
                     assertTrue(sidecar.cache.served() >= 3 * 8 * 3, "ClickHouse's reads were served from the cache: " + sidecar.cache.served());
                     int[] tree = countTree(sidecar.fs);
-                    System.out.printf("warm start: %d object GETs in all (none for part metadata), %d part-metadata reads served "
+                    System.out.printf("warm start: %d object GETs in all (none for metadata files), %d metadata-file reads served "
                             + "from the cache; %d metadata reads and %d transactions for %d directories and %d files%n",
                             startupGets.size(), sidecar.cache.served(), metaReads, metaTxns, tree[0], tree[1]);
                     // Per directory (a listing and its attributes), not per file: far fewer than the files loaded.
@@ -161,10 +165,11 @@ class MetadataCacheStartupIT {
         }
     }
 
-    /** Slice ids of every part-metadata file of the volume. */
-    private static Set<Long> partMetadataSlices(PartFs fs) throws Exception {
+    /** Slice ids of every part-metadata and table-metadata file of the volume. */
+    private static Set<Long> metadataSlices(PartFs fs) throws Exception {
         Set<Long> ids = new HashSet<>();
         collect(fs, fs.resolve("/data"), "data", ids);
+        collect(fs, fs.resolve("/metadata"), "metadata", ids);
         return ids;
     }
 
@@ -174,7 +179,7 @@ class MetadataCacheStartupIT {
             String p = path + "/" + e.name();
             if (a.isDirectory()) {
                 collect(fs, a, p, ids);
-            } else if (MergeTreePaths.isPartMetadataFile(p)) {
+            } else if (MergeTreePaths.isPartMetadataFile(p) || MergeTreePaths.isTableMetadataFile(p)) {
                 for (Slice s : fs.meta().readChunk(a.ino(), 0)) {
                     ids.add(s.id());
                 }

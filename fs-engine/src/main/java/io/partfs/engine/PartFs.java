@@ -406,8 +406,16 @@ public final class PartFs implements Closeable {
         if (a.isDirectory()) {
             throw new FsException.IsDirectory(path);
         }
+        return readWhole(a);
+    }
+
+    /**
+     * The whole content of the file {@code a} describes, read by its inode: as of {@code a} or
+     * newer (then its data version is past {@code a}'s), and shorter if it was truncated since.
+     */
+    public byte[] readWhole(Attr a) throws IOException {
         if (a.size() > Integer.MAX_VALUE - 16) {
-            throw new FsException.TooLarge(path);
+            throw new FsException.TooLarge("inode " + a.ino());
         }
         long fh = open(a.ino(), O_RDONLY);
         try {

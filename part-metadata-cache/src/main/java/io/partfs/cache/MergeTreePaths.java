@@ -7,18 +7,21 @@ import java.util.regex.Pattern;
 /**
  * What a path relative to a ClickHouse disk root means to MergeTree: which table it belongs to,
  * which part, and whether it is one of the small metadata files ClickHouse reads when it loads
- * a part. Pure functions of the path; no I/O.
+ * a part or attaches a table. Pure functions of the path; no I/O.
  *
  * <p>Layouts: Ordinary databases keep a table in {@code data/<db>/<table>/}; Atomic databases in
  * {@code store/<3 hex>/<uuid>/} (with {@code data/<db>/<table>} a symlink to it). A part is a
  * directory directly in the table directory, or in its {@code detached/}; projections are
- * {@code <name>.proj/} directories inside a part.
+ * {@code <name>.proj/} directories inside a part. A table's DDL is {@code metadata/<db>/<table>.sql}.
+ * ClickHouse escapes file names ({@code my-table} is {@code my%2Dtable}); table names here are
+ * the unescaped ones, as SQL and {@code system.tables} show them.
  */
 public final class MergeTreePaths {
     private MergeTreePaths() {
     }
 
     private static final Pattern ORDINARY = Pattern.compile("^data/([^/]+)/([^/]+)/(.+)$");
+    private static final Pattern DDL = Pattern.compile("^metadata/([^/]+)/([^/]+)\\.sql$");
     private static final Pattern ATOMIC = Pattern.compile("^store/([0-9a-f]{3})/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/(.+)$");
     private static final Pattern METADATA_FILE = Pattern.compile(
             "^(checksums\\.txt|columns\\.txt|count\\.txt|primary\\.idx|primary\\.cidx|partition\\.dat|minmax_[^/]+\\.idx"
@@ -72,7 +75,7 @@ public final class MergeTreePaths {
         String p = normalize(relativePath);
         Matcher m = ORDINARY.matcher(p);
         if (m.matches()) {
-            return Optional.of(new TablePath(TableRef.ordinary(m.group(1), m.group(2)),
+            return Optional.of(new TablePath(TableRef.ordinary(unescape(m.group(1)), unescape(m.group(2))),
                     "data/" + m.group(1) + "/" + m.group(2), m.group(3)));
         }
         m = ATOMIC.matcher(p);
@@ -108,6 +111,51 @@ public final class MergeTreePaths {
             }
         }
         return METADATA_FILE.matcher(f).matches();
+    }
+
+    /**
+     * True for the small files ClickHouse reads once per table when it attaches the table: its
+     * {@code format_version.txt}, and its DDL ({@code metadata/<db>/<table>.sql}).
+     */
+    public static boolean isTableMetadataFile(String relativePath) {
+        if (relativePath.endsWith(".sql")) {
+            return ddlTable(relativePath).isPresent();
+        }
+        return relativePath.endsWith("/format_version.txt")
+                && parse(relativePath).map(t -> t.rest().equals("format_version.txt")).orElse(false);
+    }
+
+    /**
+     * The table whose DDL file this is ({@code metadata/<db>/<table>.sql}), or empty. An Atomic
+     * database's metadata directory is a symlink into {@code store/}, so paths there are not
+     * DDL paths to this class.
+     */
+    public static Optional<TableRef> ddlTable(String relativePath) {
+        Matcher m = DDL.matcher(normalize(relativePath));
+        return m.matches() ? Optional.of(TableRef.ordinary(unescape(m.group(1)), unescape(m.group(2)))) : Optional.empty();
+    }
+
+    /** The table a part-metadata or table-metadata file belongs to, or empty for other paths. */
+    public static Optional<TableRef> tableOfMetadataFile(String relativePath) {
+        if (relativePath.endsWith(".sql")) {
+            return ddlTable(relativePath);
+        }
+        if (isPartMetadataFile(relativePath) || isTableMetadataFile(relativePath)) {
+            return parse(relativePath).map(TablePath::table);
+        }
+        return Optional.empty();
+    }
+
+    /** ClickHouse's file-name escaping undone: {@code %XX} is the byte XX. */
+    static String unescape(String s) {
+        if (s.indexOf('%') < 0) {
+            return s;
+        }
+        try {
+            return java.net.URLDecoder.decode(s.replace("+", "%2B"), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException notEscaped) {
+            return s; // a name ClickHouse did not write ("50%off")
+        }
     }
 
     /** Whether a path ends as every name {@link #METADATA_FILE} matches does. */

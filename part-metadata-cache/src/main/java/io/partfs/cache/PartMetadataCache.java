@@ -10,7 +10,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The part-metadata cache as the filesystem sees it: keeps the part-metadata files of the
- * selected tables in a {@link PartMetadataStore} under {@code disk:relative_path}, filled when
+ * selected tables, and the two files ClickHouse reads per table when it attaches one (its
+ * {@code format_version.txt} and its DDL), in a {@link PartMetadataStore} under
+ * {@code disk:relative_path}, filled when
  * such a file is written (at commit), on first read and by warmup; re-keyed when a part
  * directory is renamed; removed on unlink, rmdir and truncate. A copy is served only when its
  * inode, size and data version equal the file's current attributes, so it is never stale even
@@ -22,10 +24,28 @@ import org.slf4j.LoggerFactory;
 public final class PartMetadataCache implements PathObserver {
     private static final Logger log = LoggerFactory.getLogger(PartMetadataCache.class);
 
-    /** Reads a whole file of the volume by mount-relative path (for table DDL). */
+    /**
+     * A whole file of the volume read by mount-relative path (table DDL), with its attributes as
+     * they were before the bytes were read: a change in between leaves them behind the file's,
+     * so the copy is never served.
+     */
+    public record FileContent(Attr attr, byte[] bytes) {
+    }
+
     @FunctionalInterface
     public interface FileReader {
-        byte[] read(String relativePath) throws IOException;
+        FileContent read(String relativePath) throws IOException;
+    }
+
+    /** Reads files of {@code fs}. */
+    public static FileReader reader(io.partfs.engine.PartFs fs) {
+        return p -> {
+            Attr a = fs.resolve("/" + p);
+            if (a.isDirectory()) {
+                throw new io.partfs.engine.FsException.IsDirectory(p);
+            }
+            return new FileContent(a, fs.readWhole(a));
+        };
     }
 
     private final PartMetadataStore store;
@@ -64,10 +84,7 @@ public final class PartMetadataCache implements PathObserver {
 
     @Override
     public boolean caches(String path) {
-        if (!MergeTreePaths.isPartMetadataFile(path)) {
-            return false;
-        }
-        return MergeTreePaths.parse(path).map(t -> tables.selected(t.table())).orElse(false);
+        return MergeTreePaths.tableOfMetadataFile(path).map(tables::selected).orElse(false);
     }
 
     @Override
@@ -119,7 +136,10 @@ public final class PartMetadataCache implements PathObserver {
                 tables.forget(from);
             }
             if (TableSelector.isTableDdl(to)) {
-                tables.learn(to, reader.read(to));
+                // ClickHouse writes DDL as <table>.sql.tmp and renames it: learn it, and keep it for the next start
+                FileContent ddl = reader.read(to);
+                tables.learn(to, ddl.bytes());
+                store(to, ddl.attr(), ddl.bytes());
             }
         } catch (IOException e) {
             log.warn("cannot re-key the cache after renaming {} to {}: {}", from, to, e.toString());

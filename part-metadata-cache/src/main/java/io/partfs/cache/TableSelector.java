@@ -17,7 +17,6 @@ import java.util.regex.Pattern;
  * DDL. Thread-safe.
  */
 public final class TableSelector {
-    private static final Pattern SQL_PATH = Pattern.compile("^metadata/([^/]+)/([^/]+)\\.sql$");
     private static final Pattern USE_CACHE = Pattern.compile("(?i)\\buse_metadata_cache\\s*=\\s*(1|true|'1'|'true')\\b");
     private static final Pattern UUID_CLAUSE = Pattern.compile("(?i)\\bUUID\\s+'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'");
 
@@ -145,16 +144,12 @@ public final class TableSelector {
 
     /** True for paths of table DDL files, which {@link #learn} reads. */
     public static boolean isTableDdl(String relativePath) {
-        return SQL_PATH.matcher(relativePath).matches();
+        return MergeTreePaths.ddlTable(relativePath).isPresent();
     }
 
     /** Reads a table's DDL ({@code metadata/<db>/<table>.sql}): its UUID and whether it asks for the cache. */
     public void learn(String relativePath, byte[] ddl) {
-        Matcher m = SQL_PATH.matcher(relativePath);
-        if (!m.matches()) {
-            return;
-        }
-        learnDdl(unescape(m.group(1)) + "." + unescape(m.group(2)), null, new String(ddl, StandardCharsets.UTF_8));
+        MergeTreePaths.ddlTable(relativePath).ifPresent(t -> learnDdl(t.toString(), null, new String(ddl, StandardCharsets.UTF_8)));
     }
 
     /**
@@ -177,12 +172,18 @@ public final class TableSelector {
 
     /** Forgets a table whose DDL file was removed (DROP moves it to metadata_dropped/). */
     public void forget(String relativePath) {
-        Matcher m = SQL_PATH.matcher(relativePath);
-        if (m.matches()) {
-            String name = unescape(m.group(1)) + "." + unescape(m.group(2));
+        MergeTreePaths.ddlTable(relativePath).map(MergeTreePaths.TableRef::toString).ifPresent(name -> {
             byDdl.remove(name);
             uuids.values().removeIf(name::equals);
-        }
+        });
+    }
+
+    /**
+     * The db.table a part-metadata or table-metadata file belongs to (an Atomic table's through
+     * the UUID its DDL gave), or empty.
+     */
+    public Optional<String> tableNameOf(String relativePath) {
+        return MergeTreePaths.tableOfMetadataFile(relativePath).flatMap(t -> t.isAtomic() ? tableOf(t.uuid()) : Optional.of(t.toString()));
     }
 
     /** The db.table an Atomic table's UUID belongs to, if its DDL was seen. */
@@ -193,10 +194,5 @@ public final class TableSelector {
     /** Tables selected through their DDL so far. */
     public List<String> ddlSelected() {
         return byDdl.stream().sorted().toList();
-    }
-
-    /** ClickHouse escapes special characters in file names as %XX. */
-    private static String unescape(String s) {
-        return java.net.URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
     }
 }

@@ -53,7 +53,7 @@ class CacheNeverStaleTest {
         mnt = Files.createDirectory(dir.resolve("mnt"));
         fs = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null, TestVolume.defaultConfig(dir)).open();
         cache = new PartMetadataCache(PartMetadataStore.open(dir.resolve("mdcache"), 16 << 20, false), "default",
-                TableSelector.parse("all"), p -> fs.readFile("/" + p));
+                TableSelector.parse("all"), PartMetadataCache.reader(fs));
         fuse = FuseMount.create(fs, cache, FuseOptions.builder().build());
         fuse.mountAndWait(mnt, FuseOptions.builder().build());
     }

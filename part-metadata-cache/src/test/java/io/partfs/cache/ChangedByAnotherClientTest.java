@@ -51,7 +51,7 @@ class ChangedByAnotherClientTest {
             mnt = Files.createDirectories(dir.resolve("mnt"));
             fs = volume.open();
             cache = new PartMetadataCache(PartMetadataStore.open(dir.resolve("mdcache"), 8 << 20, false), "default",
-                    TableSelector.parse("all"), p -> fs.readFile("/" + p));
+                    TableSelector.parse("all"), PartMetadataCache.reader(fs));
             fuse = FuseMount.create(fs, cache, FuseOptions.builder().build());
             fuse.mountAndWait(mnt, FuseOptions.builder().build());
         }

@@ -52,6 +52,39 @@ class MergeTreePathsTest {
     }
 
     @Test
+    void tableMetadataFilesAreFormatVersionAndDdl() {
+        for (String p : new String[] {
+            "data/db/table/format_version.txt",
+            "store/b47/b47ee9c8-afa1-41ac-adfb-2e0dc42de819/format_version.txt",
+            "metadata/db/table.sql",
+            "/metadata/db/my%2Dtable.sql"}) {
+            assertTrue(MergeTreePaths.isTableMetadataFile(p), p);
+            assertTrue(MergeTreePaths.tableOfMetadataFile(p).isPresent(), p);
+        }
+        for (String p : new String[] {
+            "data/db/table/all_1_1_0/format_version.txt",
+            "data/db/format_version.txt",
+            "metadata/db.sql",
+            "metadata/db/table.sql.tmp",
+            "metadata_dropped/db.table.sql",
+            "data/db/table/20200101_1_1_0/checksums.txt"}) {
+            assertFalse(MergeTreePaths.isTableMetadataFile(p), p);
+        }
+        assertEquals(Optional.of(MergeTreePaths.TableRef.ordinary("db", "my-table")), MergeTreePaths.ddlTable("metadata/db/my%2Dtable.sql"));
+        assertEquals(Optional.of(MergeTreePaths.TableRef.ordinary("db", "t")), MergeTreePaths.tableOfMetadataFile("data/db/t/all_1_1_0/count.txt"));
+        assertEquals(Optional.empty(), MergeTreePaths.tableOfMetadataFile("data/db/t/all_1_1_0/k.bin"));
+    }
+
+    @Test
+    void escapedNamesAreUnescaped() {
+        MergeTreePaths.TablePath t = MergeTreePaths.parse("data/my%2Ddb/a%20b%25/all_1_1_0/count.txt").orElseThrow();
+        assertEquals(MergeTreePaths.TableRef.ordinary("my-db", "a b%"), t.table());
+        assertEquals("data/my%2Ddb/a%20b%25", t.tableDir(), "directories keep their names on disk");
+        assertEquals("db.50%off", MergeTreePaths.parse("data/db/50%off/format_version.txt").orElseThrow().table().toString(),
+                "a name ClickHouse did not escape stays as it is");
+    }
+
+    @Test
     void tablesAndPartsAreFound() {
         MergeTreePaths.TablePath t = MergeTreePaths.parse("data/db/events/202001_1_1_0/count.txt").orElseThrow();
         assertEquals(MergeTreePaths.TableRef.ordinary("db", "events"), t.table());

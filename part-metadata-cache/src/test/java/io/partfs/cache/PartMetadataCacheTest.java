@@ -24,11 +24,13 @@ class PartMetadataCacheTest {
     PartMetadataStore store;
     PartMetadataCache cache;
     final Map<String, byte[]> ddl = new java.util.HashMap<>();
+    /** Reads {@link #ddl} as files of inode 99 at data version 1. */
+    final PartMetadataCache.FileReader reader = p -> new PartMetadataCache.FileContent(attr(99, ddl.get(p).length, 1), ddl.get(p));
 
     @BeforeEach
     void open() throws Exception {
         store = PartMetadataStore.open(tmp.resolve("c"), 8 << 20, false);
-        cache = new PartMetadataCache(store, "default", TableSelector.parse("db.*"), ddl::get);
+        cache = new PartMetadataCache(store, "default", TableSelector.parse("db.*"), reader);
     }
 
     @AfterEach
@@ -49,6 +51,26 @@ class PartMetadataCacheTest {
         assertTrue(cache.caches("data/db/t/all_1_1_0/checksums.txt"));
         assertFalse(cache.caches("data/db/t/all_1_1_0/x.bin"));
         assertFalse(cache.caches("data/other/t/all_1_1_0/checksums.txt"));
+    }
+
+    @Test
+    void selectsTheFilesClickHouseReadsPerTableToo() {
+        assertTrue(cache.caches("data/db/t/format_version.txt"));
+        assertTrue(cache.caches("metadata/db/t.sql"));
+        assertFalse(cache.caches("data/db/t/mutation_1.txt"));
+        assertFalse(cache.caches("metadata/db/t.sql.tmp"));
+        assertFalse(cache.caches("metadata/db.sql"), "a database's DDL belongs to no table");
+        assertFalse(cache.caches("data/other/t/format_version.txt"));
+        assertFalse(cache.caches("metadata/other/t.sql"));
+    }
+
+    @Test
+    void escapedFileNamesAreTheTablesTheyName() {
+        PartMetadataCache named = new PartMetadataCache(store, "default", TableSelector.parse("my-db.events-2"), reader);
+        assertTrue(named.caches("data/my%2Ddb/events%2D2/all_1_1_0/checksums.txt"));
+        assertTrue(named.caches("data/my%2Ddb/events%2D2/format_version.txt"));
+        assertTrue(named.caches("metadata/my%2Ddb/events%2D2.sql"));
+        assertFalse(named.caches("data/my%2Ddb/events/all_1_1_0/checksums.txt"));
     }
 
     @Test
@@ -97,11 +119,13 @@ class PartMetadataCacheTest {
 
     @Test
     void ddlRenamedIntoPlaceSelectsTheTable() {
-        PartMetadataCache only = new PartMetadataCache(store, "default", TableSelector.parse(""), ddl::get);
+        PartMetadataCache only = new PartMetadataCache(store, "default", TableSelector.parse(""), reader);
         assertFalse(only.caches("data/x/y/all_1_1_0/count.txt"));
-        ddl.put("metadata/x/y.sql", b("ATTACH TABLE y (d Date) ENGINE = MergeTree ORDER BY d SETTINGS use_metadata_cache = true"));
+        byte[] text = b("ATTACH TABLE y (d Date) ENGINE = MergeTree ORDER BY d SETTINGS use_metadata_cache = true");
+        ddl.put("metadata/x/y.sql", text);
         only.renamed("metadata/x/y.sql.tmp", "metadata/x/y.sql");
         assertTrue(only.caches("data/x/y/all_1_1_0/count.txt"));
+        assertArrayEquals(text, only.cached("metadata/x/y.sql", attr(99, text.length, 1)), "kept for the next start");
         only.renamed("metadata/x/y.sql", "metadata_dropped/x.y.sql");
         assertFalse(only.caches("data/x/y/all_1_1_0/count.txt"));
     }

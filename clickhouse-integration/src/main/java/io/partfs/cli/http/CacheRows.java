@@ -82,11 +82,12 @@ public final class CacheRows {
 
     private void writeRow(String key, byte[] value, long size, Format format, OutputStream out) throws IOException {
         String path = key.substring(key.indexOf(':') + 1);
+        Optional<MergeTreePaths.TableRef> t = MergeTreePaths.tableOfMetadataFile(path);
+        String table = t.map(r -> r.isAtomic() ? tables.tableOf(r.uuid()).orElse(r.toString()) : r.toString()).orElse("");
         Optional<MergeTreePaths.TablePath> tp = MergeTreePaths.parse(path);
-        String table = tp.map(t -> t.table().isAtomic() ? tables.tableOf(t.table().uuid()).orElse(t.table().toString())
-                : t.table().toString()).orElse("");
         String part = tp.flatMap(MergeTreePaths.TablePath::partDir).orElse("");
-        String file = tp.flatMap(MergeTreePaths.TablePath::fileInPart).orElse("");
+        String file = tp.flatMap(MergeTreePaths.TablePath::fileInPart)
+                .orElse(t.isPresent() ? path.substring(path.lastIndexOf('/') + 1) : ""); // a table's own file: format_version.txt, <table>.sql
         byte[][] strings = {utf8(key), value, utf8(table), utf8(part), utf8(file)};
         String[] names = {"key", "value", "table", "part", "file"};
         if (format == Format.TAB_SEPARATED) {

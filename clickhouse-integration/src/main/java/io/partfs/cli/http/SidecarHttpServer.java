@@ -245,9 +245,7 @@ public final class SidecarHttpServer implements AutoCloseable {
             n = cache.store().deletePrefix(prefix);
         } else {
             for (String key : cache.store().keys(prefix)) {
-                String table = io.partfs.cache.MergeTreePaths.parse(key.substring(key.indexOf(':') + 1))
-                        .map(t -> t.table().isAtomic() ? cache.tables().tableOf(t.table().uuid()).orElse("") : t.table().toString())
-                        .orElse("");
+                String table = cache.tables().tableNameOf(key.substring(key.indexOf(':') + 1)).orElse("");
                 if (tables.contains(table)) {
                     cache.store().delete(key);
                     n++;

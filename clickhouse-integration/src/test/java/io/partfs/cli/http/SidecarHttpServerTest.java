@@ -31,7 +31,8 @@ class SidecarHttpServerTest {
     void setUp() throws Exception {
         dir = Files.createTempDirectory("partfs-http-");
         store = PartMetadataStore.open(dir.resolve("cache"), 8 << 20, false);
-        cache = new PartMetadataCache(store, "default", TableSelector.parse("db.*"), p -> new byte[0]);
+        cache = new PartMetadataCache(store, "default", TableSelector.parse("db.*"),
+                p -> { throw new java.io.IOException("no DDL in this test"); });
         store.put("default:data/db/t/all_1_1_0/primary.idx", new PartMetadataStore.Entry(7, 5, 1, new byte[] {0, '\t', '\n', '\\', (byte) 0xff}));
         store.put("default:data/db/t/all_1_1_0/count.txt", new PartMetadataStore.Entry(8, 1, 1, new byte[] {'3'}));
         store.put("default:data/db/u/all_2_2_0/count.txt", new PartMetadataStore.Entry(9, 1, 1, new byte[] {'4'}));
@@ -74,6 +75,16 @@ class SidecarHttpServerTest {
         assertEquals("{\"key\":\"default:data/db/t/all_1_1_0/primary.idx\",\"value\":\"\\u0000\\u0009\\u000a\\\\\u00ff\","
                 + "\"table\":\"db.t\",\"part\":\"all_1_1_0\",\"file\":\"primary.idx\",\"size\":5}\n",
                 get("/metadata-cache?format=JSONEachRow&key=default:data/db/t/all_1_1_0/primary.idx"));
+    }
+
+    @Test
+    void aTablesOwnFilesHaveATableAndNoPart() throws Exception {
+        store.put("default:data/db/t/format_version.txt", new PartMetadataStore.Entry(10, 1, 1, new byte[] {'1'}));
+        store.put("default:metadata/db/t%2D1.sql", new PartMetadataStore.Entry(11, 6, 1, "ATTACH".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        start(null);
+        assertEquals("default:data/db/t/format_version.txt\t\tdb.t\t\tformat_version.txt\t1\n",
+                get("/metadata-cache?key=default:data/db/t/format_version.txt&values=0"));
+        assertEquals("default:metadata/db/t%2D1.sql\t\tdb.t-1\t\tt%2D1.sql\t6\n", get("/metadata-cache?prefix=default:metadata/&values=0"));
     }
 
     @Test

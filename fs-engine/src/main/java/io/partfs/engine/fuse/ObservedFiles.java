@@ -109,7 +109,7 @@ final class ObservedFiles {
         notice("commit", path, () -> {
             Attr a = fs.getattr(fs.inodeOf(fh));
             if (a.size() <= MAX_OBSERVED_FILE) {
-                byte[] content = readWhole(a);
+                byte[] content = fs.readWhole(a);
                 if (content.length == a.size()) {
                     observer.store(path, a, content);
                 }
@@ -132,29 +132,10 @@ final class ObservedFiles {
         if (hit != null) {
             return hit;
         }
-        byte[] content = readWhole(a);
+        byte[] content = fs.readWhole(a);
         if (content.length == a.size()) {
             notice("fill", path, () -> observer.store(path, a, content));
         }
         return content;
-    }
-
-    /** The whole file as committed now, through a handle of its own. */
-    private byte[] readWhole(Attr a) throws IOException {
-        long rh = fs.open(a.ino(), PartFs.O_RDONLY);
-        try {
-            byte[] all = new byte[(int) a.size()];
-            int done = 0;
-            while (done < all.length) {
-                int n = fs.read(rh, done, all, done, all.length - done);
-                if (n <= 0) {
-                    break;
-                }
-                done += n;
-            }
-            return done == all.length ? all : java.util.Arrays.copyOf(all, done);
-        } finally {
-            fs.release(rh);
-        }
     }
 }
