@@ -193,8 +193,9 @@ final class CacheCommand {
     static final class Warmup implements java.util.concurrent.Callable<Integer> {
         /**
          * The part-metadata files under data/ (db/table/part/file) or store/ (xxx/uuid/part/file),
-         * the tables' format_version.txt there and their DDL under metadata/ (db/table.sql), found by listing directories only: names say what an entry is, so no file is stat'ed
-         * (a stat through the mount per file would cost more than the warmup's reads).
+         * the tables' format_version.txt there and their DDL under metadata/ (db/table.sql), found
+         * by listing directories only: names say what an entry is, so no file is stat'ed (a stat
+         * through the mount per file would cost more than the warmup's reads).
          */
         static void collect(Path mp, Path dir, int depth, TableFilter filter, List<Path> out) throws IOException {
             if (depth > 5 || !Files.isDirectory(dir)) {

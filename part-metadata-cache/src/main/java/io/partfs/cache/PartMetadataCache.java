@@ -12,11 +12,11 @@ import org.slf4j.LoggerFactory;
  * The part-metadata cache as the filesystem sees it: keeps the part-metadata files of the
  * selected tables, and the two files ClickHouse reads per table when it attaches one (its
  * {@code format_version.txt} and its DDL), in a {@link PartMetadataStore} under
- * {@code disk:relative_path}, filled when
- * such a file is written (at commit), on first read and by warmup; re-keyed when a part
- * directory is renamed; removed on unlink, rmdir and truncate. A copy is served only when its
- * inode, size and data version equal the file's current attributes, so it is never stale even
- * if an event was missed (another client, a crash): then it is a miss, read and stored again.
+ * {@code disk:relative_path}, filled when such a file is written (at commit) or a DDL renamed
+ * into place, on first read and by warmup; re-keyed when a part directory is renamed; removed
+ * on unlink, rmdir and truncate. A copy is served only when its inode, size and data version
+ * equal the file's current attributes, so it is never stale even if an event was missed
+ * (another client, a crash): then it is a miss, read and stored again.
  *
  * <p>It also reads table DDL ({@code metadata/<db>/<table>.sql}) as it is written, to learn
  * which tables ask for the cache. Thread-safe.
