@@ -93,11 +93,11 @@ public final class MergeTreePaths {
         if (!hasMetadataSuffix(relativePath)) {
             return false; // column data and marks, most of a part: no pattern matching for them
         }
-        Optional<TablePath> t = parse(relativePath);
-        if (t.isEmpty()) {
-            return false;
-        }
-        Optional<String> file = t.get().fileInPart();
+        return parse(relativePath).map(MergeTreePaths::isPartMetadataFile).orElse(false);
+    }
+
+    private static boolean isPartMetadataFile(TablePath t) {
+        Optional<String> file = t.fileInPart();
         if (file.isEmpty()) {
             return false;
         }
@@ -140,10 +140,12 @@ public final class MergeTreePaths {
         if (relativePath.endsWith(".sql")) {
             return ddlTable(relativePath);
         }
-        if (isPartMetadataFile(relativePath) || isTableMetadataFile(relativePath)) {
-            return parse(relativePath).map(TablePath::table);
+        if (!hasMetadataSuffix(relativePath)) {
+            return Optional.empty(); // column data and marks: every FUSE open asks, so no pattern matching for them
         }
-        return Optional.empty();
+        return parse(relativePath) // once: a part's file or the table's format_version.txt
+                .filter(t -> isPartMetadataFile(t) || t.rest().equals("format_version.txt"))
+                .map(TablePath::table);
     }
 
     /** ClickHouse's file-name escaping undone: {@code %XX} is the byte XX. */
