@@ -268,13 +268,29 @@ public final class KernelFuse implements FuseMount {
 
     // ---- the request loop ----
 
-    /** One worker's buffers: a request as read, a reply being built, and scratch for data. */
+    /** One worker's buffers: a request as read, a reply being built, and scratch for written data. */
     private static final class Buffers {
         final ByteBuffer in = ByteBuffer.allocateDirect(BUFFER).order(ByteOrder.LITTLE_ENDIAN);
         final Pointer inPtr = Pointer.wrap(jnr.ffi.Runtime.getRuntime(C), in);
         final ByteBuffer out = ByteBuffer.allocateDirect(BUFFER).order(ByteOrder.LITTLE_ENDIAN);
         final Pointer outPtr = Pointer.wrap(jnr.ffi.Runtime.getRuntime(C), out);
-        final byte[] data = new byte[MAX_IO];
+        private byte[] data = new byte[0];
+
+        /**
+         * Scratch for a WRITE of {@code size} bytes, grown as writes need it. Allocated up front,
+         * 1 MiB for each of 16 workers was half of a just-mounted sidecar's live heap, copied by
+         * every young collection while ClickHouse starts, which reads and hardly writes.
+         */
+        byte[] data(int size) {
+            if (data.length < size) {
+                int capacity = 64 << 10;
+                while (capacity < size) {
+                    capacity <<= 1;
+                }
+                data = new byte[capacity];
+            }
+            return data;
+        }
     }
 
     private void serve() {
@@ -494,8 +510,9 @@ public final class KernelFuse implements FuseMount {
                 long offset = in.getLong();
                 int size = in.getInt();
                 in.position(IN_HEADER + 40);
-                in.get(b.data, 0, size);
-                int n = fs.write(fh, offset, b.data, 0, size);
+                byte[] data = b.data(size);
+                in.get(data, 0, size);
+                int n = fs.write(fh, offset, data, 0, size);
                 observed.wrote(fh);
                 out.putInt(n).putInt(0);
             }

@@ -374,6 +374,29 @@ class MountedPosixTest {
     }
 
     @Test
+    void writesOfEverySizeKeepTheirBytes() throws Exception {
+        // each write(2) is one WRITE request of its size (up to 1 MiB); a worker's scratch array
+        // grows with the largest it served, so small, odd and largest sizes alternate here
+        int[] sizes = {1, 4095, 65536, 65537, 300_000, 1 << 20, 7, (1 << 20) - 1, 200_000, 1 << 20};
+        Path f = fresh("sizes").resolve("f");
+        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+        Random random = new Random(42);
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            for (int size : sizes) {
+                byte[] data = new byte[size];
+                random.nextBytes(data);
+                ByteBuffer b = ByteBuffer.wrap(data);
+                while (b.hasRemaining()) {
+                    ch.write(b);
+                }
+                expected.write(data);
+            }
+            ch.force(true);
+        }
+        assertArrayEquals(expected.toByteArray(), Files.readAllBytes(f));
+    }
+
+    @Test
     void sizeIsRightAfterAWriteFromAnotherHandle() throws Exception {
         Path f = fresh("handles").resolve("f");
         try (FileChannel w = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
