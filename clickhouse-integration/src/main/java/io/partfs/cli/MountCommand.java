@@ -255,14 +255,9 @@ final class MountCommand implements Callable<Integer> {
     /** Runs the mount in this process until unmounted or signalled. */
     private int serve(Path mp, FuseOptions fuseOpts) throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        PartFsConfig config;
-        PartFs fs;
         volume.metrics = metrics;
-        try (var meta = volume.openMeta(volume.embedded())) {
-            boolean s3 = io.partfs.engine.object.StorageUrl.parse(meta.volumeFormat().storage()).isS3();
-            config = config(meta.volumeFormat().uuid(), s3);
-        }
-        fs = volume.openFs(config, false);
+        PartFs fs = volume.openFs(meta -> config(meta.volumeFormat().uuid(),
+                io.partfs.engine.object.StorageUrl.parse(meta.volumeFormat().storage()).isS3()), volume.embedded());
         RunFiles run = new RunFiles(volume.home());
         io.partfs.cache.PartMetadataCache cache;
         try {

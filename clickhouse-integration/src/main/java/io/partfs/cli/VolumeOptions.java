@@ -127,10 +127,16 @@ final class VolumeOptions {
         }
     }
 
-    /** Opens the volume's filesystem: metadata, then the object store its format names. */
-    PartFs openFs(PartFsConfig config, boolean formatEmbedded) throws IOException {
+    /**
+     * Opens the volume's filesystem: metadata, then the object store its format names, with the
+     * configuration {@code config} makes from the opened metadata (the block cache's place
+     * depends on the volume's uuid): one connection to the metadata engine, not one to look
+     * and another to open.
+     */
+    PartFs openFs(java.util.function.Function<MetaEngine, PartFsConfig> config, boolean formatEmbedded) throws IOException {
         MetaEngine m = openMeta(formatEmbedded);
         try {
+            PartFsConfig c = config.apply(m);
             ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false, ioAttempts);
             try {
                 objects.checkAccess();
@@ -138,7 +144,7 @@ final class VolumeOptions {
                 objects.close();
                 throw e;
             }
-            return PartFs.open(m, objects, config);
+            return PartFs.open(m, objects, c);
         } catch (IOException | RuntimeException e) {
             m.close();
             throw e;
