@@ -385,10 +385,11 @@ public final class S3ObjectStore implements ObjectStore {
             String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
             if (status == 403 || status == 401 || "InvalidAccessKeyId".equals(code) || "SignatureDoesNotMatch".equals(code)) {
                 return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED,
-                        what + " denied by " + where + " (" + code + "): check the access key, secret key and bucket permissions", e);
+                        what + " denied by " + where + (code == null ? "" : " (" + code + ")") // a HEAD's reply has no code
+                                + ": check the access key, secret key and bucket permissions", e);
             }
             return new ObjectStoreException(ObjectStoreException.Kind.OTHER,
-                    what + " failed at " + where + ": HTTP " + status + " " + code, e);
+                    what + " failed at " + where + ": HTTP " + status + (code == null ? "" : " " + code), e);
         }
         if (e instanceof SdkClientException && String.valueOf(e.getMessage()).startsWith("Unable to load credentials")) {
             return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED, "no S3 credentials for " + where
