@@ -60,7 +60,7 @@ final class FormatCommand implements Callable<Integer> {
             java.nio.file.Files.createDirectories(volume.embeddedDir());
         }
         try (ObjectStore objects = storageUrl.open(volume.credentials(), true)) {
-            probe(objects);
+            probe(objects); // before the metadata is created: bad credentials leave nothing behind
         }
         try (MetaEngine meta = new MetaEngine(metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
             VolumeFormat got = meta.format(wanted, Ids.uid(), Ids.gid());
@@ -73,7 +73,7 @@ final class FormatCommand implements Callable<Integer> {
     }
 
     /** Writes, reads back and deletes one object, so bad credentials fail here and not at mount. */
-    private static void probe(ObjectStore objects) throws Exception {
+    static void probe(ObjectStore objects) throws Exception {
         String key = ObjectStore.PROBE_PREFIX + UUID.randomUUID();
         byte[] data = "partfs format probe".getBytes(StandardCharsets.UTF_8);
         objects.put(key, data);

@@ -57,6 +57,13 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = {"-d", "--background"}, description = "Start in the background and return once the mount is ready.")
     boolean background;
 
+    @Option(names = "--storage", paramLabel = "URL",
+            description = {"The volume's object storage, as 'partfs format --storage' takes it: metadata that holds no",
+                    "volume yet is formatted with it (volume --name, block size 4M, the store checked first, as",
+                    "'partfs format' does), and metadata that holds another volume or storage is refused. Lets a",
+                    "pod's start be one process, not a format and then a mount (operator-manifests/)."})
+    String storage;
+
     @Option(names = "--cache-dir", paramLabel = "DIR", description = "Local block cache (default: <home>/<name>/cache, or <home>/cache/<uuid>).")
     Path cacheDir;
 
@@ -196,6 +203,10 @@ final class MountCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--io-retries must be between 1 and 100, not " + ioRetries);
         }
         volume.ioAttempts = ioRetries;
+        if (storage != null) {
+            io.partfs.engine.object.StorageUrl.parse(storage); // a malformed URL fails before anything starts
+            volume.formatStorage = storage;
+        }
         if (!httpAddress.equals("none")) {
             io.partfs.cli.http.SidecarHttpServer.checkAddress(httpAddress, System.getenv(HTTP_TOKEN_ENV));
         }

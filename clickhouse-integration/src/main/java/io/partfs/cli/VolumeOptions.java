@@ -106,8 +106,17 @@ final class VolumeOptions {
         return metrics == null ? kv : new io.partfs.engine.metrics.MeteredKvStore(kv, metrics);
     }
 
+    /**
+     * The object storage a mount was told its volume has ({@code mount --storage}): the metadata
+     * is formatted with it on first use and must name it afterwards. Null otherwise.
+     */
+    String formatStorage;
+
     /** Opens the metadata engine and checks the volume is formatted (formatting the embedded one on first use). */
     MetaEngine openMeta(boolean formatEmbedded) throws IOException {
+        if (formatStorage != null) {
+            return openFormatted(StorageUrl.parse(formatStorage));
+        }
         if (!embedded()) {
             return loaded(metered(metaUrl().open()));
         }
@@ -124,6 +133,41 @@ final class VolumeOptions {
         } catch (IOException | RuntimeException e) {
             m.close();
             throw e;
+        }
+    }
+
+    /**
+     * Opens the metadata engine, formatting it as {@code partfs format --storage} would when it
+     * holds no volume yet (the object store checked first); metadata that holds another volume,
+     * or this one with another storage, is refused and left as it is.
+     */
+    private MetaEngine openFormatted(StorageUrl storage) throws IOException {
+        if (embedded()) {
+            Files.createDirectories(embeddedDir());
+        }
+        MetaEngine m = new MetaEngine(metered(metaUrl().openOrCreate()), TimeSource.SYSTEM);
+        try {
+            VolumeFormat have = m.loadIfFormatted();
+            if (have == null) {
+                try (ObjectStore objects = storage.open(credentials(), true)) {
+                    FormatCommand.probe(objects);
+                }
+                VolumeFormat f = m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage.url()),
+                        Ids.uid(), Ids.gid());
+                org.slf4j.LoggerFactory.getLogger(VolumeOptions.class).info("formatted volume {} (uuid {}) at {}, storage {}",
+                        f.name(), f.uuid(), metaUrl(), f.storage());
+            } else if (!have.name().equals(name) || !have.storage().equals(storage.url())) {
+                throw new IllegalArgumentException("metadata at " + metaUrl() + " holds volume '" + have.name() + "' on "
+                        + have.storage() + ", not '" + name + "' on " + storage.url()
+                        + ": give that volume's --name and --storage, or mount without --storage");
+            }
+            return m;
+        } catch (IOException | RuntimeException e) {
+            m.close();
+            throw e;
+        } catch (Exception e) {
+            m.close();
+            throw new IOException(e.getMessage(), e);
         }
     }
 

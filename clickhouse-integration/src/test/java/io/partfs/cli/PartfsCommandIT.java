@@ -256,6 +256,49 @@ class PartfsCommandIT {
     }
 
     /**
+     * The pod's start in operator-manifests/: one {@code mount --storage} on embedded RocksDB
+     * metadata formats the volume on first use, mounts the same volume again later, and refuses
+     * metadata that holds another storage, changing nothing.
+     */
+    @Test
+    void mountWithStorageFormatsOnFirstUseAndRefusesAnotherVolume() throws Exception {
+        try (S3Server s3 = S3Server.start()) {
+            String meta = dir.resolve("meta").toString();
+            String storage = "s3://partfs-pod/clickhouse/pod-0?endpoint=" + s3.endpoint() + "&path-style=true";
+            String[] mount = {"mount", "--meta", meta, "--storage", storage, "--name", "pod-0", mnt.toString(), "--background"};
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", "not-the-secret");
+            Partfs.Result denied = partfs.run(mount);
+            assertEquals(1, denied.exit(), denied.all());
+            assertEquals(1, Partfs.errorLines(denied).size(), denied.err());
+            assertTrue(denied.err().contains("denied"), denied.err());
+            assertFalse(denied.all().contains("not-the-secret"), denied.all());
+            assertFalse(Mounts.isMounted(mnt), "nothing is mounted after a refused mount");
+
+            partfs.env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            Partfs.Result first = partfs.run(mount);
+            assertEquals(0, first.exit(), first.all());
+            Files.writeString(mnt.resolve("format_version.txt"), "1");
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            Partfs.Result st = partfs.run("status", "--meta", meta);
+            assertTrue(st.out().contains("volume:     pod-0"), st.out());
+            assertTrue(st.out().contains("storage:    s3://partfs-pod/clickhouse/pod-0/?endpoint="), st.out());
+
+            Partfs.Result again = partfs.run(mount);
+            assertEquals(0, again.exit(), "the same volume mounts again: " + again.all());
+            assertEquals("1", Files.readString(mnt.resolve("format_version.txt")));
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+
+            Partfs.Result other = partfs.run("mount", "--meta", meta, "--storage", storage.replace("pod-0", "pod-1"),
+                    "--name", "pod-0", mnt.toString(), "--background");
+            assertEquals(1, other.exit(), other.all());
+            assertEquals(1, Partfs.errorLines(other).size(), other.err());
+            assertTrue(other.err().contains("holds volume 'pod-0' on s3://partfs-pod/clickhouse/pod-0/"), other.err());
+            assertFalse(Mounts.isMounted(mnt));
+            assertTrue(partfs.run("status", "--meta", meta).out().contains("clickhouse/pod-0/?endpoint="), "left as it was");
+        }
+    }
+
+    /**
      * fsck and gc on Redis + S3: a clean volume checks OK (also while mounted), gc refuses a
      * short --min-age while mounted, a block deleted behind PartFS's back makes fsck exit 1 naming
      * the file, and gc counts a stray object, then deletes it and nothing else.

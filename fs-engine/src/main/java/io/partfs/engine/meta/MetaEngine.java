@@ -223,9 +223,18 @@ public final class MetaEngine implements Closeable {
 
     /** Reads the volume's format; fails with a message to run {@code partfs format} when there is none. */
     public VolumeFormat load() throws IOException {
+        VolumeFormat f = loadIfFormatted();
+        if (f == null) {
+            throw new IOException("no volume is formatted at " + kv.describe() + ": run 'partfs format' first");
+        }
+        return f;
+    }
+
+    /** Reads the volume's format, or returns null when none is recorded yet ({@link #format} records one). */
+    public VolumeFormat loadIfFormatted() throws IOException {
         byte[] b = kv.read(r -> r.get(SETTING));
         if (b == null) {
-            throw new IOException("no volume is formatted at " + kv.describe() + ": run 'partfs format' first");
+            return null;
         }
         this.format = VolumeFormat.decode(b);
         return format;
