@@ -216,9 +216,13 @@ final class MountCommand implements Callable<Integer> {
         return background ? startInBackground(mp) : serve(mp, fuse);
     }
 
-    private void checkMountPoint(Path mp) throws IOException {
-        if (Mounts.isMounted(mp)) {
-            throw new IllegalArgumentException(mp + " is already mounted (" + Mounts.typeAt(mp) + "): unmount it first");
+    private void checkMountPoint(Path mp) throws IOException, InterruptedException {
+        String type = Mounts.typeAt(mp);
+        if ("fuse.partfs".equals(type) && Mounts.disconnected(mp)) {
+            takeDownDeadMount(mp);
+        } else if (type != null) {
+            throw new IllegalArgumentException(mp + " is already mounted (" + type + "): unmount it first"
+                    + ("fuse.partfs".equals(type) ? " with 'partfs umount " + mp + "'" : ""));
         }
         if (Files.exists(mp) && !Files.isDirectory(mp)) {
             throw new IllegalArgumentException("mount point " + mp + " is not a directory: choose a directory");
@@ -230,6 +234,22 @@ final class MountCommand implements Callable<Integer> {
                 }
             }
         }
+    }
+
+    /**
+     * Takes down a PartFS mount whose process exited without unmounting (SIGKILL, out of memory):
+     * it only answers ENOTCONN, so a restarted sidecar would otherwise fail on it for ever. Lazily
+     * (MNT_DETACH), since ClickHouse may still hold files open there; nothing can be flushed.
+     */
+    private void takeDownDeadMount(Path mp) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("fusermount", "-u", "-z", mp.toString()).redirectErrorStream(true).start();
+        String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+        if (p.waitFor() != 0 || Mounts.isMounted(mp)) {
+            throw new IllegalStateException(mp + " holds a PartFS mount whose process exited, and fusermount -u -z failed ("
+                    + said + "): unmount it as root with umount -l " + mp);
+        }
+        spec.commandLine().getErr().printf("partfs: took down the mount at %s left by a PartFS process that exited "
+                + "without unmounting (its buffered writes were lost with it; fsynced ones were not)%n", mp);
     }
 
     private FuseOptions fuseOptions() {

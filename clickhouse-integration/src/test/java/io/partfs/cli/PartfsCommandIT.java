@@ -256,6 +256,38 @@ class PartfsCommandIT {
     }
 
     /**
+     * A mount process killed without unmounting (SIGKILL, the out-of-memory killer) leaves a
+     * mount that answers ENOTCONN; the next mount at that point, as a restarted sidecar's is,
+     * takes it down and mounts, and what was fsynced before the kill is there. A live mount is
+     * still refused.
+     */
+    @Test
+    void mountTakesDownAMountWhoseProcessWasKilled() throws Exception {
+        Partfs.Result m = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, m.exit(), m.all());
+        Partfs.Result live = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(1, live.exit(), live.all());
+        assertTrue(live.err().contains("already mounted (fuse.partfs): unmount it first with 'partfs umount"), live.err());
+        byte[] data = new byte[100_000];
+        new Random(7).nextBytes(data);
+        writeFsynced(mnt.resolve("kept"), data);
+        java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
+        assertTrue(pid.find(), m.all());
+        ProcessHandle sidecar = ProcessHandle.of(Long.parseLong(pid.group(1))).orElseThrow();
+        sidecar.destroyForcibly();
+        sidecar.onExit().get(30, TimeUnit.SECONDS);
+        assertTrue(Mounts.isMounted(mnt) && Mounts.disconnected(mnt), "a dead mount is left behind");
+
+        Partfs.Result again = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, again.exit(), again.all());
+        assertTrue(again.err().contains("took down the mount at " + mnt), again.err());
+        assertFalse(Mounts.disconnected(mnt));
+        assertArrayEquals(data, Files.readAllBytes(mnt.resolve("kept")));
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        assertFalse(Mounts.isMounted(mnt), "one mount taken down, one unmounted: nothing stacked");
+    }
+
+    /**
      * The pod's start in operator-manifests/: one {@code mount --storage} on embedded RocksDB
      * metadata formats the volume on first use, mounts the same volume again later, and refuses
      * metadata that holds another storage, changing nothing.

@@ -8,7 +8,7 @@ import jnr.ffi.types.ssize_t;
 
 /**
  * The few C library calls the kernel FUSE driver needs: opening {@code /dev/fuse}, moving
- * requests and replies through it, and mount(2)/umount2(2). Every call keeps errno, read with
+ * requests and replies through it, mount(2)/umount2(2), and access(2) to tell a dead mount. Every call keeps errno, read with
  * {@link #errno()}. Public only because jnr-ffi generates its implementation in another class loader.
  */
 public interface LibC {
@@ -26,6 +26,8 @@ public interface LibC {
     int ENODEV = 19;
     int EBUSY = 16;
     int EINVAL = 22;
+    int ENOTCONN = 107;
+    int F_OK = 0;
 
     @SaveError
     int open(String path, int flags);
@@ -48,6 +50,9 @@ public interface LibC {
 
     @SaveError
     int umount2(String target, int flags);
+
+    @SaveError
+    int access(String path, int mode);
 
     String strerror(int errnum);
 

@@ -27,6 +27,15 @@ public final class Mounts {
         return typeAt(dir) != null;
     }
 
+    /**
+     * Whether the FUSE mount at {@code dir} has lost its process: the kernel answers every call
+     * there with ENOTCONN once the process that served it has exited (killed, out of memory)
+     * without unmounting. Such a mount can serve nothing again; it can only be taken down.
+     */
+    public static boolean disconnected(Path dir) {
+        return LibC.INSTANCE.access(dir.toString(), LibC.F_OK) < 0 && LibC.errno() == LibC.ENOTCONN;
+    }
+
     /** mountinfo escapes space, tab, newline and backslash as octal. */
     private static String escape(String s) {
         return s.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011").replace("\n", "\\012");
