@@ -25,7 +25,8 @@ import org.yaml.snakeyaml.Yaml;
  * checks what can be checked without one: the pieces of the pod fit together (the mount
  * reaches ClickHouse, the disk points at it, the secrets exist), and the sidecar's own script
  * and startup probe, taken from the manifest, run for real against s3proxy with only the
- * pod's paths moved into a temporary directory: format, mount, probe, restart, SIGTERM.
+ * pod's paths moved into a temporary directory: format, mount, probe, restart, SIGTERM, and a
+ * restart after SIGKILL.
  */
 class OperatorManifestsIT {
     private static final Path DIR = Partfs.ROOT.resolve("operator-manifests");
@@ -149,20 +150,28 @@ class OperatorManifestsIT {
 
             byte[] data = new byte[(5 << 20) + 7];
             new Random(5).nextBytes(data);
-            for (int start = 1; start <= 2; start++) { // the second start is the pod restarting
+            // the pod restarting: after a stop (SIGTERM), then after the sidecar was killed
+            for (int start = 1; start <= 3; start++) {
                 Process sidecar = pb.start();
                 awaitProbe(probeScript, sidecar, dir);
                 if (start == 1) {
                     Files.write(mnt.resolve("part.bin"), data);
                 }
                 assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")), "start " + start);
-                sidecar.destroy(); // SIGTERM, as the kubelet sends
-                assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops within its grace period");
-                assertEquals(0, sidecar.exitValue(), Files.readString(dir.resolve("sidecar.log")));
-                assertFalse(Mounts.isMounted(mnt), "unmounted on SIGTERM");
+                if (start == 2) {
+                    sidecar.destroyForcibly(); // SIGKILL: the out-of-memory killer, or a grace period run out
+                    assertTrue(sidecar.waitFor(30, TimeUnit.SECONDS));
+                    assertTrue(Mounts.disconnected(mnt), "a dead mount left for the next start");
+                } else {
+                    sidecar.destroy(); // SIGTERM, as the kubelet sends
+                    assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops within its grace period");
+                    assertEquals(0, sidecar.exitValue(), Files.readString(dir.resolve("sidecar.log")));
+                    assertFalse(Mounts.isMounted(mnt), "unmounted on SIGTERM");
+                }
                 String log = Files.readString(dir.resolve("sidecar.log")); // this start's
                 assertEquals(start == 1, log.contains("formatted volume chi-partfs-main-0-0-0 "),
                         "the first start formats, a restart formats nothing: " + log);
+                assertEquals(start == 3, log.contains("took down the mount at " + mnt), log);
                 assertFalse(log.contains(S3Server.SECRET_KEY) || log.contains("k8s-test-token"), "no secret in the log");
             }
         } finally {

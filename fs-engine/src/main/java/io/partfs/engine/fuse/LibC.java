@@ -8,7 +8,7 @@ import jnr.ffi.types.ssize_t;
 
 /**
  * The few C library calls the kernel FUSE driver needs: opening {@code /dev/fuse}, moving
- * requests and replies through it, mount(2)/umount2(2), and access(2) to tell a dead mount. Every call keeps errno, read with
+ * requests and replies through it, mount(2)/umount2(2), and statfs(2) to tell a dead mount. Every call keeps errno, read with
  * {@link #errno()}. Public only because jnr-ffi generates its implementation in another class loader.
  */
 public interface LibC {
@@ -27,7 +27,6 @@ public interface LibC {
     int EBUSY = 16;
     int EINVAL = 22;
     int ENOTCONN = 107;
-    int F_OK = 0;
 
     @SaveError
     int open(String path, int flags);
@@ -51,8 +50,9 @@ public interface LibC {
     @SaveError
     int umount2(String target, int flags);
 
+    /** statfs(2) into {@code buf} (struct statfs: 120 bytes on 64-bit Linux). */
     @SaveError
-    int access(String path, int mode);
+    int statfs(String path, @jnr.ffi.annotations.Out byte[] buf);
 
     String strerror(int errnum);
 

@@ -31,9 +31,11 @@ public final class Mounts {
      * Whether the FUSE mount at {@code dir} has lost its process: the kernel answers every call
      * there with ENOTCONN once the process that served it has exited (killed, out of memory)
      * without unmounting. Such a mount can serve nothing again; it can only be taken down.
+     * Asked with statfs(2), which the kernel always sends to the process: a lookup or access(2)
+     * of the mount's root may be answered from its attribute cache without it.
      */
     public static boolean disconnected(Path dir) {
-        return LibC.INSTANCE.access(dir.toString(), LibC.F_OK) < 0 && LibC.errno() == LibC.ENOTCONN;
+        return LibC.INSTANCE.statfs(dir.toString(), new byte[256]) < 0 && LibC.errno() == LibC.ENOTCONN;
     }
 
     /** mountinfo escapes space, tab, newline and backslash as octal. */
