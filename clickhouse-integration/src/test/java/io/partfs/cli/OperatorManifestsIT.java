@@ -127,6 +127,7 @@ class OperatorManifestsIT {
     void theSidecarScriptFormatsMountsSurvivesARestartAndStopsCleanlyOnSigterm() throws Exception {
         Path dir = Files.createTempDirectory("partfs-k8s-");
         Path mnt = dir.resolve("state/mnt");
+        Process sidecar = null;
         try (S3Server s3 = S3Server.start()) {
             Map<String, Object> side = sidecar();
             String script = local(at(side, "args", 0), dir);
@@ -152,7 +153,7 @@ class OperatorManifestsIT {
             new Random(5).nextBytes(data);
             // the pod restarting: after a stop (SIGTERM), then after the sidecar was killed
             for (int start = 1; start <= 3; start++) {
-                Process sidecar = pb.start();
+                sidecar = pb.start();
                 awaitProbe(probeScript, sidecar, dir);
                 if (start == 1) {
                     Files.write(mnt.resolve("part.bin"), data);
@@ -175,6 +176,10 @@ class OperatorManifestsIT {
                 assertFalse(log.contains(S3Server.SECRET_KEY) || log.contains("k8s-test-token"), "no secret in the log");
             }
         } finally {
+            if (sidecar != null && sidecar.isAlive()) { // a failed assertion left it running
+                sidecar.destroyForcibly();
+                sidecar.waitFor(30, TimeUnit.SECONDS);
+            }
             Partfs.ensureUnmounted(mnt);
             TempDirs.deleteRecursively(dir);
         }
