@@ -15,10 +15,12 @@ import picocli.CommandLine.Option;
 /**
  * {@code partfs bench} side by side on local disk, PartFS (Redis metadata, S3 data), rclone
  * mount and s3fs, all three over the same s3proxy behind the same latency proxy; prints one
- * markdown table per measure and writes it to --out.
+ * markdown table per measure and writes it to --out. bindfs, a C FUSE filesystem passing every
+ * call through to a local directory, measures what FUSE itself costs on the same disk.
  */
 @Command(name = "fs-bench", mixinStandardHelpOptions = true,
-        description = "partfs bench on local disk, PartFS, rclone mount and s3fs over one S3 server, side by side.")
+        description = {"partfs bench on local disk, PartFS, rclone mount and s3fs over one S3 server, side by side;",
+                "bindfs over local disk shows what FUSE itself costs."})
 public final class FsBench implements Callable<Integer> {
     @Option(names = "--big-file-size", defaultValue = "256M", description = "Default: ${DEFAULT-VALUE}.")
     String bigFileSize;
@@ -32,9 +34,11 @@ public final class FsBench implements Callable<Integer> {
     @Option(names = "--latency", defaultValue = "0", description = "S3 request latency in ms (default: ${DEFAULT-VALUE}).")
     double latency;
 
-    @Option(names = "--filesystems", split = ",", defaultValue = "local,partfs,partfs-writeback,rclone,s3fs",
+    @Option(names = "--filesystems", split = ",", defaultValue = "local,bindfs,partfs,partfs-writeback,rclone,s3fs",
             description = {"Default: ${DEFAULT-VALUE}. partfs-writeback mounts with --writeback --upload-delay 5,",
-                    "rclone's own write-back delay in its default VFS mode."})
+                    "rclone's own write-back delay in its default VFS mode. bindfs (-o big_writes) passes every call",
+                    "through to a local directory: the floor for any FUSE filesystem on this disk. bindfs, rclone and",
+                    "s3fs are skipped when not installed."})
     List<String> filesystems;
 
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
@@ -73,12 +77,17 @@ public final class FsBench implements Callable<Integer> {
                 plain.ensureBucket();
             }
             for (String fs : filesystems) {
+                if (TOOLS.contains(fs) && !Procs.installed(fs)) {
+                    Stack.progress("%s is not installed: skipped (apt-get install %s)", fs, fs);
+                    continue;
+                }
                 Stack.progress("partfs bench on %s", fs);
                 Process tool = null;
                 Path dir = mnt;
                 try {
                     switch (fs) {
                         case "local" -> dir = Files.createDirectories(work.resolve("local"));
+                        case "bindfs" -> tool = stack.startBindfs(Files.createDirectories(work.resolve("bindfs-source")), mnt);
                         case "partfs" -> stack.mountPartFs(mnt, partfsOptions);
                         case "partfs-writeback" -> stack.mountPartFs(mnt, writeBack());
                         case "rclone" -> tool = stack.startRclone(mnt);
@@ -144,6 +153,8 @@ public final class FsBench implements Callable<Integer> {
         return m;
     }
 
+    private static final List<String> TOOLS = List.of("bindfs", "rclone", "s3fs");
+
     private static final List<String> ITEMS = List.of("Write big file", "Read big file", "Write small file", "Read small file", "Stat file");
 
     /** Each filesystem's results of pass {@code index} (none when it failed before that pass). */
@@ -153,9 +164,15 @@ public final class FsBench implements Callable<Integer> {
         return m;
     }
 
-    /** PartFS's columns over rclone's and s3fs's, item by item (every item is a rate: more is better). */
+    /**
+     * PartFS's columns (and bindfs's, the FUSE floor) over rclone's and s3fs's, item by item (every
+     * item is a rate: more is better).
+     */
     static String ratios(Map<String, Map<String, String[]>> results) {
-        List<String> ours = results.keySet().stream().filter(fs -> fs.startsWith("partfs")).toList();
+        List<String> ours = new ArrayList<>(results.keySet().stream().filter(fs -> fs.startsWith("partfs")).toList());
+        if (results.containsKey("bindfs")) {
+            ours.add("bindfs");
+        }
         List<String> theirs = results.keySet().stream().filter(fs -> fs.equals("rclone") || fs.equals("s3fs")).toList();
         if (ours.isEmpty() || theirs.isEmpty()) {
             return "";

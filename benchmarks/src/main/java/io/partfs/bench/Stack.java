@@ -124,7 +124,18 @@ final class Stack implements AutoCloseable {
         return p;
     }
 
-    /** Unmounts rclone or s3fs and waits for the process. */
+    /**
+     * bindfs of {@code source} at {@code mnt}: a C FUSE filesystem (libfuse 2) that passes each
+     * call through to local disk, with 128 KiB writes as the others get; stop with {@link #stopTool}.
+     */
+    Process startBindfs(Path source, Path mnt) throws Exception {
+        Process p = new ProcessBuilder("bindfs", "-f", "-o", "big_writes", source.toString(), mnt.toString())
+                .redirectErrorStream(true).redirectOutput(work.resolve("bindfs.out").toFile()).start();
+        Procs.awaitMounted(mnt, true, p);
+        return p;
+    }
+
+    /** Unmounts rclone, s3fs or bindfs and waits for the process. */
     static void stopTool(Process tool, Path mnt) throws Exception {
         Procs.unmount(mnt);
         tool.destroy();
