@@ -242,12 +242,7 @@ final class MountCommand implements Callable<Integer> {
      * (MNT_DETACH), since ClickHouse may still hold files open there; nothing can be flushed.
      */
     private void takeDownDeadMount(Path mp) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("fusermount", "-u", "-z", mp.toString()).redirectErrorStream(true).start();
-        String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
-        if (p.waitFor() != 0 || Mounts.isMounted(mp)) {
-            throw new IllegalStateException(mp + " holds a PartFS mount whose process exited, and fusermount -u -z failed ("
-                    + said + "): unmount it as root with umount -l " + mp);
-        }
+        UmountCommand.detachDeadMount(mp);
         spec.commandLine().getErr().printf("partfs: took down the mount at %s left by a PartFS process that exited "
                 + "without unmounting (its buffered writes were lost with it; fsynced ones were not)%n", mp);
     }

@@ -47,6 +47,12 @@ final class UmountCommand implements Callable<Integer> {
         if (type != null && !type.equals("fuse.partfs")) {
             throw new IllegalArgumentException(mp + " is a " + type + " mount, not PartFS: use umount(8)");
         }
+        if (pid.isEmpty() && Mounts.disconnected(mp)) {
+            detachDeadMount(mp);
+            out.printf("partfs: took down %s, a mount whose process exited without unmounting (its buffered writes were "
+                    + "lost with it; fsynced ones were not)%n", mp);
+            return 0;
+        }
         if (pid.isEmpty()) {
             Process p = new ProcessBuilder("fusermount", "-u", mp.toString()).inheritIO().start();
             if (p.waitFor() != 0) {
@@ -75,6 +81,20 @@ final class UmountCommand implements Callable<Integer> {
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /**
+     * Takes down a PartFS mount whose process is gone (it answers ENOTCONN): lazily (MNT_DETACH),
+     * since ClickHouse may still hold files open there, which a plain unmount refuses as busy.
+     * Nothing is left to flush.
+     */
+    static void detachDeadMount(Path mp) throws java.io.IOException, InterruptedException {
+        Process p = new ProcessBuilder("fusermount", "-u", "-z", mp.toString()).redirectErrorStream(true).start();
+        String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+        if (p.waitFor() != 0 || Mounts.isMounted(mp)) {
+            throw new IllegalStateException(mp + " holds a PartFS mount whose process exited, and fusermount -u -z failed ("
+                    + said + "): unmount it as root with umount -l " + mp);
+        }
     }
 
     /**

@@ -288,6 +288,32 @@ class PartfsCommandIT {
     }
 
     /**
+     * A mount whose process was killed while a file was open there (ClickHouse's, say): a plain
+     * unmount is refused as busy, so umount takes it down lazily; nothing was left to flush.
+     */
+    @Test
+    void umountTakesDownADeadMountAFileIsStillOpenIn() throws Exception {
+        Partfs.Result m = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, m.exit(), m.all());
+        writeFsynced(mnt.resolve("held"), new byte[4096]);
+        try (java.nio.channels.FileChannel held = java.nio.channels.FileChannel.open(mnt.resolve("held"))) {
+            java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
+            assertTrue(pid.find(), m.all());
+            ProcessHandle sidecar = ProcessHandle.of(Long.parseLong(pid.group(1))).orElseThrow();
+            sidecar.destroyForcibly();
+            sidecar.onExit().get(30, TimeUnit.SECONDS);
+            assertTrue(Mounts.disconnected(mnt), "a dead mount is left behind");
+            assertEquals(1, new ProcessBuilder("fusermount", "-u", mnt.toString()).start().waitFor(),
+                    "a plain unmount is refused while the file is open");
+
+            Partfs.Result u = partfs.run("umount", mnt.toString());
+            assertEquals(0, u.exit(), u.all());
+            assertTrue(u.out().contains("took down " + mnt), u.out());
+            assertFalse(Mounts.isMounted(mnt), "the dead mount is gone although a file is still open in it");
+        }
+    }
+
+    /**
      * The pod's start in operator-manifests/: one {@code mount --storage} on embedded RocksDB
      * metadata formats the volume on first use, mounts the same volume again later, and refuses
      * metadata that holds another storage, changing nothing.
