@@ -142,6 +142,12 @@ final class VolumeOptions {
      * or this one with another storage, is refused and left as it is.
      */
     private MetaEngine openFormatted(StorageUrl storage) throws IOException {
+        java.nio.file.Path rocks = metaUrl().rocksDir();
+        boolean probed = false;
+        if (rocks != null && !Files.exists(rocks)) {
+            probe(storage); // no metadata there yet: a refused object store leaves no empty database behind
+            probed = true;
+        }
         if (embedded()) {
             Files.createDirectories(embeddedDir());
         }
@@ -149,8 +155,8 @@ final class VolumeOptions {
         try {
             VolumeFormat have = m.loadIfFormatted();
             if (have == null) {
-                try (ObjectStore objects = storage.open(credentials(), true)) {
-                    FormatCommand.probe(objects);
+                if (!probed) {
+                    probe(storage);
                 }
                 VolumeFormat f = m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage.url()),
                         Ids.uid(), Ids.gid());
@@ -165,8 +171,16 @@ final class VolumeOptions {
         } catch (IOException | RuntimeException e) {
             m.close();
             throw e;
+        }
+    }
+
+    /** Checks the object store takes a write, a read and a delete, as {@code partfs format} does. */
+    private void probe(StorageUrl storage) throws IOException {
+        try (ObjectStore objects = storage.open(credentials(), true)) {
+            FormatCommand.probe(objects);
+        } catch (IOException | RuntimeException e) {
+            throw e;
         } catch (Exception e) {
-            m.close();
             throw new IOException(e.getMessage(), e);
         }
     }

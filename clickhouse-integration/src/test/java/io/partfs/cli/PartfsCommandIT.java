@@ -331,6 +331,7 @@ class PartfsCommandIT {
             assertTrue(denied.err().contains("denied"), denied.err());
             assertFalse(denied.all().contains("not-the-secret"), denied.all());
             assertFalse(Mounts.isMounted(mnt), "nothing is mounted after a refused mount");
+            assertFalse(Files.exists(Path.of(meta)), "nor is an empty metadata database left behind");
 
             partfs.env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
             Partfs.Result first = partfs.run(mount);

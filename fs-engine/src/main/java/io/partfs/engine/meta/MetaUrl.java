@@ -40,6 +40,11 @@ public final class MetaUrl {
         return redisUrl != null;
     }
 
+    /** The RocksDB directory, or null for Redis. */
+    public Path rocksDir() {
+        return rocksDir;
+    }
+
     /** Opens an existing volume's metadata; a RocksDB directory that does not exist is an error. */
     public KvStore open() throws IOException {
         if (redisUrl == null && !java.nio.file.Files.isDirectory(rocksDir)) {
