@@ -12,10 +12,16 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.stream.Stream;
 
-/** cp -a with several files in flight: directories first, then files (and symlinks) in parallel. */
+/**
+ * cp -a with several files in flight: directories first, then files (and symlinks) in parallel,
+ * with a progress line every {@value #PROGRESS_EVERY_SECONDS} s (copying the target profile's
+ * 154,000 files onto PartFS takes minutes).
+ */
 final class ParallelCopy {
     private ParallelCopy() {
     }
+
+    private static final int PROGRESS_EVERY_SECONDS = 30;
 
     static void copy(Path from, Path to, int threads) throws Exception {
         List<Path> files = new ArrayList<>();
@@ -38,8 +44,14 @@ final class ParallelCopy {
                     return null;
                 }));
             }
-            for (Future<?> f : done) {
-                f.get();
+            long start = System.nanoTime();
+            long next = start + PROGRESS_EVERY_SECONDS * 1_000_000_000L;
+            for (int i = 0; i < done.size(); i++) {
+                done.get(i).get();
+                if (System.nanoTime() > next) {
+                    Stack.progress("  copied %,d of %,d files (%.0f s)", i + 1, done.size(), (System.nanoTime() - start) / 1e9);
+                    next += PROGRESS_EVERY_SECONDS * 1_000_000_000L;
+                }
             }
         } finally {
             pool.shutdownNow();
