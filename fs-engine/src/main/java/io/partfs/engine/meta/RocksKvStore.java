@@ -42,6 +42,8 @@ public final class RocksKvStore implements KvStore {
     private final LRUCache blockCache;
     private final WriteOptions writeOptions = new WriteOptions();
     private final ReentrantLock writeLock = new ReentrantLock();
+    /** Set by the first {@link #close}: RocksDB aborts the JVM when a closed database is used. */
+    private boolean closed;
 
     private final boolean readOnly;
 
@@ -315,6 +317,10 @@ public final class RocksKvStore implements KvStore {
     public void close() throws IOException {
         writeLock.lock();
         try {
+            if (closed) {
+                return;
+            }
+            closed = true;
             try {
                 if (!readOnly) {
                     db.flushWal(true);

@@ -36,6 +36,13 @@ class RocksMetaEngineContractTest extends MetaEngineContract {
     }
 
     @Test
+    void closingTwiceIsHarmless() throws Exception {
+        KvStore kv = new RocksKvStore(dir.resolve("twice"));
+        kv.close();
+        kv.close(); // RocksDB itself aborts the JVM when a closed database is flushed
+    }
+
+    @Test
     void secondOpenOfTheSameDirectoryIsAClearError() {
         IOException e = assertThrows(IOException.class, () -> new RocksKvStore(lastStore));
         assertTrue(e.getMessage().contains("in use by another process"), e.getMessage());
