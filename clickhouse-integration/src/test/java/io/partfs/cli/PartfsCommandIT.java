@@ -12,11 +12,20 @@ import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import io.partfs.engine.testing.TempDirs;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import java.util.zip.GZIPInputStream;
+import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -646,6 +655,96 @@ class PartfsCommandIT {
                     java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
             ch.write(java.nio.ByteBuffer.wrap(new byte[100_000]));
             return ch;
+        }
+    }
+
+    /** partfs dump and load: an embedded volume's metadata moved into Redis, serving the same files. */
+    @Test
+    void embeddedVolumeDumpedAndLoadedIntoRedisServesTheSameFiles() throws Exception {
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        byte[] big = new byte[(5 << 20) + 7]; // two blocks
+        new Random(3).nextBytes(big);
+        Files.createDirectories(mnt.resolve("data/db/t/all_1_1_0"));
+        Files.write(mnt.resolve("data/db/t/all_1_1_0/a.bin"), big);
+        Files.writeString(mnt.resolve("data/db/t/all_1_1_0/checksums.txt"), "checksums");
+        Files.createLink(mnt.resolve("data/db/t/hardlink.bin"), mnt.resolve("data/db/t/all_1_1_0/a.bin"));
+        Files.createSymbolicLink(mnt.resolve("data/db/current"), Path.of("t/all_1_1_0"));
+        Files.writeString(mnt.resolve("name with\ttab and\nnewline"), "odd");
+        Files.getFileAttributeView(mnt.resolve("data/db/t/all_1_1_0/checksums.txt"), UserDefinedFileAttributeView.class)
+                .write("k", ByteBuffer.wrap("v1".getBytes(StandardCharsets.UTF_8)));
+        Map<String, String> before = tree(mnt);
+        Path dump = dir.resolve("backup/meta.gz");
+        Files.createDirectories(dump.getParent());
+
+        Partfs.Result mounted = partfs.run("dump", dump.toString());
+        assertEquals(1, mounted.exit(), mounted.all());
+        assertEquals(1, Partfs.errorLines(mounted).size(), mounted.err());
+        assertTrue(mounted.err().contains("is mounted by 1 client(s)") && mounted.err().contains("--force"), mounted.err());
+        assertFalse(Files.exists(dump), "a refused dump writes nothing");
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+
+        Partfs.Result d = partfs.run("dump", dump.toString());
+        assertEquals(0, d.exit(), d.all());
+        assertTrue(d.out().contains("volume default") && d.out().contains("9 inodes"), d.out());
+        try (Stream<Path> s = Files.list(dump.getParent())) {
+            assertEquals(List.of(dump), s.toList(), "no partial file left beside the dump");
+        }
+
+        try (RedisServer redis = RedisServer.start()) {
+            Partfs.Result l = partfs.run("load", "--meta", redis.url(1), dump.toString());
+            assertEquals(0, l.exit(), l.all());
+            assertTrue(l.out().contains("9 inodes"), l.out());
+            Partfs.Result again = partfs.run("load", "--meta", redis.url(1), dump.toString());
+            assertEquals(1, again.exit(), again.all());
+            assertTrue(again.err().contains("not empty"), again.err());
+
+            assertEquals(0, partfs.run("mount", "--meta", redis.url(1), mnt.toString(), "--background").exit());
+            assertEquals(before, tree(mnt), "the same names, types, sizes, contents, links and attributes");
+            assertArrayEquals(big, Files.readAllBytes(mnt.resolve("data/db/current/a.bin")));
+            assertEquals(2, Files.getAttribute(mnt.resolve("data/db/t/hardlink.bin"), "unix:nlink"));
+            Files.writeString(mnt.resolve("data/db/t/new.txt"), "the loaded volume takes writes");
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            Partfs.Result fsck = partfs.run("fsck", "--meta", redis.url(1));
+            assertEquals(0, fsck.exit(), fsck.all());
+
+            // a dump cut short (a full disk, a copy interrupted) is refused before anything is written
+            Path cut = dir.resolve("cut.gz");
+            List<String> lines = lines(dump);
+            try (GZIPOutputStream out = new GZIPOutputStream(Files.newOutputStream(cut))) {
+                out.write(String.join("\n", lines.subList(0, lines.size() / 2)).getBytes(StandardCharsets.UTF_8));
+            }
+            Partfs.Result c = partfs.run("load", "--meta", redis.url(2), cut.toString());
+            assertEquals(1, c.exit(), c.all());
+            assertEquals(1, Partfs.errorLines(c).size(), c.err());
+            assertTrue(c.err().contains("cut short"), c.err());
+            assertEquals(0, partfs.run("load", "--meta", redis.url(2), dump.toString()).exit(),
+                    "the refused load left db 2 empty: a load into it is accepted");
+        }
+    }
+
+    /** For dump and load: path to type, size, content digest, link target and extended attributes, for every file under {@code root}. */
+    private static Map<String, String> tree(Path root) throws Exception {
+        Map<String, String> m = new TreeMap<>();
+        try (Stream<Path> s = Files.walk(root)) {
+            for (Path p : s.toList()) {
+                String rel = root.relativize(p).toString();
+                if (Files.isSymbolicLink(p)) {
+                    m.put(rel, "link " + Files.readSymbolicLink(p));
+                } else if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+                    m.put(rel, "dir " + Files.getAttribute(p, "unix:mode"));
+                } else {
+                    UserDefinedFileAttributeView x = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
+                    m.put(rel, "file " + Files.size(p) + " " + java.util.Arrays.hashCode(Files.readAllBytes(p)) + " nlink "
+                            + Files.getAttribute(p, "unix:nlink") + " xattrs " + x.list());
+                }
+            }
+        }
+        return m;
+    }
+
+    private static List<String> lines(Path gz) throws Exception {
+        try (GZIPInputStream in = new GZIPInputStream(Files.newInputStream(gz))) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().toList();
         }
     }
 }

@@ -44,11 +44,16 @@ public final class MetaEngine implements Closeable {
     private static final long CHUNK = VolumeFormat.CHUNK_SIZE;
     private static final long MAX_FILE_SIZE = CHUNK * Integer.MAX_VALUE;
 
-    private static final String SETTING = "setting";
-    private static final String DELFILES = "delfiles";
-    private static final String DELSLICES = "delslices";
+    static final String SETTING = "setting";
+    static final String DELFILES = "delfiles";
+    static final String DELSLICES = "delslices";
     private static final String USED_SPACE = "usedSpace";
     private static final String TOTAL_INODES = "totalInodes";
+    private static final String NEXT_INODE = "nextInode";
+    private static final String NEXT_SLICE = "nextSlice";
+    private static final String NEXT_SESSION = "nextSession";
+    /** Every counter the engine keeps ({@link MetaDump} copies them). */
+    static final java.util.List<String> COUNTERS = java.util.List.of(NEXT_INODE, NEXT_SLICE, NEXT_SESSION, USED_SPACE, TOTAL_INODES);
 
     private final KvStore kv;
     private final TimeSource clock;
@@ -70,8 +75,8 @@ public final class MetaEngine implements Closeable {
     public MetaEngine(KvStore kv, TimeSource clock) {
         this.kv = kv;
         this.clock = clock;
-        this.inodeIds = new IdBatch(kv, "nextInode", 100);
-        this.sliceIds = new IdBatch(kv, "nextSlice", 1000);
+        this.inodeIds = new IdBatch(kv, NEXT_INODE, 100);
+        this.sliceIds = new IdBatch(kv, NEXT_SLICE, 1000);
     }
 
     public KvStore store() {
@@ -214,8 +219,8 @@ public final class MetaEngine implements Closeable {
             tx.add(TOTAL_INODES, 1);
             return wanted;
         });
-        if (kv.read(r -> r.counter("nextInode")) < ROOT) {
-            kv.increment("nextInode", ROOT);
+        if (kv.read(r -> r.counter(NEXT_INODE)) < ROOT) {
+            kv.increment(NEXT_INODE, ROOT);
         }
         this.format = result;
         return result;
@@ -1453,7 +1458,7 @@ public final class MetaEngine implements Closeable {
      * the session, or stops beating for {@link #SESSION_TIMEOUT}.
      */
     public long registerSession(String info) throws IOException {
-        long sid = kv.increment("nextSession", 1);
+        long sid = kv.increment(NEXT_SESSION, 1);
         byte[] bytes = info.getBytes(StandardCharsets.UTF_8);
         long now = nowMillis();
         mutate(tx -> {
