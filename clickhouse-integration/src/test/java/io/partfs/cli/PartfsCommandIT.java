@@ -197,7 +197,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "stats", "profile", "warmup", "demo"}) {
+        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
