@@ -107,6 +107,9 @@ final class MetaDumpCommands {
                         fos.getFD().sync(); // complete on disk before it takes FILE's name
                     }
                     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                    try (java.nio.channels.FileChannel d = java.nio.channels.FileChannel.open(target.getParent())) {
+                        d.force(true); // and the name too
+                    }
                     spec.commandLine().getOut().printf("partfs dump: volume %s (uuid %s): %,d inodes, %,d chunks, %,d records"
                             + " (%s) to %s in %.1f s%n", c.format().name(), c.format().uuid(), c.inodes(), c.chunks(), c.records(),
                             Sizes.human(Files.size(target)), target, (System.nanoTime() - started) / 1e9);
