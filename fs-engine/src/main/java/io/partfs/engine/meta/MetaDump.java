@@ -31,8 +31,9 @@ import java.util.regex.Pattern;
  *
  * <p>Mount sessions are not dumped: a loaded volume has no mounts. The records are those of
  * this version of PartFS (inodes in its binary encoding), so a dump is loaded by the same
- * version. A dump reads the volume over some time; it is a consistent copy only while nothing
- * changes the volume (no mount), which the command checks.
+ * version. A dump reads the volume in one read of the engine: on embedded RocksDB that is one
+ * snapshot, a consistent copy even of a mounted volume; Redis has no snapshot, so a dump of a
+ * Redis volume is a consistent copy only while nothing changes the volume (no mount).
  */
 public final class MetaDump {
     static final String MAGIC = "partfs-metadata-dump";
@@ -55,7 +56,12 @@ public final class MetaDump {
      * records written so far, now and then.
      */
     public static Counts dump(KvStore kv, Writer out, LongConsumer progress) throws IOException {
-        byte[] setting = kv.read(r -> r.get(MetaEngine.SETTING));
+        // one read: on RocksDB one snapshot, so a dump of a mounted volume is a point in time
+        return kv.read(r -> dump(r, out, progress));
+    }
+
+    private static Counts dump(KvStore.Reader r, Writer out, LongConsumer progress) throws IOException {
+        byte[] setting = r.get(MetaEngine.SETTING);
         if (setting == null) {
             throw new IOException("no volume in this metadata: nothing to dump");
         }
@@ -63,71 +69,58 @@ public final class MetaDump {
         Sink sink = new Sink(out, progress);
         out.write(MAGIC + "\t" + VERSION + "\t" + format.name() + "\t" + format.uuid() + "\n");
         for (String c : MetaEngine.COUNTERS) {
-            sink.counter(c, kv.read(r -> r.counter(c)));
+            sink.counter(c, r.counter(c));
         }
         sink.plain(MetaEngine.SETTING, setting);
         long[] inodes = {0};
-        kv.read(r -> {
-            r.scanKeys("i", page -> {
-                List<String> keys = page.stream().filter(k -> INODE.matcher(k).matches()).toList();
-                if (keys.isEmpty()) {
-                    return;
+        r.scanKeys("i", page -> {
+            List<String> keys = page.stream().filter(k -> INODE.matcher(k).matches()).toList();
+            if (keys.isEmpty()) {
+                return;
+            }
+            List<byte[]> values = r.getAll(keys);
+            List<String> xattrs = new ArrayList<>();
+            List<String> dirs = new ArrayList<>();
+            for (int i = 0; i < keys.size(); i++) {
+                if (values.get(i) == null) {
+                    continue; // deleted since the scan saw it
                 }
-                List<byte[]> values = r.getAll(keys);
-                List<String> xattrs = new ArrayList<>();
-                List<String> dirs = new ArrayList<>();
-                for (int i = 0; i < keys.size(); i++) {
-                    if (values.get(i) == null) {
-                        continue; // deleted since the scan saw it
-                    }
-                    String k = keys.get(i);
-                    long ino = Long.parseLong(k, 1, k.length(), 10);
-                    sink.plain(k, values.get(i));
-                    inodes[0]++;
-                    xattrs.add(MetaEngine.xattrKey(ino));
-                    if (Attr.decode(ino, values.get(i)).isDirectory()) {
-                        dirs.add(MetaEngine.dirKey(ino));
-                    }
+                String k = keys.get(i);
+                long ino = Long.parseLong(k, 1, k.length(), 10);
+                sink.plain(k, values.get(i));
+                inodes[0]++;
+                xattrs.add(MetaEngine.xattrKey(ino));
+                if (Attr.decode(ino, values.get(i)).isDirectory()) {
+                    dirs.add(MetaEngine.dirKey(ino));
                 }
-                hashes(r, xattrs, sink);
-                hashes(r, dirs, sink);
-            });
-            return null;
+            }
+            hashes(r, xattrs, sink);
+            hashes(r, dirs, sink);
         });
-        long chunks = plainKeys(kv, "c", CHUNK, sink);
-        plainKeys(kv, "s", SYMLINK, sink);
-        hashes(kv, List.of(MetaEngine.DELFILES, MetaEngine.DELSLICES), sink);
+        long chunks = plainKeys(r, "c", CHUNK, sink);
+        plainKeys(r, "s", SYMLINK, sink);
+        hashes(r, List.of(MetaEngine.DELFILES, MetaEngine.DELSLICES), sink);
         out.write("end\t" + sink.records + "\n");
         out.flush();
         return new Counts(sink.records, inodes[0], chunks, format);
     }
 
-    private static long plainKeys(KvStore kv, String prefix, Pattern form, Sink sink) throws IOException {
+    private static long plainKeys(KvStore.Reader r, String prefix, Pattern form, Sink sink) throws IOException {
         long[] n = {0};
-        kv.read(r -> {
-            r.scanKeys(prefix, page -> {
-                List<String> keys = page.stream().filter(k -> form.matcher(k).matches()).toList();
-                if (keys.isEmpty()) {
-                    return;
+        r.scanKeys(prefix, page -> {
+            List<String> keys = page.stream().filter(k -> form.matcher(k).matches()).toList();
+            if (keys.isEmpty()) {
+                return;
+            }
+            List<byte[]> values = r.getAll(keys);
+            for (int i = 0; i < keys.size(); i++) {
+                if (values.get(i) != null) {
+                    sink.plain(keys.get(i), values.get(i));
+                    n[0]++;
                 }
-                List<byte[]> values = r.getAll(keys);
-                for (int i = 0; i < keys.size(); i++) {
-                    if (values.get(i) != null) {
-                        sink.plain(keys.get(i), values.get(i));
-                        n[0]++;
-                    }
-                }
-            });
-            return null;
+            }
         });
         return n[0];
-    }
-
-    private static void hashes(KvStore kv, List<String> names, Sink sink) throws IOException {
-        kv.read(r -> {
-            hashes(r, names, sink);
-            return null;
-        });
     }
 
     private static void hashes(KvStore.Reader r, List<String> names, Sink sink) throws IOException {
@@ -190,10 +183,13 @@ public final class MetaDump {
     /**
      * Writes the records of a dump {@link #check} passed into {@code kv}, once it has checked
      * that {@code kv} holds no volume and no inode; the volume format goes last, so metadata a
-     * load stopped in the middle of is never taken for a volume. {@code progress} is told the
-     * records written so far, now and then.
+     * load stopped in the middle of is never taken for a volume. {@code sliceGap} is added to the
+     * slice counter with it: a volume restored from a backup must not give new data the ids, and
+     * so the object keys, of slices written after the backup was taken. {@code progress} is told
+     * the records written so far, now and then.
      */
-    public static Counts load(Source source, Counts checked, KvStore kv, LongConsumer progress) throws IOException {
+    public static Counts load(Source source, Counts checked, KvStore kv, long sliceGap, LongConsumer progress)
+            throws IOException {
         boolean[] empty = {true};
         kv.read(r -> {
             if (r.get(MetaEngine.SETTING) != null) {
@@ -231,6 +227,9 @@ public final class MetaDump {
             written += apply(kv, batch);
         }
         kv.update(tx -> {
+            if (sliceGap > 0) {
+                tx.add(MetaEngine.NEXT_SLICE, sliceGap);
+            }
             tx.put(MetaEngine.SETTING, setting[0]);
             return null;
         });

@@ -50,7 +50,7 @@ public final class MetaEngine implements Closeable {
     private static final String USED_SPACE = "usedSpace";
     private static final String TOTAL_INODES = "totalInodes";
     private static final String NEXT_INODE = "nextInode";
-    private static final String NEXT_SLICE = "nextSlice";
+    static final String NEXT_SLICE = "nextSlice";
     private static final String NEXT_SESSION = "nextSession";
     /** Every counter the engine keeps ({@link MetaDump} copies them). */
     static final java.util.List<String> COUNTERS = java.util.List.of(NEXT_INODE, NEXT_SLICE, NEXT_SESSION, USED_SPACE, TOTAL_INODES);

@@ -843,7 +843,7 @@ abstract class MetaEngineContract {
         assertEquals(4, checked.inodes(), dump); // root, d, the file (two names) and l
         KvStore target = newStore();
         try (MetaEngine loaded = new MetaEngine(target, () -> clock.addAndGet(1000))) { // closes target
-            MetaDump.load(source(dump), checked, target, n -> { });
+            MetaDump.load(source(dump), checked, target, 0, n -> { });
             assertEquals(sorted(dump), sorted(dump(target)), "the same records, whichever engine they went through");
             assertEquals("test", loaded.load().name());
             Attr g = loaded.lookup(ROOT, "second name");
@@ -870,7 +870,7 @@ abstract class MetaEngineContract {
             assertTrue(e.getMessage().contains(c[1]), e.getMessage());
         }
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> MetaDump.load(source(dump), MetaDump.check(source(dump)), meta.store(), n -> { }));
+                () -> MetaDump.load(source(dump), MetaDump.check(source(dump)), meta.store(), 0, n -> { }));
         assertTrue(e.getMessage().contains("not empty"), e.getMessage());
     }
 

@@ -35,6 +35,42 @@ class RocksMetaEngineContractTest extends MetaEngineContract {
         assertTrue(g.ino() > f.ino(), "inode numbers are not reused after a restart");
     }
 
+    /** A volume changed while it is dumped (a mount's backup): the dump is the volume as it was when the dump began. */
+    @Test
+    void aDumpIsOneSnapshotEvenWhileTheVolumeChanges() throws Exception {
+        Attr gone = file(ROOT, "deleted-during-the-dump");
+        for (int i = 0; i < 3000; i++) {
+            file(ROOT, "f" + i);
+        }
+        java.io.StringWriter copy = new java.io.StringWriter();
+        java.io.Writer changing = new java.io.Writer() {
+            private int writes;
+
+            @Override
+            public void write(char[] buf, int off, int len) throws IOException {
+                if (++writes == 5) { // the header and the counters are out: the volume changes
+                    meta.unlink(ROOT, "deleted-during-the-dump");
+                    file(ROOT, "created-during-the-dump");
+                }
+                copy.write(buf, off, len);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        MetaDump.dump(meta.store(), changing, n -> { });
+        String dump = copy.toString();
+        assertTrue(dump.contains("\nP\ti" + gone.ino() + "\t"), "the file deleted during the dump is in it");
+        String created = java.util.Base64.getEncoder().encodeToString("created-during-the-dump".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        assertTrue(!dump.contains(created), "the file created during the dump is not");
+        assertTrue(meta.lookup(ROOT, "created-during-the-dump").ino() > 0);
+    }
+
     @Test
     void closingTwiceIsHarmless() throws Exception {
         KvStore kv = new RocksKvStore(dir.resolve("twice"));
