@@ -480,7 +480,8 @@ public final class PartFs implements Closeable {
      * Registers this filesystem as a mount of the volume ({@code info} shows in
      * {@code partfs status}) and keeps the session alive: a heartbeat every
      * {@link MetaEngine#HEARTBEAT}; every third one also looks for sessions of crashed mounts,
-     * and if there are any removes them and deletes the unlinked files they held open.
+     * and if there are any removes them and deletes the unlinked files they held open. A
+     * writable mount also backs the metadata up, every {@link PartFsConfig#metaBackupInterval}.
      */
     public synchronized void startSession(String info) throws IOException {
         if (sessionTimer != null) {
@@ -494,7 +495,14 @@ public final class PartFs implements Closeable {
         });
         long every = MetaEngine.HEARTBEAT.toMillis();
         sessionTimer.scheduleWithFixedDelay(this::sessionTick, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
+        if (!config.readOnly() && !config.metaBackupInterval().isZero()) {
+            metaBackups = new io.partfs.engine.data.MetaBackup.Schedule(
+                    new io.partfs.engine.data.MetaBackup(meta.store(), objects, format.name()), config.metaBackupInterval());
+        }
     }
+
+    /** The mount's metadata backups, while its session runs and backups are asked for. */
+    private io.partfs.engine.data.MetaBackup.Schedule metaBackups;
 
     private void sessionTick() {
         try {
@@ -516,6 +524,10 @@ public final class PartFs implements Closeable {
     public synchronized void endSession() throws IOException {
         if (sessionTimer == null) {
             return;
+        }
+        if (metaBackups != null) {
+            metaBackups.close(); // stops a backup under way: the metadata engine closes after this
+            metaBackups = null;
         }
         sessionTimer.shutdownNow();
         sessionTimer = null;

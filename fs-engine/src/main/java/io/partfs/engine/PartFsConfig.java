@@ -21,11 +21,13 @@ public final class PartFsConfig {
     private final java.time.Duration writeBackUploadWait;
     private final java.time.Duration uploadDelay;
     private final java.time.Duration metaCacheTtl;
+    private final java.time.Duration metaBackupInterval;
     private final io.partfs.engine.metrics.Metrics metrics;
 
     private PartFsConfig(Builder b) {
         this.metrics = b.metrics;
         this.metaCacheTtl = b.metaCacheTtl;
+        this.metaBackupInterval = b.metaBackupInterval;
         this.readOnly = b.readOnly;
         this.atimeMode = b.atimeMode;
         this.writeBack = b.writeBack;
@@ -125,12 +127,18 @@ public final class PartFsConfig {
      */
     public java.time.Duration metaCacheTtl() { return metaCacheTtl; }
 
+    /**
+     * How often a mount backs the volume's metadata up into its object store
+     * ({@link io.partfs.engine.data.MetaBackup}); zero (the default here) for never.
+     */
+    public java.time.Duration metaBackupInterval() { return metaBackupInterval; }
+
     /** Where the filesystem records its operations (object requests, block cache, FUSE calls). */
     public io.partfs.engine.metrics.Metrics metrics() { return metrics; }
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).metaCacheTtl(metaCacheTtl).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -164,6 +172,16 @@ public final class PartFsConfig {
         private java.time.Duration metaCacheTtl;
 
         public Builder metaCacheTtl(java.time.Duration ttl) { this.metaCacheTtl = ttl; return this; }
+
+        private java.time.Duration metaBackupInterval = java.time.Duration.ZERO;
+
+        public Builder metaBackupInterval(java.time.Duration every) {
+            if (every.isNegative()) {
+                throw new IllegalArgumentException("the metadata backup interval must be 0 (none) or more");
+            }
+            this.metaBackupInterval = every;
+            return this;
+        }
 
         /** A block cache of {@code size} bytes in {@code dir}; null or 0 for none. */
         public Builder blockCache(Path dir, long size) {
