@@ -1,8 +1,11 @@
 package io.partfs.cli;
 
+import io.partfs.engine.data.MetaBackup;
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaDump;
 import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.object.ObjectStore;
+import io.partfs.engine.object.StorageUrl;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.FileOutputStream;
@@ -122,37 +125,81 @@ final class MetaDumpCommands {
     }
 
     @Command(name = "load", mixinStandardHelpOptions = true,
-            description = {"Load a metadata dump written by 'partfs dump' into empty metadata: a Redis database with no",
-                    "volume in it (--meta redis://...), a new RocksDB directory (--meta DIR), or a new embedded volume",
-                    "(--name). The whole file is checked first (a cut or damaged dump changes nothing); the volume",
-                    "format is written last, so a load that stops midway never leaves a usable-looking volume. The",
-                    "loaded volume uses the object store its format names: mount it with the same credentials."})
+            description = {"Load a metadata dump written by 'partfs dump', or a backup a mount made in the object store",
+                    "(--from-backup), into empty metadata: a Redis database with no volume in it (--meta redis://...), a",
+                    "new RocksDB directory (--meta DIR), or a new embedded volume (--name). The whole dump is checked",
+                    "first (a cut or damaged one changes nothing); the volume format is written last, so a load that",
+                    "stops midway never leaves a usable-looking volume. The loaded volume uses the object store its",
+                    "format names: mount it with the same credentials."})
     static final class Load implements Callable<Integer> {
+        /** Added to the slice counter of a volume restored from a backup (see {@link MetaDump#load}). */
+        static final long BACKUP_SLICE_GAP = 1L << 40;
+
         @Spec
         CommandSpec spec;
 
         @Mixin
         VolumeOptions volume;
 
-        @Parameters(index = "0", paramLabel = "FILE", description = "A dump from 'partfs dump' (.gz: compressed).")
+        @Parameters(index = "0", arity = "0..1", paramLabel = "FILE", description = "A dump from 'partfs dump' (.gz: compressed).")
         Path file;
+
+        @Option(names = "--storage", paramLabel = "URL",
+                description = {"With --from-backup or --list-backups: the volume's object storage, as given to 'partfs",
+                        "format' (s3://bucket[/prefix]?endpoint=... or a directory); the volume is --name."})
+        String storage;
+
+        @Option(names = "--from-backup", paramLabel = "NAME|latest",
+                description = {"Load the metadata backup NAME (or the newest) a mount made in the object store (mount",
+                        "--backup-meta) instead of FILE. Files changed after it was taken are as they were then; the",
+                        "data of files deleted since may be gone ('partfs fsck' lists them). New data gets slice numbers",
+                        "2^40 above the backup's, so it never takes the object names of data written after it."})
+        String fromBackup;
+
+        @Option(names = "--list-backups", description = "List the volume's metadata backups in the object store and exit.")
+        boolean listBackups;
 
         @Override
         public Integer call() throws Exception {
+            if (fromBackup != null || listBackups) {
+                if (storage == null) {
+                    throw new IllegalArgumentException("--from-backup and --list-backups need the volume's --storage URL (and its --name)");
+                }
+                if (file != null) {
+                    throw new IllegalArgumentException("give FILE or --from-backup, not both");
+                }
+                try (ObjectStore objects = StorageUrl.parse(storage).open(volume.credentials(), false)) {
+                    MetaBackup backups = new MetaBackup(null, objects, volume.name);
+                    if (listBackups) {
+                        return list(backups);
+                    }
+                    MetaBackup.Backup b = backups.find(fromBackup);
+                    spec.commandLine().getErr().printf("partfs load: backup %s of volume %s (%s, %d piece(s))%n", b.name(),
+                            volume.name, Sizes.human(b.bytes()), b.pieces().size());
+                    return load(() -> reader(backups.open(b), true, b.name()), b.name(), BACKUP_SLICE_GAP);
+                }
+            }
+            if (file == null) {
+                throw new IllegalArgumentException("give the FILE 'partfs dump' wrote, or --from-backup with --storage");
+            }
             Path source = file.toAbsolutePath().normalize();
             if (!Files.isRegularFile(source)) {
                 throw new IllegalArgumentException("no dump at " + source + ": give the file 'partfs dump' wrote");
             }
-            MetaDump.Source open = () -> {
-                InputStream in = Files.newInputStream(source);
-                try {
-                    return new BufferedReader(new InputStreamReader(gzip(source) ? new GZIPInputStream(in, 1 << 16) : in,
-                            StandardCharsets.UTF_8), 1 << 16);
-                } catch (IOException e) {
-                    in.close();
-                    throw new IOException(source + " is not gzip-compressed (" + e.getMessage() + "): rename it without .gz", e);
-                }
-            };
+            return load(() -> reader(Files.newInputStream(source), gzip(source), source.toString()), source.toString(), 0);
+        }
+
+        private static BufferedReader reader(InputStream in, boolean gzip, String what) throws IOException {
+            try {
+                return new BufferedReader(new InputStreamReader(gzip ? new GZIPInputStream(in, 1 << 16) : in,
+                        StandardCharsets.UTF_8), 1 << 16);
+            } catch (IOException e) {
+                in.close();
+                throw new IOException(what + " is not gzip-compressed (" + e.getMessage() + "): rename it without .gz", e);
+            }
+        }
+
+        private int load(MetaDump.Source open, String what, long sliceGap) throws IOException {
             MetaDump.Counts checked = MetaDump.check(open); // before anything is created
             long started = System.nanoTime();
             if (volume.embedded()) {
@@ -160,11 +207,26 @@ final class MetaDumpCommands {
             }
             MetaDump.Counts c;
             try (KvStore kv = volume.metaUrl().openOrCreate()) {
-                c = MetaDump.load(open, checked, kv, progress(spec.commandLine().getErr(), "load", "loaded"));
+                c = MetaDump.load(open, checked, kv, sliceGap, progress(spec.commandLine().getErr(), "load", "loaded"));
             }
             spec.commandLine().getOut().printf("partfs load: volume %s (uuid %s, storage %s): %,d inodes, %,d chunks, %,d records"
-                    + " into %s in %.1f s%n", c.format().name(), c.format().uuid(), c.format().storage(), c.inodes(), c.chunks(),
-                    c.records(), volume.metaUrl(), (System.nanoTime() - started) / 1e9);
+                    + " from %s into %s in %.1f s%n", c.format().name(), c.format().uuid(), c.format().storage(), c.inodes(),
+                    c.chunks(), c.records(), what, volume.metaUrl(), (System.nanoTime() - started) / 1e9);
+            return 0;
+        }
+
+        private int list(MetaBackup backups) throws IOException {
+            PrintWriter out = spec.commandLine().getOut();
+            java.util.List<MetaBackup.Backup> all = backups.list();
+            if (all.isEmpty()) {
+                out.printf("no metadata backups of volume '%s' in %s%n", volume.name, storage);
+                return 0;
+            }
+            out.printf("%-28s %-20s %10s %s%n", "NAME", "TAKEN (UTC)", "SIZE", "STATE");
+            for (MetaBackup.Backup b : all) {
+                out.printf("%-28s %-20s %10s %s%n", b.name(), b.taken().toString().substring(0, 19).replace('T', ' '),
+                        Sizes.human(b.bytes()), b.complete() ? "complete" : "incomplete (being written, or cut short)");
+            }
             return 0;
         }
     }

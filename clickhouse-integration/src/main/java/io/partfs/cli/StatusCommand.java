@@ -36,6 +36,10 @@ final class StatusCommand implements Callable<Integer> {
             out.printf("deletions:  %d files and %d slices waiting (mounts delete them in the background)%n", d.files(), d.slices());
             Map<Long, MetaEngine.Session> sessions = meta.sessions();
             long now = System.currentTimeMillis();
+            java.time.Instant backup = io.partfs.engine.data.MetaBackup.lastStarted(meta.store());
+            out.printf("backup:     %s%n", backup == null ? "none yet (a mount backs the metadata up into the object store"
+                    + " every --backup-meta seconds)" : "last begun " + backup.truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
+                    + " (" + Math.max(0, now - backup.toEpochMilli()) / 60_000 + " min ago); 'partfs load --list-backups' lists them");
             out.printf("clients:    %d mounted%n", meta.liveSessions().size());
             for (MetaEngine.Session s : sessions.values()) {
                 out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, now));

@@ -65,6 +65,7 @@ class PartfsCommandIT {
         assertTrue(status.out().contains("volume:     default"), status.out());
         assertTrue(status.out().contains("clients:    1 mounted"), status.out());
         assertTrue(status.out().contains("deletions:  0 files and 0 slices waiting"), status.out());
+        assertTrue(status.out().contains("backup:     none yet"), "the first backup is due a minute after the mount: " + status.out());
         Files.write(mnt.resolve("doomed.bin"), data);
         try (java.nio.channels.FileChannel open = java.nio.channels.FileChannel.open(mnt.resolve("doomed.bin"))) {
             Files.delete(mnt.resolve("doomed.bin"));
@@ -719,6 +720,64 @@ class PartfsCommandIT {
             assertTrue(c.err().contains("cut short"), c.err());
             assertEquals(0, partfs.run("load", "--meta", redis.url(2), dump.toString()).exit(),
                     "the refused load left db 2 empty: a load into it is accepted");
+        }
+    }
+
+    /**
+     * An embedded (RocksDB) volume on S3 whose metadata disk is lost: the mount's backups in the
+     * object store bring every file back, and the restored volume takes new writes.
+     */
+    @Test
+    void mountBacksUpMetadataToTheObjectStoreAndLoadRestoresItAfterTheDiskIsLost() throws Exception {
+        try (S3Server s3 = S3Server.start()) {
+            String meta = dir.resolve("meta").toString();
+            String storage = "s3://partfs-backup/pod-0?endpoint=" + s3.endpoint() + "&path-style=true";
+            partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+            Partfs.Result m = partfs.run("mount", "--meta", meta, "--storage", storage, "--name", "pod-0", "--backup-meta", "1",
+                    mnt.toString(), "--background");
+            assertEquals(0, m.exit(), m.all());
+            byte[] big = new byte[(5 << 20) + 3];
+            new Random(5).nextBytes(big);
+            Files.createDirectories(mnt.resolve("data/db/t/all_1_1_0"));
+            Files.write(mnt.resolve("data/db/t/all_1_1_0/a.bin"), big);
+            Files.writeString(mnt.resolve("data/db/t/all_1_1_0/checksums.txt"), "checksums");
+            Files.createSymbolicLink(mnt.resolve("data/db/current"), Path.of("t/all_1_1_0"));
+            Map<String, String> before = tree(mnt);
+            String writtenBy = java.time.format.DateTimeFormatter.ofPattern("'dump-'yyyyMMdd-HHmmss-SSS")
+                    .withZone(java.time.ZoneOffset.UTC).format(java.time.Instant.now());
+
+            String[] list = {"load", "--storage", storage, "--name", "pod-0", "--list-backups"};
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (partfs.run(list).out().lines().noneMatch(l -> l.endsWith(" complete") && l.compareTo(writtenBy) > 0)) {
+                assertTrue(System.nanoTime() < deadline, "a backup taken after the files were written, within 60 s");
+                Thread.sleep(200);
+            }
+            Partfs.Result st = partfs.run("status", "--meta", meta);
+            assertTrue(st.out().contains("backup:     last begun 20") && st.out().contains("min ago"), st.out());
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            TempDirs.deleteRecursively(Path.of(meta)); // the disk holding the metadata is lost
+            assertEquals(1, partfs.run("status", "--meta", meta).exit());
+
+            Partfs.Result noStorage = partfs.run("load", "--meta", meta, "--name", "pod-0", "--from-backup", "latest");
+            assertEquals(1, noStorage.exit(), noStorage.all());
+            assertEquals(1, Partfs.errorLines(noStorage).size(), noStorage.err());
+            assertTrue(noStorage.err().contains("--storage"), noStorage.err());
+            Partfs.Result unknown = partfs.run("load", "--meta", meta, "--storage", storage, "--name", "pod-0", "--from-backup", "dump-1");
+            assertEquals(1, unknown.exit(), unknown.all());
+            assertTrue(unknown.err().contains("--list-backups"), unknown.err());
+            assertFalse(Files.exists(Path.of(meta)), "a refused load creates no metadata");
+
+            Partfs.Result l = partfs.run("load", "--meta", meta, "--storage", storage, "--name", "pod-0", "--from-backup", "latest");
+            assertEquals(0, l.exit(), l.all());
+            assertTrue(l.out().contains("volume pod-0") && l.out().contains("8 inodes"), l.out()); // root, 4 directories, 2 files, 1 symlink
+            assertFalse(l.all().contains(S3Server.SECRET_KEY), "no secret in the output");
+            assertEquals(0, partfs.run("mount", "--meta", meta, "--backup-meta", "0", mnt.toString(), "--background").exit());
+            assertEquals(before, tree(mnt), "every file as it was");
+            assertArrayEquals(big, Files.readAllBytes(mnt.resolve("data/db/current/a.bin")));
+            Files.write(mnt.resolve("data/db/t/all_1_1_0/new.bin"), big);
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
+            assertEquals(0, fsck.exit(), fsck.all());
         }
     }
 
