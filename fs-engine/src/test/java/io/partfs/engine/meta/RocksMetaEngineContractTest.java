@@ -65,9 +65,11 @@ class RocksMetaEngineContractTest extends MetaEngineContract {
         };
         MetaDump.dump(meta.store(), changing, n -> { });
         String dump = copy.toString();
-        assertTrue(dump.contains("\nP\ti" + gone.ino() + "\t"), "the file deleted during the dump is in it");
-        String created = java.util.Base64.getEncoder().encodeToString("created-during-the-dump".getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        assertTrue(!dump.contains(created), "the file created during the dump is not");
+        java.util.function.Function<String, String> b64 = n -> java.util.Base64.getEncoder()
+                .encodeToString(n.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        assertTrue(dump.contains("\nP\ti" + gone.ino() + "\t") && dump.contains(b64.apply("deleted-during-the-dump")),
+                "the file deleted during the dump is in it, with its name");
+        assertTrue(!dump.contains(b64.apply("created-during-the-dump")), "the file created during the dump is not");
         assertTrue(meta.lookup(ROOT, "created-during-the-dump").ino() > 0);
     }
 
