@@ -5,8 +5,9 @@ import java.net.URI;
 import java.nio.file.Path;
 
 /**
- * Where a volume's metadata lives: {@code redis://[user:password@]host:port/db} (shared) or a
- * local RocksDB directory ({@code rocksdb:///dir} or a plain path, single machine).
+ * Where a volume's metadata lives: {@code redis://[user:password@]host:port/db} (shared; also
+ * {@code rediss://} with TLS, and {@code redis-sentinel://[password@]host:port[,host:port]/db#master}
+ * for a master Redis Sentinel fails over) or a local RocksDB directory ({@code rocksdb:///dir} or a plain path, single machine).
  * {@link #toString()} never shows the password.
  */
 public final class MetaUrl {
@@ -23,7 +24,7 @@ public final class MetaUrl {
         if (url == null || url.isBlank()) {
             throw new IllegalArgumentException("empty metadata URL: use redis://host:port/db or a directory for RocksDB");
         }
-        if (url.startsWith("redis://") || url.startsWith("rediss://")) {
+        if (url.startsWith("redis://") || url.startsWith("rediss://") || url.startsWith("redis-sentinel://")) {
             return new MetaUrl(url, null);
         }
         if (url.startsWith("rocksdb://")) {
@@ -31,7 +32,8 @@ public final class MetaUrl {
         }
         if (url.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
             throw new IllegalArgumentException("unsupported metadata URL '" + RedisKvStore.redact(url)
-                    + "': use redis://[user:password@]host:port/db, rocksdb:///dir or a directory path");
+                    + "': use redis://[user:password@]host:port/db, redis-sentinel://[password@]host:port[,host:port]/db#master,"
+                    + " rocksdb:///dir or a directory path");
         }
         return new MetaUrl(null, Path.of(url).toAbsolutePath().normalize());
     }

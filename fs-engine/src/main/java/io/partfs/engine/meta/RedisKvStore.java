@@ -46,13 +46,24 @@ public final class RedisKvStore implements KvStore {
     private final String description;
     /** False once the server refused the checking script (an ACL without @scripting, say): then no beliefs. */
     private volatile boolean scripts = true;
+    private final io.lettuce.core.resource.ClientResources resources;
+    /** Reads and counters, on {@link #shared}: queued while disconnected and replayed after a reconnect, as lettuce does by default. */
     private final RedisClient client;
+    /** Transactions, on {@link #pool} connections: see the constructor. */
+    private final RedisClient txnClient;
+    /**
+     * Connects and disconnects of each transaction connection so far. A transaction that saw
+     * its connection's count change between its first read and its commit may have lost its
+     * WATCHes: it runs again.
+     */
+    private final Map<Object, java.util.concurrent.atomic.AtomicLong> reconnects = new java.util.concurrent.ConcurrentHashMap<>();
     private final StatefulRedisConnection<byte[], byte[]> shared;
     private final BlockingQueue<StatefulRedisConnection<byte[], byte[]>> pool = new ArrayBlockingQueue<>(POOL_SIZE);
     private final AtomicInteger created = new AtomicInteger();
 
     /**
-     * Connects to {@code redis://[user:password@]host:port/db}.
+     * Connects to {@code redis://[user:password@]host:port/db} (or {@code rediss://}, or
+     * {@code redis-sentinel://...#master}, whose master is looked up again at every reconnect).
      *
      * @throws IOException when the URL is malformed, Redis cannot be reached, or refuses the login
      */
@@ -64,12 +75,38 @@ public final class RedisKvStore implements KvStore {
             throw new IOException("invalid Redis URL '" + redact(url) + "': expected redis://[user:password@]host:port/db");
         }
         uri.setTimeout(COMMAND_TIMEOUT);
-        this.description = "redis://" + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
-        this.client = RedisClient.create(uri);
+        if (uri.getSentinels().isEmpty()) {
+            this.description = "redis://" + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
+        } else {
+            this.description = "redis-sentinel://" + uri.getSentinels().stream().map(u -> u.getHost() + ":" + u.getPort())
+                    .collect(java.util.stream.Collectors.joining(",")) + "/" + uri.getDatabase() + "#" + uri.getSentinelMasterId();
+        }
+        this.resources = io.lettuce.core.resource.DefaultClientResources.create();
+        this.client = RedisClient.create(resources, uri);
+        // Transactions: a WATCH dies with its connection, so nothing of a transaction may be sent
+        // on a connection other than the one it began on. Commands are refused while disconnected
+        // (not queued for the next connection) and none is replayed after a reconnect; update()
+        // starts the transaction again once the connection is back (see #reconnects).
+        this.txnClient = RedisClient.create(resources, uri);
+        txnClient.setOptions(io.lettuce.core.ClientOptions.builder()
+                .disconnectedBehavior(io.lettuce.core.ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .replayFilter(c -> true)
+                .build());
+        txnClient.addListener(new io.lettuce.core.RedisConnectionStateListener() {
+            @Override
+            public void onRedisConnected(io.lettuce.core.RedisChannelHandler<?, ?> c, java.net.SocketAddress a) {
+                generation(c).incrementAndGet();
+            }
+
+            @Override
+            public void onRedisDisconnected(io.lettuce.core.RedisChannelHandler<?, ?> c) {
+                generation(c).incrementAndGet();
+            }
+        });
         try {
             this.shared = client.connect(ByteArrayCodec.INSTANCE);
         } catch (RuntimeException e) {
-            client.shutdown();
+            shutdownClients();
             throw wrap("connect", e);
         }
     }
@@ -324,7 +361,7 @@ public final class RedisKvStore implements KvStore {
         if (believed && !watched) {
             // Every read was answered by a belief, so nothing is WATCHed and the script, atomic
             // on its own, is the whole transaction: two commands fewer for client and server.
-            io.lettuce.core.RedisFuture<Object> checked = sendScript(async, buf);
+            io.lettuce.core.RedisFuture<Object> checked = sent(sendScript(async, buf));
             try {
                 return Long.valueOf(1).equals(await(checked)) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
             } catch (RedisCommandExecutionException e) {
@@ -353,8 +390,9 @@ public final class RedisKvStore implements KvStore {
             }
         }
         TransactionResult result;
+        io.lettuce.core.RedisFuture<TransactionResult> exec = sent(async.exec());
         try {
-            result = await(async.exec());
+            result = await(exec);
         } catch (RedisCommandExecutionException e) {
             if (!believed) {
                 throw e;
@@ -486,6 +524,22 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
+    /**
+     * {@code f}, unless lettuce refused to send it (the connection is down): then {@link NotSent}.
+     * A refusal completes the future before the call returns; an answer takes a round trip.
+     */
+    private static <V> io.lettuce.core.RedisFuture<V> sent(io.lettuce.core.RedisFuture<V> f) {
+        java.util.concurrent.CompletableFuture<V> c = f.toCompletableFuture();
+        if (c.isCompletedExceptionally()) {
+            try {
+                c.join();
+            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+                throw new NotSent(e.getCause() != null ? e.getCause() : e);
+            }
+        }
+        return f;
+    }
+
     /** The error Redis gave a command queued in MULTI (EXEC then only says the transaction was aborted), or "". */
     private static String queueError(io.lettuce.core.RedisFuture<?> queued) {
         java.util.concurrent.CompletableFuture<?> f = queued.toCompletableFuture();
@@ -512,7 +566,7 @@ public final class RedisKvStore implements KvStore {
         }
         if (created.incrementAndGet() <= POOL_SIZE) {
             try {
-                return client.connect(ByteArrayCodec.INSTANCE);
+                return txnClient.connect(ByteArrayCodec.INSTANCE);
             } catch (RuntimeException e) {
                 created.decrementAndGet();
                 throw wrap("connect", e);
@@ -527,13 +581,49 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
+    private java.util.concurrent.atomic.AtomicLong generation(Object connection) {
+        return reconnects.computeIfAbsent(connection, c -> new java.util.concurrent.atomic.AtomicLong());
+    }
+
+    /** The transaction's connection dropped (or came back) since {@code generation}: its WATCHes may be gone. */
+    private boolean connectionLost(StatefulRedisConnection<byte[], byte[]> conn, long generation) {
+        return !conn.isOpen() || generation(conn).get() != generation;
+    }
+
+    /** A commit whose first command was refused, the connection being down: nothing of it reached Redis. */
+    private static final class NotSent extends RuntimeException {
+        NotSent(Throwable cause) {
+            super(cause);
+        }
+    }
+
+    /**
+     * Waits until lettuce has connected {@code conn} again, until {@code deadline}
+     * ({@link System#nanoTime}); a Redis restart or a Sentinel failover takes seconds.
+     */
+    private void awaitConnection(StatefulRedisConnection<byte[], byte[]> conn, long deadline) throws IOException {
+        while (!conn.isOpen()) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("cannot reach Redis at " + description + " for " + COMMAND_TIMEOUT.toSeconds()
+                        + " s: check that it runs (nothing of this metadata transaction was written)");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // lettuce reconnects in the background
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while waiting for Redis to come back");
+            }
+        }
+    }
+
     @Override
     public <T> T update(Txn<T> body) throws IOException {
         StatefulRedisConnection<byte[], byte[]> conn = borrow();
         boolean healthy = false;
+        long deadline = 0; // set when the connection is first lost in this update
         try {
             RedisCommands<byte[], byte[]> cmd = conn.sync();
             for (int attempt = 1; ; attempt++) {
+                long generation = generation(conn).get();
                 // only the first attempt trusts the caller's beliefs: after a conflict everything is read
                 CommandReader reader = new CommandReader(cmd, true);
                 TxnBuffer tx = new TxnBuffer(reader, attempt == 1 && scripts);
@@ -541,6 +631,11 @@ public final class RedisKvStore implements KvStore {
                 try {
                     result = body.run(tx);
                 } catch (IOException | RuntimeException e) {
+                    if (connectionLost(conn, generation)) {
+                        deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                        awaitConnection(conn, deadline);
+                        continue; // read on a connection that dropped: nothing was written, all again
+                    }
                     cmd.unwatch();
                     if (!tx.beliefsUsed().isEmpty()) {
                         continue; // perhaps a wrong belief led the body astray: decide on real reads
@@ -550,8 +645,19 @@ public final class RedisKvStore implements KvStore {
                 }
                 Outcome outcome;
                 try {
+                    if (connectionLost(conn, generation)) {
+                        throw new NotSent(null); // its WATCHes (if any) died with the old connection
+                    }
                     outcome = commit(cmd, tx, reader.watchedAny);
+                } catch (NotSent e) {
+                    deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                    awaitConnection(conn, deadline);
+                    continue;
                 } catch (RedisException e) {
+                    if (connectionLost(conn, generation)) {
+                        throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
+                                + " committed: it may or may not have been applied (" + rootMessage(e) + ")", e);
+                    }
                     throw wrap("EXEC", e);
                 }
                 if (outcome == Outcome.COMMITTED) {
@@ -573,6 +679,7 @@ public final class RedisKvStore implements KvStore {
                 pool.offer(conn);
             } else {
                 created.decrementAndGet();
+                reconnects.remove(conn);
                 conn.closeAsync();
             }
         }
@@ -619,6 +726,12 @@ public final class RedisKvStore implements KvStore {
             c.close();
         }
         shared.close();
+        shutdownClients();
+    }
+
+    private void shutdownClients() {
         client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        txnClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        resources.shutdown(0, 2, java.util.concurrent.TimeUnit.SECONDS);
     }
 }

@@ -44,7 +44,11 @@ public final class RedisServer implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile())
                 .start();
-        RedisServer server = new RedisServer(p, port, dir);
+        return awaitStarted(new RedisServer(p, port, dir), p, dir);
+    }
+
+    private static RedisServer awaitStarted(RedisServer server, Process p, Path dir) throws IOException {
+        int port = server.port;
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (!server.answersPing()) {
             if (!p.isAlive() || System.nanoTime() > deadline) {
@@ -55,6 +59,37 @@ public final class RedisServer implements AutoCloseable {
             java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // poll interval
         }
         return server;
+    }
+
+    /**
+     * Starts a Redis Sentinel watching the master {@code masterName} on {@code masterPort}
+     * (quorum 1, down after 1 s), and waits until it answers.
+     */
+    public static RedisServer startSentinel(String masterName, int masterPort) throws IOException {
+        String binary = findBinary();
+        int port = freePort();
+        Path dir = Files.createTempDirectory("partfs-sentinel-");
+        Path conf = dir.resolve("sentinel.conf"); // a sentinel rewrites its config file: one of its own
+        Files.writeString(conf, String.join("\n", "port " + port, "bind 127.0.0.1", "dir " + dir,
+                "sentinel monitor " + masterName + " 127.0.0.1 " + masterPort + " 1",
+                "sentinel down-after-milliseconds " + masterName + " 1000",
+                "sentinel failover-timeout " + masterName + " 10000", ""));
+        Process p = new ProcessBuilder(binary, conf.toString(), "--sentinel")
+                .redirectErrorStream(true)
+                .redirectOutput(dir.resolve("redis.log").toFile())
+                .start();
+        return awaitStarted(new RedisServer(p, port, dir), p, dir);
+    }
+
+    /** The server's log so far, for test failure messages. */
+    public String log() throws IOException {
+        Path f = dir.resolve("redis.log");
+        return Files.exists(f) ? Files.readString(f) : "";
+    }
+
+    /** Kills the server outright (SIGKILL), as a crash would; {@link #close()} still cleans up. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
     }
 
     private static String findBinary() throws IOException {

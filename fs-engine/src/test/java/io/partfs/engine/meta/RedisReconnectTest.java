@@ -1,0 +1,150 @@
+package io.partfs.engine.meta;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.FileType;
+import io.partfs.engine.TimeSource;
+import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.testing.RedisServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** Redis connections lost in the middle of a transaction, and a Sentinel failover under a mounted volume. */
+class RedisReconnectTest {
+
+    /** Sends one inline command to Redis on {@code port} and returns the first line of its answer. */
+    private static String command(int port, String line) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            s.setSoTimeout(5000);
+            OutputStream out = s.getOutputStream();
+            out.write((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            StringBuilder b = new StringBuilder();
+            for (int c = in.read(); c >= 0 && c != '\n'; c = in.read()) {
+                b.append((char) c);
+            }
+            return b.toString().trim();
+        }
+    }
+
+    private static String value(KvStore kv, String key) throws IOException {
+        return new String(kv.read(r -> r.get(key)), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A WATCH does not survive its connection. A transaction that read a key, lost its connection
+     * (a Redis restart, a failover, a network cut) and then committed on the new one would
+     * overwrite a change another client made meanwhile; it must run again instead.
+     */
+    @Test
+    void aTransactionWhoseConnectionWasLostAfterItsReadsRunsAgain() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             KvStore kv = new RedisKvStore(redis.url(0));
+             KvStore other = new RedisKvStore(redis.url(0))) {
+            kv.update(tx -> {
+                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            AtomicInteger runs = new AtomicInteger();
+            kv.update(tx -> {
+                long n = Long.parseLong(new String(tx.get("n"), StandardCharsets.UTF_8));
+                if (runs.incrementAndGet() == 1) {
+                    String killed = command(redis.port(), "CLIENT KILL TYPE normal");
+                    assertTrue(killed.startsWith(":") && !killed.equals(":0"), "connections cut: " + killed);
+                    other.update(t -> {
+                        t.put("n", "100".getBytes(StandardCharsets.UTF_8));
+                        return null;
+                    });
+                }
+                tx.put("n", Long.toString(n + 1).getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            assertEquals("101", value(kv, "n"), "the other client's change is not lost");
+            assertEquals(2, runs.get(), "the transaction ran again on the new connection");
+        }
+    }
+
+    /**
+     * A volume on Redis with a replica under Sentinel (redis-sentinel:// URL): the master is
+     * killed, Sentinel promotes the replica, and the engine carries on against the new master
+     * with every file that was replicated, operations issued during the failover waiting for it.
+     */
+    @Test
+    void aSentinelFailoverKeepsTheVolumeWorking() throws Exception {
+        try (RedisServer master = RedisServer.start();
+             RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", String.valueOf(master.port()));
+             RedisServer sentinel = RedisServer.startSentinel("partfs", master.port())) {
+            String url = "redis-sentinel://127.0.0.1:" + sentinel.port() + "/0#partfs";
+            try (MetaEngine meta = new MetaEngine(MetaUrl.parse(url).open(), TimeSource.SYSTEM)) {
+                assertTrue(meta.store().describe().startsWith("redis-sentinel://127.0.0.1:" + sentinel.port()),
+                        meta.store().describe());
+                meta.format(VolumeFormat.create("ha", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
+                for (int i = 0; i < 20; i++) {
+                    meta.mknod(MetaEngine.ROOT, "before-" + i, FileType.FILE, 0644, 0, 0, 0, null);
+                }
+                awaitReplicated(master.port());
+                master.kill();
+                for (int i = 0; i < 20; i++) { // the first ones wait for the failover
+                    meta.mknod(MetaEngine.ROOT, "after-" + i, FileType.FILE, 0644, 0, 0, 0, null);
+                }
+                assertEquals(String.valueOf(replica.port()), masterPort(sentinel.port()), "the replica is the master now");
+                for (int i = 0; i < 20; i++) {
+                    Attr a = meta.lookup(MetaEngine.ROOT, "before-" + i);
+                    assertTrue(a.ino() > 0);
+                    assertTrue(meta.lookup(MetaEngine.ROOT, "after-" + i).ino() > 0);
+                }
+                assertEquals(40, meta.readdir(MetaEngine.ROOT).stream().map(e -> e.name())
+                        .filter(n -> n.startsWith("before-") || n.startsWith("after-")).distinct().count(), "40 files, every one once");
+            } catch (AssertionError | IOException e) {
+                throw new AssertionError(e.getMessage() + "\nsentinel log:\n" + sentinel.log(), e);
+            }
+        }
+    }
+
+    /** The master's port as Sentinel names it now. */
+    private static String masterPort(int sentinelPort) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", sentinelPort)) {
+            s.setSoTimeout(5000);
+            s.getOutputStream().write("SENTINEL get-master-addr-by-name partfs\r\n".getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            // *2 $9 127.0.0.1 $5 PORT
+            String[] lines = new String(readSome(s.getInputStream()), StandardCharsets.US_ASCII).split("\r\n");
+            return lines[lines.length - 1];
+        }
+    }
+
+    private static byte[] readSome(InputStream in) throws IOException {
+        byte[] buf = new byte[256];
+        int n = 0;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (System.nanoTime() < deadline) {
+            n += in.read(buf, n, buf.length - n);
+            String got = new String(buf, 0, n, StandardCharsets.US_ASCII);
+            if (got.split("\r\n").length >= 5) {
+                break;
+            }
+        }
+        return java.util.Arrays.copyOf(buf, n);
+    }
+
+    /** Waits until the master's replica has everything the master has (replication is asynchronous). */
+    private static void awaitReplicated(int masterPort) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            String wait = command(masterPort, "WAIT 1 1000");
+            if (wait.equals(":1")) {
+                return;
+            }
+            assertTrue(System.nanoTime() < deadline, "the replica caught up within 30 s: " + wait);
+        }
+    }
+}
