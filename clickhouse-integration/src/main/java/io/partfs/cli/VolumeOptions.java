@@ -19,7 +19,8 @@ import picocli.CommandLine.Option;
  */
 final class VolumeOptions {
     @Option(names = "--meta", paramLabel = "URL",
-            description = {"Metadata engine: redis://[user:password@]host:port/db (shared by several machines),",
+            description = {"Metadata engine: redis://[user:password@]host:port/db (shared by several machines; rediss://",
+                    "for TLS, redis-sentinel://[password@]host:port[,host:port]/db#master to follow Sentinel failovers),",
                     "or a directory for embedded RocksDB. Default: the embedded volume <home>/<name>/meta."})
     String meta;
 
