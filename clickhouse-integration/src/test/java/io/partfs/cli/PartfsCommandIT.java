@@ -192,6 +192,14 @@ class PartfsCommandIT {
             assertFalse(r.all().contains("\tat "), cmd + " prints no stack trace: " + r.all());
             assertFalse(r.all().contains("topsecret"), cmd + " never prints a password: " + r.all());
         }
+        // nothing but the error line either: lettuce's own warning about an unreachable sentinel is not shown
+        for (String meta : new String[] {"redis-sentinel://:topsecret@127.0.0.1:1/0#main", "redis-sentinel://127.0.0.1:1/0"}) {
+            Partfs.Result r = partfs.run("status", "--meta", meta);
+            assertEquals(1, r.exit(), r.all());
+            assertEquals(1, r.err().lines().filter(l -> !l.startsWith("partfs: preparing")).count(), r.err());
+            assertTrue(r.err().contains(meta.endsWith("#main") ? "cannot reach Redis" : "#master"), r.err());
+            assertFalse(r.all().contains("topsecret"), r.all());
+        }
         assertFalse(Files.exists(dir.resolve("no-such-meta")), "a mistyped --meta creates nothing");
         assertFalse(Files.exists(mnt), "a failed mount leaves no mount point behind");
     }

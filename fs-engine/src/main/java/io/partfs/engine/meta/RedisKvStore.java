@@ -72,7 +72,9 @@ public final class RedisKvStore implements KvStore {
         try {
             uri = RedisURI.create(url);
         } catch (RuntimeException e) {
-            throw new IOException("invalid Redis URL '" + redact(url) + "': expected redis://[user:password@]host:port/db");
+            throw new IOException("invalid Redis URL '" + redact(url) + "': expected " + (url.startsWith("redis-sentinel:")
+                    ? "redis-sentinel://[password@]host:port[,host:port]/db#master (the name Sentinel monitors the master by)"
+                    : "redis://[user:password@]host:port/db"));
         }
         uri.setTimeout(COMMAND_TIMEOUT);
         if (uri.getSentinels().isEmpty()) {
