@@ -49,8 +49,9 @@ public final class RedisKvStore implements KvStore {
     private final io.lettuce.core.resource.ClientResources resources;
     /** Reads and counters, on {@link #shared}: queued while disconnected and replayed after a reconnect, as lettuce does by default. */
     private final RedisClient client;
-    /** Transactions, on {@link #pool} connections: see the constructor. */
-    private final RedisClient txnClient;
+    private final RedisURI uri;
+    /** Transactions, on {@link #pool} connections: see {@link #txnClient()}; made at the first, read-only commands need none. */
+    private RedisClient txnClient;
     /**
      * Connects and disconnects of each transaction connection so far. A transaction that saw
      * its connection's count change between its first read and its commit may have lost its
@@ -85,32 +86,43 @@ public final class RedisKvStore implements KvStore {
         }
         this.resources = io.lettuce.core.resource.DefaultClientResources.create();
         this.client = RedisClient.create(resources, uri);
-        // Transactions: a WATCH dies with its connection, so nothing of a transaction may be sent
-        // on a connection other than the one it began on. Commands are refused while disconnected
-        // (not queued for the next connection) and none is replayed after a reconnect; update()
-        // starts the transaction again once the connection is back (see #reconnects).
-        this.txnClient = RedisClient.create(resources, uri);
-        txnClient.setOptions(io.lettuce.core.ClientOptions.builder()
-                .disconnectedBehavior(io.lettuce.core.ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .replayFilter(c -> true)
-                .build());
-        txnClient.addListener(new io.lettuce.core.RedisConnectionStateListener() {
-            @Override
-            public void onRedisConnected(io.lettuce.core.RedisChannelHandler<?, ?> c, java.net.SocketAddress a) {
-                generation(c).incrementAndGet();
-            }
-
-            @Override
-            public void onRedisDisconnected(io.lettuce.core.RedisChannelHandler<?, ?> c) {
-                generation(c).incrementAndGet();
-            }
-        });
+        this.uri = uri;
         try {
             this.shared = client.connect(ByteArrayCodec.INSTANCE);
         } catch (RuntimeException e) {
             shutdownClients();
             throw wrap("connect", e);
         }
+    }
+
+    /**
+     * The client of transaction connections. A WATCH dies with its connection, so nothing of a
+     * transaction may be sent on a connection other than the one it began on: its commands are
+     * refused while disconnected (not queued for the next connection) and none is replayed
+     * after a reconnect; update() starts the transaction again once the connection is back
+     * (see {@link #reconnects}).
+     */
+    private synchronized RedisClient txnClient() {
+        if (txnClient == null) {
+            RedisClient c = RedisClient.create(resources, uri);
+            c.setOptions(io.lettuce.core.ClientOptions.builder()
+                    .disconnectedBehavior(io.lettuce.core.ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    .replayFilter(command -> true)
+                    .build());
+            c.addListener(new io.lettuce.core.RedisConnectionStateListener() {
+                @Override
+                public void onRedisConnected(io.lettuce.core.RedisChannelHandler<?, ?> conn, java.net.SocketAddress a) {
+                    generation(conn).incrementAndGet();
+                }
+
+                @Override
+                public void onRedisDisconnected(io.lettuce.core.RedisChannelHandler<?, ?> conn) {
+                    generation(conn).incrementAndGet();
+                }
+            });
+            txnClient = c;
+        }
+        return txnClient;
     }
 
     /** The URL with any password replaced, for messages. */
@@ -568,7 +580,7 @@ public final class RedisKvStore implements KvStore {
         }
         if (created.incrementAndGet() <= POOL_SIZE) {
             try {
-                return txnClient.connect(ByteArrayCodec.INSTANCE);
+                return txnClient().connect(ByteArrayCodec.INSTANCE);
             } catch (RuntimeException e) {
                 created.decrementAndGet();
                 throw wrap("connect", e);
@@ -731,9 +743,11 @@ public final class RedisKvStore implements KvStore {
         shutdownClients();
     }
 
-    private void shutdownClients() {
+    private synchronized void shutdownClients() {
         client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-        txnClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        if (txnClient != null) {
+            txnClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
         resources.shutdown(0, 2, java.util.concurrent.TimeUnit.SECONDS);
     }
 }
