@@ -31,7 +31,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * knows ({@link KvStore.Writer#believe}) without asking, and sends the checks of those beliefs
  * with its writes as one script: a create or a write's commit whose reads the metadata engine's
  * cache could answer costs one round trip instead of two. Read-only views and counters use one shared connection, which
- * lettuce makes safe for concurrent callers.
+ * lettuce makes safe for concurrent callers (and replays after a reconnect: a counter may then skip ids, never repeat one).
+ * Transactions survive a lost connection by running again ({@link #txnClient()}).
  *
  * <p>Plain keys are Redis strings, counters decimal strings (INCRBY), hashes Redis hashes.
  * Durability is Redis's own (appendonly and its fsync policy); {@link #sync()} adds nothing.
@@ -382,7 +383,7 @@ public final class RedisKvStore implements KvStore {
                 return refused(e, "");
             }
         }
-        io.lettuce.core.RedisFuture<String> multi = async.multi();
+        io.lettuce.core.RedisFuture<String> multi = sent(async.multi());
         io.lettuce.core.RedisFuture<Object> checking = null;
         if (believed) {
             checking = sendScript(async, buf);
@@ -616,10 +617,13 @@ public final class RedisKvStore implements KvStore {
      * ({@link System#nanoTime}); a Redis restart or a Sentinel failover takes seconds.
      */
     private void awaitConnection(StatefulRedisConnection<byte[], byte[]> conn, long deadline) throws IOException {
-        while (!conn.isOpen()) {
-            if (System.nanoTime() > deadline) {
+        while (true) {
+            if (System.nanoTime() > deadline) { // also when it keeps dropping and coming back
                 throw new IOException("cannot reach Redis at " + description + " for " + COMMAND_TIMEOUT.toSeconds()
                         + " s: check that it runs (nothing of this metadata transaction was written)");
+            }
+            if (conn.isOpen()) {
+                return;
             }
             java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // lettuce reconnects in the background
             if (Thread.interrupted()) {
