@@ -111,6 +111,7 @@ public final class MetaBackup {
             return new Backup(name, now, true, List.copyOf(pieces.keys), pieces.total);
         } catch (IOException | RuntimeException e) {
             try {
+                store.delete(base + COMPLETE); // a put that failed may still have stored it
                 store.deleteAll(pieces.keys);
             } catch (IOException | RuntimeException d) {
                 e.addSuppressed(d);
@@ -331,11 +332,8 @@ public final class MetaBackup {
             long started = System.nanoTime();
             try {
                 Backup b = backup.write(now, () -> closing);
-                int pruned = backup.prune(now);
-                log.info("metadata backup {} of volume {}: {} KiB in {} piece(s), {} s{}", b.name(), backup.volume,
-                        (b.bytes() + 1023) >> 10, b.pieces().size(),
-                        String.format("%.1f", (System.nanoTime() - started) / 1e9),
-                        pruned == 0 ? "" : ", " + pruned + " old backup(s) deleted");
+                log.info("metadata backup {} of volume {}: {} KiB in {} piece(s), {} s", b.name(), backup.volume,
+                        (b.bytes() + 1023) >> 10, b.pieces().size(), String.format("%.1f", (System.nanoTime() - started) / 1e9));
             } catch (IOException | RuntimeException e) {
                 if (closing) {
                     log.info("metadata backup stopped by the unmount; the next mount makes one when due");
@@ -347,6 +345,16 @@ public final class MetaBackup {
                 } catch (IOException | RuntimeException u) {
                     log.debug("cannot take back the backup claim: {}", u.toString());
                 }
+                return;
+            }
+            try {
+                int pruned = backup.prune(now);
+                if (pruned > 0) {
+                    log.info("deleted {} old metadata backup(s) of volume {}", pruned, backup.volume);
+                }
+            } catch (IOException | RuntimeException e) {
+                log.warn("cannot delete old metadata backups of volume {} (tried again after the next backup): {}",
+                        backup.volume, e.toString());
             }
         }
 
