@@ -369,43 +369,60 @@ public final class RedisKvStore implements KvStore {
     private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf, boolean watched) {
         boolean believed = !buf.beliefsUsed().isEmpty();
         if (buf.isEmpty() && !believed) {
-            cmd.unwatch();
+            try {
+                cmd.unwatch();
+            } catch (RedisException e) {
+                // the connection is gone, and its WATCHes with it: a transaction that writes nothing is done
+            }
             return Outcome.COMMITTED;
         }
         io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
         if (believed && !watched) {
             // Every read was answered by a belief, so nothing is WATCHed and the script, atomic
             // on its own, is the whole transaction: two commands fewer for client and server.
-            io.lettuce.core.RedisFuture<Object> checked = sent(sendScript(async, buf));
+            io.lettuce.core.RedisFuture<Object> checked;
+            try {
+                checked = sendScript(async, buf);
+            } catch (RedisException e) {
+                throw new NotSent(e);
+            }
             try {
                 return Long.valueOf(1).equals(await(checked)) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
             } catch (RedisCommandExecutionException e) {
                 return refused(e, "");
             }
         }
-        io.lettuce.core.RedisFuture<String> multi = sent(async.multi());
+        io.lettuce.core.RedisFuture<String> multi;
         io.lettuce.core.RedisFuture<Object> checking = null;
-        if (believed) {
-            checking = sendScript(async, buf);
-        } else {
-            for (TxnBuffer.Op op : buf.ops()) {
-                if (op instanceof TxnBuffer.Put p) {
-                    async.set(b(p.key()), p.value());
-                } else if (op instanceof TxnBuffer.Delete d) {
-                    async.del(b(d.key()));
-                } else if (op instanceof TxnBuffer.HSet h) {
-                    async.hset(b(h.hash()), b(h.field()), h.value());
-                } else if (op instanceof TxnBuffer.HDel h) {
-                    async.hdel(b(h.hash()), b(h.field()));
-                } else if (op instanceof TxnBuffer.HDelAll h) {
-                    async.del(b(h.hash()));
-                } else if (op instanceof TxnBuffer.Add a) {
-                    async.incrby(b(a.counter()), a.delta());
+        io.lettuce.core.RedisFuture<TransactionResult> exec;
+        try {
+            multi = async.multi();
+            if (believed) {
+                checking = sendScript(async, buf);
+            } else {
+                for (TxnBuffer.Op op : buf.ops()) {
+                    if (op instanceof TxnBuffer.Put p) {
+                        async.set(b(p.key()), p.value());
+                    } else if (op instanceof TxnBuffer.Delete d) {
+                        async.del(b(d.key()));
+                    } else if (op instanceof TxnBuffer.HSet h) {
+                        async.hset(b(h.hash()), b(h.field()), h.value());
+                    } else if (op instanceof TxnBuffer.HDel h) {
+                        async.hdel(b(h.hash()), b(h.field()));
+                    } else if (op instanceof TxnBuffer.HDelAll h) {
+                        async.del(b(h.hash()));
+                    } else if (op instanceof TxnBuffer.Add a) {
+                        async.incrby(b(a.counter()), a.delta());
+                    }
                 }
             }
+            exec = async.exec();
+        } catch (RedisException e) {
+            // lettuce refuses a command while disconnected by throwing here, before sending it:
+            // EXEC did not go out, so nothing of the transaction can have been applied
+            throw new NotSent(e);
         }
         TransactionResult result;
-        io.lettuce.core.RedisFuture<TransactionResult> exec = sent(async.exec());
         try {
             result = await(exec);
         } catch (RedisCommandExecutionException e) {
@@ -539,22 +556,6 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
-    /**
-     * {@code f}, unless lettuce refused to send it (the connection is down): then {@link NotSent}.
-     * A refusal completes the future before the call returns; an answer takes a round trip.
-     */
-    private static <V> io.lettuce.core.RedisFuture<V> sent(io.lettuce.core.RedisFuture<V> f) {
-        java.util.concurrent.CompletableFuture<V> c = f.toCompletableFuture();
-        if (c.isCompletedExceptionally()) {
-            try {
-                c.join();
-            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
-                throw new NotSent(e.getCause() != null ? e.getCause() : e);
-            }
-        }
-        return f;
-    }
-
     /** The error Redis gave a command queued in MULTI (EXEC then only says the transaction was aborted), or "". */
     private static String queueError(io.lettuce.core.RedisFuture<?> queued) {
         java.util.concurrent.CompletableFuture<?> f = queued.toCompletableFuture();
@@ -605,7 +606,21 @@ public final class RedisKvStore implements KvStore {
         return !conn.isOpen() || generation(conn).get() != generation;
     }
 
-    /** A commit whose first command was refused, the connection being down: nothing of it reached Redis. */
+    /**
+     * A failure of the client or the connection (refused while disconnected, closed, timed out),
+     * not an answer of the server: somewhere in {@code e}'s causes a RedisException that is not
+     * a RedisCommandExecutionException.
+     */
+    private static boolean connectionTrouble(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof RedisException && !(c instanceof RedisCommandExecutionException)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A commit lettuce refused to send, the connection being down: its EXEC (or script) never went out. */
     private static final class NotSent extends RuntimeException {
         NotSent(Throwable cause) {
             super(cause);
@@ -649,8 +664,9 @@ public final class RedisKvStore implements KvStore {
                 try {
                     result = body.run(tx);
                 } catch (IOException | RuntimeException e) {
-                    if (connectionLost(conn, generation)) {
+                    if (connectionLost(conn, generation) || connectionTrouble(e)) {
                         deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                        java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // lettuce notices the drop
                         awaitConnection(conn, deadline);
                         continue; // read on a connection that dropped: nothing was written, all again
                     }
@@ -672,7 +688,7 @@ public final class RedisKvStore implements KvStore {
                     awaitConnection(conn, deadline);
                     continue;
                 } catch (RedisException e) {
-                    if (connectionLost(conn, generation)) {
+                    if (connectionLost(conn, generation) || connectionTrouble(e)) {
                         throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
                                 + " committed: it may or may not have been applied (" + rootMessage(e) + ")", e);
                     }
