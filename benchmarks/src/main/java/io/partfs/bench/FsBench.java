@@ -129,9 +129,7 @@ public final class FsBench implements Callable<Integer> {
                 + markdown(pass(results, passes - 1)) + "\n" + ratios(pass(results, passes - 1))
                 + (passes > 1 ? "\nFirst pass after mounting:\n\n" + markdown(pass(results, 0)) + "\n" + ratios(pass(results, 0)) : "")
                 + (objTable.isEmpty() ? "" : "\n```\n" + objTable.trim() + "\n```\n");
-        System.out.println(md);
-        Files.createDirectories(out.toAbsolutePath().getParent());
-        Files.writeString(out, md);
+        Stack.report(out, md);
         return 0;
     }
 

@@ -92,9 +92,7 @@ public final class FsckBench implements Callable<Integer> {
         } finally {
             TempDirs.deleteRecursively(dir);
         }
-        Files.createDirectories(out.toAbsolutePath().getParent());
-        Files.writeString(out, md.toString());
-        System.out.print(md);
+        Stack.report(out, md);
         return 0;
     }
 

@@ -122,9 +122,7 @@ public final class ScanBench implements Callable<Integer> {
             TempDirs.deleteRecursively(work);
         }
         String md = markdown(results, warmups, bytes);
-        System.out.println(md);
-        Files.createDirectories(out.toAbsolutePath().getParent());
-        Files.writeString(out, md);
+        Stack.report(out, md);
         return 0;
     }
 

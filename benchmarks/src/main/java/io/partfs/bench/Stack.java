@@ -55,6 +55,13 @@ final class Stack implements AutoCloseable {
         env.put("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
     }
 
+    /** Prints a benchmark's markdown report and writes it to {@code out} (its directory made if need be). */
+    static void report(java.nio.file.Path out, CharSequence md) throws java.io.IOException {
+        System.out.println(md);
+        java.nio.file.Files.createDirectories(out.toAbsolutePath().getParent());
+        java.nio.file.Files.writeString(out, md);
+    }
+
     static void progress(String fmt, Object... args) {
         System.err.printf("[%s] %s%n", LocalDateTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")), String.format(fmt, args));
     }
