@@ -74,7 +74,8 @@ class ClickHouseOnPartFsIT {
                 ch.start();
                 assertSameAnswers(afterRestart(expected), checks(ch), "after unmount, mount and restart on " + backend);
                 ch.stop();
-                assertEquals(List.of(), ch.errors(), "ClickHouse on PartFS (" + backend + ") logged errors");
+                assertEquals(List.of(), ch.errors(), "ClickHouse on PartFS (" + backend + ") logged errors; its log up to"
+                        + " the first:\n" + ch.errorContext());
             } finally {
                 mount.close();
             }

@@ -154,6 +154,25 @@ public final class ClickHouseServer implements AutoCloseable {
                 .toList();
     }
 
+    /**
+     * The server log's 30 lines up to the first error, for a failure message: what ClickHouse
+     * was doing when it logged it. Empty when nothing was logged as an error.
+     */
+    public String errorContext() throws IOException {
+        Path log = confDir.resolve("log/server.log");
+        if (!Files.exists(log)) {
+            return "";
+        }
+        List<String> lines = Files.readAllLines(log);
+        for (int i = 0; i < lines.size(); i++) {
+            String l = lines.get(i);
+            if (l.contains("<Error>") || l.contains("<Fatal>") || l.contains("<Critical>")) {
+                return String.join("\n", lines.subList(Math.max(0, i - 29), i + 1));
+            }
+        }
+        return "";
+    }
+
     private static String tail(Path f) throws IOException {
         if (!Files.exists(f)) {
             return "(no error log)";
