@@ -74,12 +74,26 @@ class ClickHouseOnPartFsIT {
                 ch.start();
                 assertSameAnswers(afterRestart(expected), checks(ch), "after unmount, mount and restart on " + backend);
                 ch.stop();
-                assertEquals(List.of(), ch.errors(), "ClickHouse on PartFS (" + backend + ") logged errors; its log up to"
-                        + " the first:\n" + ch.errorContext());
+                assertEquals(List.of(), withoutKnownRaces(ch.errors()), "ClickHouse on PartFS (" + backend
+                        + ") logged errors; its log up to the first:\n" + ch.errorContext());
             } finally {
                 mount.close();
             }
         }
+    }
+
+    /**
+     * The errors less one ClickHouse 18.16 logs by itself: two threads removing the same outdated
+     * part (renamed to {@code tmp_delete_<part>} first), the second finding a file the first has
+     * unlinked ("File not found: .../tmp_delete_.../d.bin"). ClickHouse issue #3531, fixed by
+     * #4378 in 2019, after 18.16; this test's {@code cleanup_delay_period = 1} runs the cleanup
+     * every second, and the slower a filesystem, the wider the window (seen once in CI on Redis
+     * + S3, every answer right).
+     */
+    static List<String> withoutKnownRaces(List<String> errors) {
+        return errors.stream()
+                .filter(e -> !(e.contains("File not found: ") && e.contains("/tmp_delete_")))
+                .toList();
     }
 
     private static void assertSameAnswers(List<String> want, List<String> got, String what) {
