@@ -13,12 +13,13 @@ import org.junit.jupiter.api.Test;
 class UmountCommandTest {
     /**
      * A background mount's parent is init, which may reap it late; until then the exited process
-     * is a zombie, which ProcessHandle counts alive. The zombie here: a shell starts a short
-     * child and execs into {@code sleep}, which never reaps it.
+     * is a zombie, which ProcessHandle counts alive. The zombie here: a shell starts a child
+     * that exits a second later and execs into {@code sleep}, which never reaps it. (A child that
+     * exited at once, {@code true}, was sometimes reaped by the shell before its exec: CI failed.)
      */
     @Test
     void aZombieHasExitedThoughProcessHandleCountsItAlive() throws Exception {
-        Process parent = new ProcessBuilder("sh", "-c", "true & echo $!; exec sleep 60").start();
+        Process parent = new ProcessBuilder("sh", "-c", "sleep 1 & echo $!; exec sleep 60").start();
         try {
             long pid;
             try (BufferedReader r = new BufferedReader(new InputStreamReader(parent.getInputStream(), StandardCharsets.US_ASCII))) {
