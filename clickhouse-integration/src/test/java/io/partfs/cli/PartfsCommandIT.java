@@ -789,6 +789,59 @@ class PartfsCommandIT {
         }
     }
 
+    /**
+     * A volume whose metadata is a Redis master with a replica under Sentinel: the master is
+     * killed under a mounted volume, Sentinel promotes the replica, and writes made through the
+     * mount during the failover wait for it and succeed; nothing is lost that was replicated.
+     */
+    @Test
+    void aMountOnRedisSentinelCarriesOnThroughAFailover() throws Exception {
+        try (RedisServer master = RedisServer.start();
+             RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", String.valueOf(master.port()));
+             RedisServer sentinel = RedisServer.startSentinel("partfs", master.port())) {
+            String meta = "redis-sentinel://127.0.0.1:" + sentinel.port() + "/1#partfs";
+            Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", dir.resolve("objects").toString(), "ha");
+            assertEquals(0, f.exit(), f.all());
+            assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
+            Map<String, byte[]> files = new TreeMap<>();
+            Random random = new Random(9);
+            for (int i = 0; i < 10; i++) {
+                byte[] b = new byte[1000 + i * 50_000];
+                random.nextBytes(b);
+                files.put("before-" + i, b);
+                writeFsynced(mnt.resolve("before-" + i), b);
+            }
+            assertEquals(":1", redisCommand(master.port(), "WAIT 1 10000"), "the replica has every change");
+            master.kill();
+            for (int i = 0; i < 10; i++) { // the first waits for Sentinel to promote the replica
+                byte[] b = new byte[1000 + i * 50_000];
+                random.nextBytes(b);
+                files.put("after-" + i, b);
+                writeFsynced(mnt.resolve("after-" + i), b);
+            }
+            for (Map.Entry<String, byte[]> e : files.entrySet()) {
+                assertArrayEquals(e.getValue(), Files.readAllBytes(mnt.resolve(e.getKey())), e.getKey());
+            }
+            assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
+            assertEquals(0, fsck.exit(), fsck.all()); // on the replica Sentinel promoted: the only Redis left
+        }
+    }
+
+    /** Sends one inline command to the Redis on {@code port}; the first line of the answer. */
+    private static String redisCommand(int port, String line) throws IOException {
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+            s.setSoTimeout(15_000);
+            s.getOutputStream().write((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            StringBuilder b = new StringBuilder();
+            for (int c = s.getInputStream().read(); c >= 0 && c != '\n'; c = s.getInputStream().read()) {
+                b.append((char) c);
+            }
+            return b.toString().trim();
+        }
+    }
+
     /** For dump and load: path to type, size, content digest, link target and extended attributes, for every file under {@code root}. */
     private static Map<String, String> tree(Path root) throws Exception {
         Map<String, String> m = new TreeMap<>();
