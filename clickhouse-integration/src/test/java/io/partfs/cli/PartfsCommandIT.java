@@ -811,7 +811,7 @@ class PartfsCommandIT {
                 files.put("before-" + i, b);
                 writeFsynced(mnt.resolve("before-" + i), b);
             }
-            assertEquals(":1", redisCommand(master.port(), "WAIT 1 10000"), "the replica has every change");
+            assertEquals(":1", master.command("WAIT 1 10000"), "the replica has every change");
             master.kill();
             for (int i = 0; i < 10; i++) { // the first waits for Sentinel to promote the replica
                 byte[] b = new byte[1000 + i * 50_000];
@@ -825,20 +825,6 @@ class PartfsCommandIT {
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
             Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
             assertEquals(0, fsck.exit(), fsck.all()); // on the replica Sentinel promoted: the only Redis left
-        }
-    }
-
-    /** Sends one inline command to the Redis on {@code port}; the first line of the answer. */
-    private static String redisCommand(int port, String line) throws IOException {
-        try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
-            s.setSoTimeout(15_000);
-            s.getOutputStream().write((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
-            s.getOutputStream().flush();
-            StringBuilder b = new StringBuilder();
-            for (int c = s.getInputStream().read(); c >= 0 && c != '\n'; c = s.getInputStream().read()) {
-                b.append((char) c);
-            }
-            return b.toString().trim();
         }
     }
 

@@ -10,7 +10,6 @@ import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.testing.RedisServer;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -19,22 +18,6 @@ import org.junit.jupiter.api.Test;
 
 /** Redis connections lost in the middle of a transaction, and a Sentinel failover under a mounted volume. */
 class RedisReconnectTest {
-
-    /** Sends one inline command to Redis on {@code port} and returns the first line of its answer. */
-    private static String command(int port, String line) throws IOException {
-        try (Socket s = new Socket("127.0.0.1", port)) {
-            s.setSoTimeout(5000);
-            OutputStream out = s.getOutputStream();
-            out.write((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            InputStream in = s.getInputStream();
-            StringBuilder b = new StringBuilder();
-            for (int c = in.read(); c >= 0 && c != '\n'; c = in.read()) {
-                b.append((char) c);
-            }
-            return b.toString().trim();
-        }
-    }
 
     private static String value(KvStore kv, String key) throws IOException {
         return new String(kv.read(r -> r.get(key)), StandardCharsets.UTF_8);
@@ -58,7 +41,7 @@ class RedisReconnectTest {
             kv.update(tx -> {
                 long n = Long.parseLong(new String(tx.get("n"), StandardCharsets.UTF_8));
                 if (runs.incrementAndGet() == 1) {
-                    String killed = command(redis.port(), "CLIENT KILL TYPE normal");
+                    String killed = redis.command("CLIENT KILL TYPE normal");
                     assertTrue(killed.startsWith(":") && !killed.equals(":0"), "connections cut: " + killed);
                     other.update(t -> {
                         t.put("n", "100".getBytes(StandardCharsets.UTF_8));
@@ -91,7 +74,7 @@ class RedisReconnectTest {
                 for (int i = 0; i < 20; i++) {
                     meta.mknod(MetaEngine.ROOT, "before-" + i, FileType.FILE, 0644, 0, 0, 0, null);
                 }
-                awaitReplicated(master.port());
+                awaitReplicated(master);
                 master.kill();
                 for (int i = 0; i < 20; i++) { // the first ones wait for the failover
                     meta.mknod(MetaEngine.ROOT, "after-" + i, FileType.FILE, 0644, 0, 0, 0, null);
@@ -137,10 +120,10 @@ class RedisReconnectTest {
     }
 
     /** Waits until the master's replica has everything the master has (replication is asynchronous). */
-    private static void awaitReplicated(int masterPort) throws Exception {
+    private static void awaitReplicated(RedisServer master) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
-            String wait = command(masterPort, "WAIT 1 1000");
+            String wait = master.command("WAIT 1 1000");
             if (wait.equals(":1")) {
                 return;
             }

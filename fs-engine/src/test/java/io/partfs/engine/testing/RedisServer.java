@@ -81,6 +81,22 @@ public final class RedisServer implements AutoCloseable {
         return awaitStarted(new RedisServer(p, port, dir), p, dir);
     }
 
+    /** Sends one inline command (say {@code WAIT 1 1000}) and returns the first line of the answer. */
+    public String command(String line) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            s.setSoTimeout(15_000);
+            OutputStream out = s.getOutputStream();
+            out.write((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            StringBuilder b = new StringBuilder();
+            for (int c = in.read(); c >= 0 && c != '\n'; c = in.read()) {
+                b.append((char) c);
+            }
+            return b.toString().trim();
+        }
+    }
+
     /** The server's log so far, for test failure messages. */
     public String log() throws IOException {
         Path f = dir.resolve("redis.log");
