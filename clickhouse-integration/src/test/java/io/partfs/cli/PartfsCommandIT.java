@@ -758,7 +758,7 @@ class PartfsCommandIT {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (partfs.run(list).out().lines().noneMatch(l -> l.endsWith(" complete") && l.compareTo(writtenBy) > 0)) {
                 assertTrue(System.nanoTime() < deadline, "a backup taken after the files were written, within 60 s");
-                Thread.sleep(200);
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L); // poll interval
             }
             Partfs.Result st = partfs.run("status", "--meta", meta);
             assertTrue(st.out().contains("backup:     last begun 20") && st.out().contains("min ago"), st.out());

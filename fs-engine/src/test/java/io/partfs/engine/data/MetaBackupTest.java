@@ -198,7 +198,7 @@ class MetaBackupTest {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (backups.list().stream().filter(MetaBackup.Backup::complete).count() < 2) {
                 assertTrue(System.nanoTime() < deadline, "two backups within 30 s at a 200 ms interval");
-                Thread.sleep(50);
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
             }
         }
         int after = backups.list().size();
