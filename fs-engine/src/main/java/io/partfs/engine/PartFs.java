@@ -81,6 +81,14 @@ public final class PartFs implements Closeable {
                 () -> pendingDeletions(meta, MetaEngine.PendingDeletions::files));
         config.metrics().gauge("partfs_deletions_pending_slices", "Slices whose objects await deletion (whole volume).",
                 () -> pendingDeletions(meta, MetaEngine.PendingDeletions::slices));
+        config.metrics().gauge("partfs_trash_slices", "Slices freed whose objects the volume's trash keeps until its time is over.",
+                () -> {
+                    try {
+                        return meta.trash().slices();
+                    } catch (IOException e) {
+                        return Double.NaN;
+                    }
+                });
         this.reclaimer = new Reclaimer(meta, chunks);
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
@@ -466,6 +474,11 @@ public final class PartFs implements Closeable {
         return new StatFs(4096, total, total - used, files + (1L << 30), 1L << 30, MetaEngine.MAX_NAME_BYTES);
     }
 
+    /** Deletes, in the background, what has been in the trash long enough; for tests (mounts do it every few minutes). */
+    public void expireTrash() {
+        reclaimer.expireTrash();
+    }
+
     /** Waits for background deletion of freed data; for tests and {@code umount}. */
     public void awaitReclaim() throws IOException {
         reclaimer.awaitIdle();
@@ -475,12 +488,15 @@ public final class PartFs implements Closeable {
 
     private java.util.concurrent.ScheduledExecutorService sessionTimer;
     private long sessionTicks;
+    /** Session ticks between two looks for trash whose time is over (5 minutes). */
+    private static final int TRASH_TICKS = 15;
 
     /**
      * Registers this filesystem as a mount of the volume ({@code info} shows in
      * {@code partfs status}) and keeps the session alive: a heartbeat every
      * {@link MetaEngine#HEARTBEAT}; every third one also looks for sessions of crashed mounts,
-     * and if there are any removes them and deletes the unlinked files they held open. A
+     * and if there are any removes them and deletes the unlinked files they held open; the
+     * first and every {@value #TRASH_TICKS}th deletes what has been in the trash long enough. A
      * writable mount also backs the metadata up, every {@link PartFsConfig#metaBackupInterval}.
      */
     public synchronized void startSession(String info) throws IOException {
@@ -514,6 +530,9 @@ public final class PartFs implements Closeable {
             if (++sessionTicks % 3 == 0 && !config.readOnly()
                     && meta.liveSessions().size() < meta.sessions().size()) {
                 reclaimer.resumePending(); // removes the stale sessions, then deletes what they held
+            }
+            if (sessionTicks % TRASH_TICKS == 1 && !config.readOnly()) {
+                reclaimer.expireTrash(); // at the first tick, then every few minutes: trash time is counted in hours
             }
         } catch (IOException | RuntimeException e) {
             log.warn("session heartbeat failed (retried in {}s): {}", MetaEngine.HEARTBEAT.toSeconds(), e.toString());

@@ -12,9 +12,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Deletes data nothing references any more, in the background: first the slices of unlinked
- * files (a metadata step), then the objects of freed slices. Both lists live in the metadata
- * engine, so work left by a crash is picked up at the next start. One thread; failures are
- * logged and retried on the next pass.
+ * files (a metadata step), then the objects of freed slices; when the volume keeps a trash,
+ * freed slices wait in it until {@link #expireTrash} finds their time over. Every list lives in
+ * the metadata engine, so work left by a crash is picked up at the next start. One thread;
+ * failures are logged and retried on the next pass.
  */
 public final class Reclaimer implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Reclaimer.class);
@@ -76,6 +77,20 @@ public final class Reclaimer implements Closeable {
                 }
             }
             drainSlices();
+        });
+    }
+
+    /**
+     * Moves the slices whose trash time is over to the deletion list and deletes their objects,
+     * in the background; a mount runs it now and then ({@code PartFs}).
+     */
+    public void expireTrash() {
+        submit(() -> {
+            long moved = meta.expireTrash();
+            if (moved > 0) {
+                log.info("trash: {} slices freed more than {} hours ago are deleted now", moved, meta.trashHours());
+                drainSlices();
+            }
         });
     }
 

@@ -27,7 +27,7 @@ import java.util.TreeSet;
  * {@link IdTable}: 21-46 bytes each), then the volume's block objects are listed once (by
  * directory of a thousand slices, several listings at once) and matched to their slices.
  * A block a slice needs but the store lacks is <em>missing</em> (its file reads back wrong); an
- * object no slice and no pending deletion refers to is <em>leaked</em> (it only costs storage),
+ * object no slice, no pending deletion and no slice in the trash refers to is <em>leaked</em> (it only costs storage),
  * and counts as such only when it is older than {@link Options#minAgeMillis}, since a writer
  * uploads blocks before it commits the slice that refers to them. fsck also walks the tree from
  * the root, for counts, entries whose inode is gone, link counts that differ from the names
@@ -82,6 +82,9 @@ public final class VolumeCheck {
         public long young;
         /** Objects of slices awaiting deletion, and files unlinked but still open somewhere. */
         public long pendingObjects;
+        /** Objects of slices in the trash, and their bytes: kept until the volume's trash time is over. */
+        public long trashObjects;
+        public long trashBytes;
         public long pendingFiles;
         /** Keys under the chunk prefix that are not block keys (left alone). */
         public long foreign;
@@ -134,7 +137,12 @@ public final class VolumeCheck {
             }
         });
         report.pendingFiles = meta.pendingFileDeletions().size();
-        // read after the chunks: a file deleted meanwhile has its slices here by then
+        // read after the chunks: a file deleted meanwhile has its slices here by then; the trash
+        // first, so a slice whose trash time ends meanwhile is in the deletion list read next
+        Set<Long> trashSlices = new HashSet<>();
+        for (long[] s : meta.trashSlices()) {
+            trashSlices.add(s[0]);
+        }
         Set<Long> pendingSlices = new HashSet<>();
         for (long[] s : meta.pendingSliceDeletions(Integer.MAX_VALUE)) {
             pendingSlices.add(s[0]);
@@ -157,6 +165,9 @@ public final class VolumeCheck {
                 used.count(k[0]);
             } else if (pendingSlices.contains(k[0])) {
                 report.pendingObjects++;
+            } else if (trashSlices.contains(k[0])) {
+                report.trashObjects++;
+                report.trashBytes += o.size();
             } else if (o.modifiedMillis() > oldEnough) {
                 report.young++;
             } else {
@@ -197,8 +208,9 @@ public final class VolumeCheck {
 
     /**
      * Does the deletions mounts left undone, as a mount's background deletions would: the data
-     * of files unlinked and closed, then the objects of freed slices, a thousand slices at a
-     * time (each batch forgotten only once its objects are gone). For {@code gc --delete} when
+     * of files unlinked and closed, then the objects of freed slices (those in the trash only
+     * once their time is over), a thousand slices at a time (each batch forgotten only once its
+     * objects are gone). For {@code gc --delete} when
      * no client has the volume mounted: a mounted client may hold an unlinked file open, and
      * its own deletions do the rest. Needs metadata opened for writing.
      */
@@ -210,6 +222,7 @@ public final class VolumeCheck {
                 progress.at("files deleted", files);
             }
         }
+        meta.expireTrash();
         long slices = 0;
         long objects = 0;
         for (List<long[]> batch; !(batch = meta.pendingSliceDeletions(1000)).isEmpty(); ) {

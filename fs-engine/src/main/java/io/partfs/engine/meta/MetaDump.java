@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
  * P  KEY  VALUE                            a plain key: the volume format, an inode, a chunk's
  *                                          slices, a symlink's target
  * H  HASH  FIELD  VALUE                    a field of a hash: a directory entry, an extended
- *                                          attribute, a pending deletion
+ *                                          attribute, a pending deletion, a slice in the trash
  * end  RECORDS                             the number of records above: a cut file is refused
  * </pre>
  *
@@ -99,7 +99,15 @@ public final class MetaDump {
         });
         long chunks = plainKeys(r, "c", CHUNK, sink);
         plainKeys(r, "s", SYMLINK, sink);
-        hashes(r, List.of(MetaEngine.DELFILES, MetaEngine.DELSLICES), sink);
+        byte[] trashHours = r.get(MetaEngine.TRASH_HOURS);
+        if (trashHours != null) {
+            sink.plain(MetaEngine.TRASH_HOURS, trashHours);
+        }
+        List<String> deletions = new ArrayList<>(List.of(MetaEngine.DELFILES, MetaEngine.DELSLICES, MetaEngine.TRASH));
+        for (String hour : r.hgetAll(MetaEngine.TRASH).keySet()) {
+            deletions.add(MetaEngine.trashKey(Long.parseLong(hour)));
+        }
+        hashes(r, deletions, sink);
         out.write("end\t" + sink.records + "\n");
         out.flush();
         return new Counts(sink.records, inodes[0], chunks, format);

@@ -26,13 +26,17 @@ import java.util.function.LongConsumer;
  * <p>Layout in the store: {@code i<ino>} attributes, {@code d<ino>} hash name to entry,
  * {@code c<ino>_<chunk>} slice list, {@code s<ino>} symlink target, {@code x<ino>} hash of
  * xattrs, {@code delfiles} hash of unlinked inodes whose data awaits deletion,
- * {@code delslices} hash of slices whose objects await deletion, counters {@code nextInode},
- * {@code nextSlice}, {@code usedSpace}, {@code totalInodes}.
+ * {@code delslices} hash of slices whose objects await deletion, {@code trash<hour>} hash of
+ * slices freed in that hour (hours since the epoch) whose objects are kept until the volume's
+ * trash time is over, {@code trash} hash of those hours, {@code trashHours} how long (plain,
+ * decimal; missing: 0), counters {@code nextInode}, {@code nextSlice}, {@code usedSpace},
+ * {@code totalInodes}.
  *
  * <p>Deletion: when a file loses its last link its inode stays (nlink 0) and is recorded in
  * {@code delfiles}; once no handle of this process has it open, {@link #deleteFileData}
- * moves its slices to {@code delslices} and removes the inode; the object store side is the
- * data layer's job. Thread-safe.
+ * moves its slices to {@code delslices} (or, when the volume keeps a trash, to the trash bucket of
+ * the hour, from which {@link #expireTrash} moves them on once their time is over) and removes
+ * the inode; the object store side is the data layer's job. Thread-safe.
  */
 public final class MetaEngine implements Closeable {
     public static final long ROOT = 1;
@@ -47,6 +51,11 @@ public final class MetaEngine implements Closeable {
     static final String SETTING = "setting";
     static final String DELFILES = "delfiles";
     static final String DELSLICES = "delslices";
+    static final String TRASH = "trash";
+    static final String TRASH_HOURS = "trashHours";
+    private static final long HOUR_NANOS = 3_600_000_000_000L;
+    /** Trash buckets' slices moved to the deletion list per transaction. */
+    private static final int TRASH_BATCH = 1000;
     private static final String USED_SPACE = "usedSpace";
     private static final String TOTAL_INODES = "totalInodes";
     private static final String NEXT_INODE = "nextInode";
@@ -71,6 +80,8 @@ public final class MetaEngine implements Closeable {
     /** What the transaction running on this thread changed, for {@link MetaCache}. */
     private static final ThreadLocal<MetaCache.TxnNotes> NOTES = ThreadLocal.withInitial(MetaCache.TxnNotes::new);
     private VolumeFormat format;
+    /** The volume's trash time in hours, as last read ({@link #trashHours()}); 0: no trash. */
+    private volatile int trashHours;
 
     public MetaEngine(KvStore kv, TimeSource clock) {
         this.kv = kv;
@@ -200,6 +211,15 @@ public final class MetaEngine implements Closeable {
      * @throws IOException when the volume exists with another name, block size or storage
      */
     public VolumeFormat format(VolumeFormat wanted, int rootUid, int rootGid) throws IOException {
+        return format(wanted, rootUid, rootGid, 0);
+    }
+
+    /**
+     * As {@link #format(VolumeFormat, int, int)}; a volume it creates keeps freed objects in its
+     * trash for {@code trashHours} ({@link #trashHours()}). An existing volume keeps its own.
+     */
+    public VolumeFormat format(VolumeFormat wanted, int rootUid, int rootGid, int trashHours) throws IOException {
+        checkTrashHours(trashHours);
         VolumeFormat result = mutate(tx -> {
             byte[] existing = tx.get(SETTING);
             if (existing != null) {
@@ -213,6 +233,9 @@ public final class MetaEngine implements Closeable {
                 return have;
             }
             tx.put(SETTING, wanted.encode());
+            if (trashHours > 0) {
+                tx.put(TRASH_HOURS, String.valueOf(trashHours).getBytes(StandardCharsets.US_ASCII));
+            }
             long now = clock.nowNanos();
             tx.put(inodeKey(ROOT), new Attr(ROOT, FileType.DIRECTORY, 0755, rootUid, rootGid, 2, 4096,
                     now, now, now, 0, ROOT, 0).encode());
@@ -223,6 +246,7 @@ public final class MetaEngine implements Closeable {
             kv.increment(NEXT_INODE, ROOT);
         }
         this.format = result;
+        trashHours();
         return result;
     }
 
@@ -242,6 +266,7 @@ public final class MetaEngine implements Closeable {
             return null;
         }
         this.format = VolumeFormat.decode(b);
+        trashHours();
         return format;
     }
 
@@ -1125,15 +1150,140 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    private static void freeChunk(KvStore.Writer tx, long ino, long idx, long now) throws IOException {
+    private void freeChunk(KvStore.Writer tx, long ino, long idx, long now) throws IOException {
         String key = chunkKey(ino, idx);
         byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
+        String to = null;
         for (Slice s : Slice.decodeList(tx.get(key))) {
             if (!s.isHole()) {
-                tx.hset(DELSLICES, s.id() + "_" + s.size(), stamp);
+                if (to == null) {
+                    to = freedSlices(tx, now);
+                }
+                tx.hset(to, s.id() + "_" + s.size(), stamp);
             }
         }
         tx.delete(key);
+    }
+
+    /**
+     * Where a slice freed at {@code now} goes: the deletion list, or with a trash the bucket of
+     * the hour (recorded in the bucket list by {@code tx}).
+     */
+    private String freedSlices(KvStore.Writer tx, long now) {
+        if (trashHours == 0) {
+            return DELSLICES;
+        }
+        long hour = now / HOUR_NANOS;
+        tx.hset(TRASH, String.valueOf(hour), new byte[0]);
+        return trashKey(hour);
+    }
+
+    static String trashKey(long hour) {
+        return TRASH + hour;
+    }
+
+    // ---- trash ----
+
+    /**
+     * The volume's trash time in hours, read from the metadata (so a change by {@code partfs
+     * config} reaches every mount at its next read): the objects of slices freed by a deletion,
+     * a truncation or an overwrite are kept at least this long, so metadata restored from a
+     * backup of that time still finds its files' data. 0: deleted at once.
+     */
+    public int trashHours() throws IOException {
+        byte[] b = kv.read(r -> r.get(TRASH_HOURS));
+        int hours = b == null ? 0 : Integer.parseInt(new String(b, StandardCharsets.US_ASCII).trim());
+        trashHours = hours;
+        return hours;
+    }
+
+    /** Sets the volume's trash time ({@link #trashHours()}); 0 turns the trash off and empties it at the next {@link #expireTrash}. */
+    public void setTrashHours(int hours) throws IOException {
+        checkTrashHours(hours);
+        mutate(tx -> {
+            tx.put(TRASH_HOURS, String.valueOf(hours).getBytes(StandardCharsets.US_ASCII));
+            return null;
+        });
+        trashHours = hours;
+    }
+
+    public static final int MAX_TRASH_HOURS = 24 * 366;
+
+    private static void checkTrashHours(int hours) {
+        if (hours < 0 || hours > MAX_TRASH_HOURS) {
+            throw new IllegalArgumentException("invalid trash time " + hours + " hours: use 0 (no trash) to "
+                    + MAX_TRASH_HOURS + " (a year)");
+        }
+    }
+
+    /** What the trash holds: slices, and the start of the hour the oldest were freed in (0 when empty). */
+    public record Trash(long slices, long oldestHourStartMillis) {
+    }
+
+    /** Counts the slices in the trash, a request per hour bucket (for status and metrics). */
+    public Trash trash() throws IOException {
+        return kv.read(r -> {
+            long slices = 0;
+            long oldest = Long.MAX_VALUE;
+            for (String hour : r.hgetAll(TRASH).keySet()) {
+                long n = r.hlen(trashKey(Long.parseLong(hour)));
+                if (n > 0) {
+                    slices += n;
+                    oldest = Math.min(oldest, Long.parseLong(hour));
+                }
+            }
+            return new Trash(slices, oldest == Long.MAX_VALUE ? 0 : oldest * (HOUR_NANOS / 1_000_000));
+        });
+    }
+
+    /** Every slice in the trash ({id, size} each), read whole: for fsck and gc, to which their objects are kept, not leaked. */
+    public List<long[]> trashSlices() throws IOException {
+        return kv.read(r -> {
+            List<String> hours = new ArrayList<>(r.hgetAll(TRASH).keySet());
+            List<long[]> out = new ArrayList<>();
+            for (Map<String, byte[]> bucket : r.hgetAllMany(hours.stream().map(h -> trashKey(Long.parseLong(h))).toList())) {
+                for (String f : bucket.keySet()) {
+                    out.add(parseSliceField(f));
+                }
+            }
+            return out;
+        });
+    }
+
+    /**
+     * Moves the slices whose trash time is over (freed in an hour that ended at least
+     * {@link #trashHours()} ago, read again first; all of them once the trash is turned off)
+     * to the deletion list, a thousand per
+     * transaction, and drops emptied buckets. Returns how many it moved. Several mounts may run
+     * it at once: moving a slice twice is harmless.
+     */
+    public long expireTrash() throws IOException {
+        int hours = trashHours();
+        long now = clock.nowNanos();
+        List<Long> due = kv.read(r -> r.hgetAll(TRASH).keySet().stream().map(Long::parseLong)
+                .filter(h -> hours == 0 || (h + 1 + hours) * HOUR_NANOS <= now).sorted().toList());
+        long moved = 0;
+        for (long hour : due) {
+            String bucket = trashKey(hour);
+            for (Map<String, byte[]> some; !(some = kv.read(r -> r.hgetSome(bucket, TRASH_BATCH))).isEmpty(); ) {
+                Map<String, byte[]> batch = some;
+                mutate(tx -> { // no reads: nothing to conflict on, and the same move twice is harmless
+                    for (Map.Entry<String, byte[]> e : batch.entrySet()) {
+                        tx.hset(DELSLICES, e.getKey(), e.getValue());
+                        tx.hdel(bucket, e.getKey());
+                    }
+                    return null;
+                });
+                moved += batch.size();
+            }
+            mutate(tx -> {
+                if (tx.hlen(bucket) == 0) { // a slice freed meanwhile by a client whose clock is far behind stays listed
+                    tx.hdel(TRASH, String.valueOf(hour));
+                }
+                return null;
+            });
+        }
+        return moved;
     }
 
     // ---- data ----
@@ -1314,11 +1464,16 @@ public final class MetaEngine implements Closeable {
         return kv.read(r -> {
             List<long[]> out = new ArrayList<>();
             for (String k : r.hgetSome(DELSLICES, limit).keySet()) { // a large backlog is not read whole for each batch
-                int u = k.indexOf('_');
-                out.add(new long[] {Long.parseLong(k.substring(0, u)), Long.parseLong(k.substring(u + 1))});
+                out.add(parseSliceField(k));
             }
             return out;
         });
+    }
+
+    /** A {@code id_size} field of the deletion list or a trash bucket as {id, size}. */
+    private static long[] parseSliceField(String k) {
+        int u = k.indexOf('_');
+        return new long[] {Long.parseLong(k, 0, u, 10), Long.parseLong(k, u + 1, k.length(), 10)};
     }
 
     /** Forgets slices whose objects are deleted ({id, size} each), in one transaction. */

@@ -722,6 +722,49 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(0, fs.meta().usage().usedBytes());
     }
 
+    /**
+     * With a trash, the objects of a file deleted, one truncated and one replaced by a rename stay
+     * (fsck counts them in the trash, not as leaked, and gc deletes none of them) until the trash
+     * time is over; turning the trash off lets the mount's next pass delete them.
+     */
+    @Test
+    void withATrashFreedObjectsStayUntilTheTrashIsEmptied() throws IOException {
+        fs.meta().setTrashHours(24);
+        long kept = write(ROOT, "kept", random(3000, 61));
+        write(ROOT, "doomed", random((1 << 20) + 10, 62)); // two blocks
+        long cut = write(ROOT, "cut", random(5000, 63));
+        write(ROOT, "old", random(100, 64));
+        write(ROOT, "new", random(200, 65));
+        fs.unlink(ROOT, "doomed");
+        fs.truncate(cut, 0);
+        fs.rename(ROOT, "new", ROOT, "old", 0);
+        fs.awaitReclaim();
+        fs.expireTrash(); // not yet due: nothing goes
+        fs.awaitReclaim();
+        assertEquals(6, dataObjects().size(), "every object is still there");
+        assertEquals(new MetaEngine.PendingDeletions(0, 0), fs.meta().pendingDeletions());
+        MetaEngine.Trash trash = fs.meta().trash();
+        assertEquals(3, trash.slices(), "doomed's (two blocks), cut's and old's");
+        try (ObjectStore store = volume.newObjectStore()) {
+            var check = new io.partfs.engine.data.VolumeCheck(fs.meta(), store, (phase, n) -> { });
+            var r = check.run(new io.partfs.engine.data.VolumeCheck.Options(false, true, 0));
+            assertEquals(4, r.trashObjects);
+            assertEquals((1 << 20) + 10 + 5000 + 100, r.trashBytes);
+            assertEquals(0, r.leaked, "the trash is not leaked");
+            assertEquals(0, r.deleted);
+            assertEquals(new io.partfs.engine.data.VolumeCheck.Finished(0, 0, 0), check.finishDeletions(), "not due yet");
+        }
+        assertEquals(6, dataObjects().size());
+
+        fs.meta().setTrashHours(0);
+        fs.expireTrash();
+        fs.awaitReclaim();
+        assertEquals(2, dataObjects().size(), "kept's and the renamed file's");
+        assertEquals(0, fs.meta().trash().slices());
+        assertArrayEquals(random(3000, 61), readAll(kept));
+        assertArrayEquals(random(200, 65), readAll(ino("old")));
+    }
+
     @Test
     void renameOverAFileReclaimsTheReplacedData() throws IOException {
         long a = create("a");

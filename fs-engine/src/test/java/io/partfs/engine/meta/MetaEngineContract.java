@@ -731,6 +731,72 @@ abstract class MetaEngineContract {
         assertEquals(0, meta.pendingSliceDeletions(100).size());
     }
 
+    /**
+     * With a trash, slices freed by a deletion and a truncation wait in the bucket of their hour
+     * until that hour ended the trash time ago, then move to the deletion list together; the
+     * trash time is read again at each pass.
+     */
+    @Test
+    void trashedSlicesWaitUntilTheirHourEndedTheTrashTimeAgo() throws Exception {
+        assertEquals(0, meta.trashHours(), "a volume formatted without one has no trash");
+        meta.setTrashHours(2);
+        Attr f = file(ROOT, "f");
+        Attr g = file(ROOT, "g");
+        Slice a = new Slice(meta.nextSliceId(), 4096, 0, 4096, 0);
+        Slice b = new Slice(meta.nextSliceId(), 100, 0, 100, 0);
+        Slice c = new Slice(meta.nextSliceId(), 7, 0, 7, 0);
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, a), new MetaEngine.ChunkSlice(1, b)));
+        meta.commitWrite(g.ino(), List.of(new MetaEngine.ChunkSlice(0, c)));
+        meta.unlink(ROOT, "f");
+        meta.deleteFileData(f.ino());
+        meta.truncate(g.ino(), 0);
+        assertEquals(new MetaEngine.PendingDeletions(0, 0), meta.pendingDeletions());
+        assertTrue(meta.pendingSliceDeletions(10).isEmpty());
+        long hourMillis = 3_600_000;
+        long freedHourStart = clock.get() / 1_000_000 / hourMillis * hourMillis;
+        assertEquals(new MetaEngine.Trash(3, freedHourStart), meta.trash());
+        assertEquals(java.util.Set.of(a.id(), b.id(), c.id()),
+                meta.trashSlices().stream().map(s -> s[0]).collect(java.util.stream.Collectors.toSet()));
+
+        long due = (freedHourStart + 3 * hourMillis) * 1_000_000; // the hour's end, plus two hours
+        clock.set(due - 1_000_000_000L);
+        assertEquals(0, meta.expireTrash(), "a second early");
+        assertEquals(3, meta.trash().slices());
+        clock.set(due);
+        assertEquals(3, meta.expireTrash());
+        assertEquals(new MetaEngine.Trash(0, 0), meta.trash());
+        assertEquals(java.util.Set.of(a.id(), b.id(), c.id()),
+                meta.pendingSliceDeletions(10).stream().map(s -> s[0]).collect(java.util.stream.Collectors.toSet()));
+        assertEquals(0, meta.expireTrash(), "the bucket is gone");
+
+        meta.setTrashHours(24 * 366);
+        assertEquals(24 * 366, meta.trashHours());
+        assertThrows(IllegalArgumentException.class, () -> meta.setTrashHours(24 * 366 + 1));
+        assertThrows(IllegalArgumentException.class, () -> meta.setTrashHours(-1));
+        assertEquals(24 * 366, meta.trashHours(), "a refused change changes nothing");
+    }
+
+    /** More than a transaction's worth in the trash, turned off: every slice moves, once, and the trash is empty. */
+    @Test
+    void turningTheTrashOffEmptiesItAtTheNextPass() throws Exception {
+        meta.setTrashHours(24);
+        Attr f = file(ROOT, "f");
+        List<MetaEngine.ChunkSlice> slices = new ArrayList<>();
+        for (int c = 0; c < 2500; c++) {
+            slices.add(new MetaEngine.ChunkSlice(c, new Slice(meta.nextSliceId(), 10, 0, 10, 0)));
+        }
+        meta.commitWrite(f.ino(), slices);
+        meta.truncate(f.ino(), 0);
+        assertEquals(2500, meta.trash().slices());
+        assertEquals(0, meta.expireTrash(), "not due for a day");
+        MetaEngine other = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // another mount (not closed: the store is meta's)
+        other.load();
+        meta.setTrashHours(0);
+        assertEquals(2500, other.expireTrash(), "it reads the trash time from the volume at each pass");
+        assertEquals(0, meta.trash().slices());
+        assertEquals(new MetaEngine.PendingDeletions(0, 2500), meta.pendingDeletions());
+    }
+
     /** A backlog larger than a batch (and than Redis keeps as a compact hash): batches of the size asked, each slice once. */
     @Test
     void aLargeDeletionBacklogIsTakenABatchAtATime() throws Exception {
@@ -838,9 +904,13 @@ abstract class MetaEngineContract {
         meta.link(f.ino(), ROOT, "second name");
         meta.mknod(ROOT, "l", FileType.SYMLINK, 0777, 0, 0, 0, "d/name with\ttab");
         meta.setxattr(f.ino(), "user.k", new byte[] {0, 1, 2}, 0);
+        meta.setTrashHours(5);
+        Attr t = file(ROOT, "truncated");
+        meta.commitWrite(t.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(meta.nextSliceId(), 9, 0, 9, 0))));
+        meta.truncate(t.ino(), 0); // a slice in the trash
         String dump = dump(meta.store());
         MetaDump.Counts checked = MetaDump.check(source(dump));
-        assertEquals(4, checked.inodes(), dump); // root, d, the file (two names) and l
+        assertEquals(5, checked.inodes(), dump); // root, d, the file (two names), l and truncated
         KvStore target = newStore();
         try (MetaEngine loaded = new MetaEngine(target, () -> clock.addAndGet(1000))) { // closes target
             MetaDump.load(source(dump), checked, target, 0, n -> { });
@@ -850,6 +920,8 @@ abstract class MetaEngineContract {
             assertEquals(f.ino(), g.ino());
             assertEquals(2, g.nlink());
             assertArrayEquals(new byte[] {0, 1, 2}, loaded.getxattr(f.ino(), "user.k"));
+            assertEquals(5, loaded.trashHours());
+            assertEquals(meta.trash(), loaded.trash(), "the trash and its time come along");
             assertTrue(loaded.mknod(ROOT, "new", FileType.FILE, 0644, 0, 0, 0, null).ino() > f.ino(),
                     "new inode numbers continue after the loaded ones");
         }
