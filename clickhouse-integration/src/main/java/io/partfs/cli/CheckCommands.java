@@ -204,11 +204,13 @@ final class CheckCommands {
                 return;
             }
             MetaEngine.PendingDeletions pending;
+            MetaEngine.Trash trash;
             int mounted;
             int stale;
             boolean exclusive;
             try (MetaEngine meta = volume.openMetaReadOnly()) { // an embedded volume may be mounted: no write lock yet
                 pending = meta.pendingDeletions();
+                trash = meta.trash();
                 mounted = meta.liveSessions().size();
                 stale = meta.sessions().size() - mounted;
                 exclusive = meta.store().exclusive();
@@ -221,7 +223,7 @@ final class CheckCommands {
                     }
                 }
             }
-            if (pending.files() == 0 && pending.slices() == 0) {
+            if (pending.files() == 0 && pending.slices() == 0 && trash.slices() == 0) {
                 return;
             }
             if (mounted > 0) {
@@ -234,6 +236,11 @@ final class CheckCommands {
                 VolumeCheck.Finished f = new VolumeCheck(meta, store, every2s(err, "gc")).finishDeletions();
                 out.printf("gc: finished the deletions mounts left: the data of %d files, %d objects of %d slices%n",
                         f.files(), f.objects(), f.slices());
+                MetaEngine.Trash kept = meta.trash();
+                if (kept.slices() > 0) {
+                    out.printf("gc: %d slices stay in the trash until their %d hours are over ('partfs config"
+                            + " --trash-hours 0' empties it)%n", kept.slices(), meta.trashHours());
+                }
             }
         }
 
@@ -242,7 +249,8 @@ final class CheckCommands {
             out.printf("gc: %d leaked objects (%s) older than %s%s%n", r.leaked, Sizes.human(r.leakedBytes), minAge,
                     delete ? ": deleted " + r.deleted : r.leaked > 0 ? ": run with --delete to remove them" : "");
             out.printf("gc: left alone: %d newer unreferenced objects, %d objects awaiting deletion by a mount,"
-                    + " %d keys that are not blocks%n", r.young, r.pendingObjects, r.foreign);
+                    + " %d objects (%s) in the trash, %d keys that are not blocks%n", r.young, r.pendingObjects, r.trashObjects,
+                    Sizes.human(r.trashBytes), r.foreign);
             if (r.missingBlocks > 0) {
                 out.printf("gc: %d blocks that files need are missing: run 'partfs fsck'%n", r.missingBlocks);
             }

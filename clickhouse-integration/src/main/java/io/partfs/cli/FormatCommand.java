@@ -44,6 +44,15 @@ final class FormatCommand implements Callable<Integer> {
             description = "Largest object of file data: 64K to 16M, a power of two (default: ${DEFAULT-VALUE}).")
     String blockSize;
 
+    @Option(names = "--trash-hours", paramLabel = "HOURS", defaultValue = "" + DEFAULT_TRASH_HOURS,
+            description = {"Keep the objects of deleted, truncated or overwritten data this many hours before deleting them,",
+                    "so metadata restored from a backup (mount --backup-meta) finds its files whole; 0: delete at once",
+                    "(default: ${DEFAULT-VALUE}). Only for a new volume; 'partfs config' changes it later."})
+    int trashHours;
+
+    /** Trash time of a new volume: a day, as JuiceFS's default; covers an hourly backup with a day to notice and restore. */
+    static final int DEFAULT_TRASH_HOURS = 24;
+
     @Parameters(index = "0", paramLabel = "NAME", description = "Volume name: lowercase letters, digits and '-'.")
     String name;
 
@@ -63,13 +72,24 @@ final class FormatCommand implements Callable<Integer> {
             probe(objects); // before the metadata is created: bad credentials leave nothing behind
         }
         try (MetaEngine meta = new MetaEngine(metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
-            VolumeFormat got = meta.format(wanted, Ids.uid(), Ids.gid());
+            VolumeFormat got = meta.format(wanted, Ids.uid(), Ids.gid(), trashHours);
             boolean existed = !got.uuid().equals(wanted.uuid());
-            out.printf("%s volume %s (uuid %s)%n  metadata:   %s%n  storage:    %s%n  block size: %s%n",
+            int trash = meta.trashHours();
+            out.printf("%s volume %s (uuid %s)%n  metadata:   %s%n  storage:    %s%n  block size: %s%n  trash:      %s%n",
                     existed ? "already formatted:" : "formatted", got.name(), got.uuid(), metaUrl,
-                    got.storage(), Sizes.human(got.blockSize()));
+                    got.storage(), Sizes.human(got.blockSize()), trashText(trash));
+            if (existed && trash != trashHours && spec.commandLine().getParseResult().hasMatchedOption("--trash-hours")) {
+                out.printf("  (--trash-hours %d not applied to an existing volume: 'partfs config --trash-hours' changes it)%n",
+                        trashHours);
+            }
         }
         return 0;
+    }
+
+    /** How {@code partfs format} and {@code status} describe a trash time. */
+    static String trashText(int hours) {
+        return hours == 0 ? "off: freed objects are deleted at once"
+                : "freed objects are kept " + hours + " hours before they are deleted";
     }
 
     /** Writes, reads back and deletes one object, so bad credentials fail here and not at mount. */

@@ -34,6 +34,10 @@ final class StatusCommand implements Callable<Integer> {
             out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());
             MetaEngine.PendingDeletions d = meta.pendingDeletions();
             out.printf("deletions:  %d files and %d slices waiting (mounts delete them in the background)%n", d.files(), d.slices());
+            MetaEngine.Trash t = meta.trash();
+            out.printf("trash:      %s; %d slices in it%s%n", FormatCommand.trashText(meta.trashHours()), t.slices(),
+                    t.slices() == 0 ? "" : ", the oldest freed in the hour from "
+                    + java.time.Instant.ofEpochMilli(t.oldestHourStartMillis()) + " ('partfs gc' counts their bytes)");
             Map<Long, MetaEngine.Session> sessions = meta.sessions();
             long now = System.currentTimeMillis();
             java.time.Instant backup = io.partfs.engine.data.MetaBackup.lastStarted(meta.store());

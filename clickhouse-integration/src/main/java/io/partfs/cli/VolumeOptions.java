@@ -126,7 +126,8 @@ final class VolumeOptions {
         try {
             if (formatEmbedded) {
                 String storage = StorageUrl.parse(embeddedDir().resolve("objects").toString()).url();
-                m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage), Ids.uid(), Ids.gid());
+                m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage), Ids.uid(), Ids.gid(),
+                        FormatCommand.DEFAULT_TRASH_HOURS);
             } else {
                 m.load();
             }
@@ -160,7 +161,7 @@ final class VolumeOptions {
                     probe(storage);
                 }
                 VolumeFormat f = m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage.url()),
-                        Ids.uid(), Ids.gid());
+                        Ids.uid(), Ids.gid(), FormatCommand.DEFAULT_TRASH_HOURS);
                 org.slf4j.LoggerFactory.getLogger(VolumeOptions.class).info("formatted volume {} (uuid {}) at {}, storage {}",
                         f.name(), f.uuid(), metaUrl(), f.storage());
             } else if (!have.name().equals(name) || !have.storage().equals(storage.url())) {

@@ -206,7 +206,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "demo"}) {
+        for (String c : new String[] {"format", "config", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
@@ -448,15 +448,33 @@ class PartfsCommandIT {
                 assertTrue(crashed.out().contains("deletions:  1 files"), "waiting: " + crashed.out());
                 assertTrue(crashed.out().contains("clients:    0 mounted"), crashed.out());
                 assertTrue(crashed.out().contains("crashed-host pid 1 at /mnt, STALE: no heartbeat for 60"), crashed.out());
+                int blocks = store.listAll("checked/chunks/").size();
                 Partfs.Result finished = partfs.run("gc", "--meta", meta, "--min-age", "0", "--delete");
                 assertEquals(0, finished.exit(), finished.all());
                 assertTrue(finished.out().contains("gc: removed the session of a crashed mount (no heartbeat for 300s):"
                         + " crashed-host pid 1 at /mnt"), finished.out());
                 assertTrue(finished.out().contains("gc: finished the deletions mounts left: the data of 1 files"), finished.out());
-                assertEquals(1, store.listAll("checked/chunks/").size(), "only small.txt's block is left");
+                assertTrue(finished.out().contains("gc: 1 slices stay in the trash until their 24 hours are over"), finished.out());
+                assertTrue(finished.out().contains(" 3 objects (2.0 MiB) in the trash"), "1 MiB blocks, one deleted: " + finished.out());
+                assertEquals(blocks, store.listAll("checked/chunks/").size(), "f.bin's blocks wait in the trash");
                 Partfs.Result after = partfs.run("status", "--meta", meta);
                 assertTrue(after.out().contains("deletions:  0 files and 0 slices waiting"), after.out());
+                assertTrue(after.out().contains("trash:      freed objects are kept 24 hours before they are deleted;"
+                        + " 1 slices in it, the oldest freed in the hour from 20"), after.out());
                 assertFalse(after.out().contains("session "), after.out());
+
+                Partfs.Result config = partfs.run("config", "--meta", meta, "--trash-hours", "0");
+                assertEquals(0, config.exit(), config.all());
+                assertTrue(config.out().contains("trash-hours: 0 (was 24)"), config.out());
+                Partfs.Result emptied = partfs.run("gc", "--meta", meta, "--min-age", "0", "--delete");
+                assertEquals(0, emptied.exit(), emptied.all());
+                assertEquals(1, store.listAll("checked/chunks/").size(), "only small.txt's block is left");
+                Partfs.Result off = partfs.run("status", "--meta", meta);
+                assertTrue(off.out().contains("trash:      off: freed objects are deleted at once; 0 slices in it"), off.out());
+                Partfs.Result bad = partfs.run("config", "--meta", meta, "--trash-hours", "-1");
+                assertEquals(1, bad.exit(), bad.all());
+                assertEquals(1, Partfs.errorLines(bad).size(), bad.err());
+                assertTrue(bad.err().contains("use 0 (no trash) to 8784"), bad.err());
             }
         }
     }
@@ -756,13 +774,22 @@ class PartfsCommandIT {
 
             String[] list = {"load", "--storage", storage, "--name", "pod-0", "--list-backups"};
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (partfs.run(list).out().lines().noneMatch(l -> l.endsWith(" complete") && l.compareTo(writtenBy) > 0)) {
+            String taken;
+            while ((taken = partfs.run(list).out().lines().filter(l -> l.endsWith(" complete") && l.compareTo(writtenBy) > 0)
+                    .map(l -> l.split("\\s+")[0]).findFirst().orElse(null)) == null) {
                 assertTrue(System.nanoTime() < deadline, "a backup taken after the files were written, within 60 s");
                 java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L); // poll interval
             }
             Partfs.Result st = partfs.run("status", "--meta", meta);
             assertTrue(st.out().contains("backup:     last begun 20") && st.out().contains("min ago"), st.out());
+            assertTrue(st.out().contains("trash:      freed objects are kept 24 hours"), st.out());
+            // after the backup, as a merge does: the part's data file deleted, its checksums rewritten
+            Files.delete(mnt.resolve("data/db/t/all_1_1_0/a.bin"));
+            Files.writeString(mnt.resolve("data/db/t/all_1_1_0/checksums.txt"), "rewritten after the backup");
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            Partfs.Result trashed = partfs.run("status", "--meta", meta);
+            assertTrue(trashed.out().matches("(?s).*trash: .*; [1-9][0-9]* slices in it, the oldest freed in the hour from 20.*"),
+                    "a.bin's and the old checksums' slices: " + trashed.out());
             TempDirs.deleteRecursively(Path.of(meta)); // the disk holding the metadata is lost
             assertEquals(1, partfs.run("status", "--meta", meta).exit());
 
@@ -775,13 +802,13 @@ class PartfsCommandIT {
             assertTrue(unknown.err().contains("--list-backups"), unknown.err());
             assertFalse(Files.exists(Path.of(meta)), "a refused load creates no metadata");
 
-            Partfs.Result l = partfs.run("load", "--meta", meta, "--storage", storage, "--name", "pod-0", "--from-backup", "latest");
+            Partfs.Result l = partfs.run("load", "--meta", meta, "--storage", storage, "--name", "pod-0", "--from-backup", taken);
             assertEquals(0, l.exit(), l.all());
             assertTrue(l.out().contains("volume pod-0") && l.out().contains("8 inodes"), l.out()); // root, 4 directories, 2 files, 1 symlink
             assertFalse(l.all().contains(S3Server.SECRET_KEY), "no secret in the output");
             assertEquals(0, partfs.run("mount", "--meta", meta, "--backup-meta", "0", mnt.toString(), "--background").exit());
-            assertEquals(before, tree(mnt), "every file as it was");
-            assertArrayEquals(big, Files.readAllBytes(mnt.resolve("data/db/current/a.bin")));
+            assertEquals(before, tree(mnt), "every file as it was at the backup, deleted and rewritten ones too");
+            assertArrayEquals(big, Files.readAllBytes(mnt.resolve("data/db/current/a.bin")), "its objects waited in the trash");
             Files.write(mnt.resolve("data/db/t/all_1_1_0/new.bin"), big);
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
             Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
