@@ -460,6 +460,11 @@ public final class PartFs implements Closeable {
         meta.removexattr(ino, name);
     }
 
+    /** Clears set-user-ID, set-group-ID and capabilities as a write by an unprivileged process does ({@link MetaEngine#killPrivileges}). */
+    public void killPrivileges(long ino) throws IOException {
+        meta.killPrivileges(ino);
+    }
+
     // ---- volume ----
 
     /** statvfs(3) numbers in 4 KiB blocks. */

@@ -88,12 +88,14 @@ public final class KernelFuse implements FuseMount {
     // fuse_init flags
     private static final int ASYNC_READ = 1, BIG_WRITES = 1 << 5, AUTO_INVAL_DATA = 1 << 12,
             DO_READDIRPLUS = 1 << 13, ASYNC_DIO = 1 << 15, PARALLEL_DIROPS = 1 << 18, MAX_PAGES_FLAG = 1 << 22,
-            CACHE_SYMLINKS = 1 << 23, NO_OPENDIR_SUPPORT = 1 << 24, INIT_EXT = 1 << 30;
+            CACHE_SYMLINKS = 1 << 23, NO_OPENDIR_SUPPORT = 1 << 24, HANDLE_KILLPRIV_V2 = 1 << 28, INIT_EXT = 1 << 30;
+    /** fuse_write_in.write_flags: the writer lacks CAP_FSETID, so suid/sgid/capabilities go (with HANDLE_KILLPRIV_V2). */
+    private static final int WRITE_KILL_SUIDGID = 1 << 2;
     /** fuse_init flags2 (bits 32 and up of the flags, with INIT_EXT): FUSE_PASSTHROUGH is bit 37. */
     private static final int PASSTHROUGH_FLAG2 = 1 << (37 - 32);
     // fuse_setattr_in.valid
     private static final int FATTR_MODE = 1, FATTR_UID = 2, FATTR_GID = 4, FATTR_SIZE = 8, FATTR_ATIME = 16,
-            FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256;
+            FATTR_MTIME = 32, FATTR_FH = 64, FATTR_ATIME_NOW = 128, FATTR_MTIME_NOW = 256, FATTR_KILL_SUIDGID = 1 << 11;
     private static final int S_IFMT = 0170000;
     // fuse_open_out.open_flags (FOPEN_NOFLUSH: 7.35, ignored by older kernels)
     private static final int FOPEN_KEEP_CACHE = 1 << 1, FOPEN_CACHE_DIR = 1 << 3;
@@ -509,6 +511,9 @@ public final class KernelFuse implements FuseMount {
                 long fh = in.getLong();
                 long offset = in.getLong();
                 int size = in.getInt();
+                if ((in.getInt() & WRITE_KILL_SUIDGID) != 0) {
+                    fs.killPrivileges(node); // before the data, as Linux does
+                }
                 in.position(IN_HEADER + 40);
                 byte[] data = b.data(size);
                 in.get(data, 0, size);
@@ -656,8 +661,10 @@ public final class KernelFuse implements FuseMount {
             log.error(initFailure.get());
         }
         opendirless = (kernelFlags & NO_OPENDIR_SUPPORT) != 0;
+        // HANDLE_KILLPRIV_V2: the kernel stops asking for security.capability before every write(2)
+        // (a round trip each) and leaves clearing suid/sgid/capabilities to us (killPrivileges)
         int wanted = ASYNC_READ | BIG_WRITES | AUTO_INVAL_DATA | DO_READDIRPLUS | ASYNC_DIO | PARALLEL_DIROPS
-                | MAX_PAGES_FLAG | CACHE_SYMLINKS;
+                | MAX_PAGES_FLAG | CACHE_SYMLINKS | HANDLE_KILLPRIV_V2;
         boolean withPassthrough = options.passthrough() && (kernelFlags2 & PASSTHROUGH_FLAG2) != 0;
         if (withPassthrough) {
             wanted |= INIT_EXT;
@@ -876,6 +883,9 @@ public final class KernelFuse implements FuseMount {
             if (observed.active()) {
                 observed.removed(pathOf(node));
             }
+        }
+        if ((valid & FATTR_KILL_SUIDGID) != 0) { // a truncate or chown by a process without CAP_FSETID
+            fs.killPrivileges((valid & FATTR_FH) != 0 ? fs.inodeOf(fh) : node);
         }
         if ((valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW)) != 0) {
             fs.setattr(node, MetaEngine.SetAttr.times(

@@ -1505,7 +1505,7 @@ public final class MetaEngine implements Closeable {
     public byte[] getxattr(long ino, String name) throws IOException {
         MetaCache c = cache;
         if (c != null) {
-            // The kernel asks for security.capability before every write: answer from memory.
+            // Without FUSE_HANDLE_KILLPRIV_V2 (libfuse) the kernel asks for security.capability before every write: answer from memory.
             Map<String, byte[]> all = c.xattrs(ino);
             if (all == null) {
                 long gen = c.generation();
@@ -1529,6 +1529,50 @@ public final class MetaEngine implements Closeable {
             }
             return v;
         });
+    }
+
+    /** The extended attribute that holds a file's capabilities. */
+    public static final String CAPABILITY_XATTR = "security.capability";
+    private static final int S_ISUID = 04000, S_ISGID = 02000, S_IXGRP = 00010;
+
+    /**
+     * What Linux does to a regular file written, truncated or given another owner by a process
+     * without CAP_FSETID, done here when the kernel leaves it to the filesystem
+     * (FUSE_HANDLE_KILLPRIV_V2): clears set-user-ID, set-group-ID if the file is group-executable,
+     * and the file's capabilities. For a file with none of them (nearly every file) it costs two
+     * lookups in the cache, no request.
+     */
+    public void killPrivileges(long ino) throws IOException {
+        Attr a = getattr(ino);
+        if (a.type() != FileType.FILE) {
+            return;
+        }
+        int mode = a.mode();
+        int kill = (mode & S_ISUID) | ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ? S_ISGID : 0);
+        if (kill != 0) {
+            setattr(ino, SetAttr.mode(mode & ~kill & 07777));
+        }
+        if (hasXattr(ino, CAPABILITY_XATTR)) {
+            try {
+                removexattr(ino, CAPABILITY_XATTR);
+            } catch (FsException.NoAttribute removedMeanwhile) {
+                // another client did it first
+            }
+        }
+    }
+
+    private boolean hasXattr(long ino, String name) throws IOException {
+        MetaCache c = cache;
+        Map<String, byte[]> all = c == null ? null : c.xattrs(ino);
+        if (all != null) {
+            return all.containsKey(name);
+        }
+        try {
+            getxattr(ino, name); // fills the cache, if there is one
+            return true;
+        } catch (FsException.NoAttribute e) {
+            return false;
+        }
     }
 
     public List<String> listxattr(long ino) throws IOException {

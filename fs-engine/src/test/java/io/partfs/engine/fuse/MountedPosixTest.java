@@ -188,6 +188,54 @@ class MountedPosixTest {
         return out;
     }
 
+    /** Runs a shell command as root without CAP_FSETID, as an unprivileged writer (ClickHouse) is. */
+    private static void withoutFsetid(Path cwd, String command) throws Exception {
+        sh(cwd, "setpriv", "--inh-caps=-fsetid", "--bounding-set=-fsetid", "sh", "-c", command);
+    }
+
+    private static int mode(Path f) throws IOException {
+        return (Integer) Files.getAttribute(f, "unix:mode") & 07777;
+    }
+
+    /**
+     * Linux clears set-user-ID, set-group-ID on a group-executable file and file capabilities
+     * when a process without CAP_FSETID writes or truncates a file, and on any chown; the kernel
+     * driver leaves that to PartFS (FUSE_HANDLE_KILLPRIV_V2, so the kernel stops asking for
+     * security.capability before every write), libfuse's leaves it to the kernel: the same
+     * outcome either way. Root (CAP_FSETID) writes without clearing them.
+     */
+    @Test
+    void writesWithoutCapFsetidClearSetuidSetgidAndCapabilities() throws Exception {
+        Path d = fresh("killpriv");
+        Path f = d.resolve("tool");
+        Files.write(f, new byte[10]);
+        long ino = (Long) Files.getAttribute(f, "unix:ino");
+        sh(d, "chmod", "6755", "tool");
+        sh(d, "sh", "-c", "printf x >> tool");
+        assertEquals(06755, mode(f), "root keeps the bits");
+        fs.setxattr(ino, io.partfs.engine.meta.MetaEngine.CAPABILITY_XATTR, new byte[] {1, 2, 3}, 0);
+
+        withoutFsetid(d, "printf x >> tool");
+        assertEquals(00755, mode(f), "set-user-ID and set-group-ID (group-executable) cleared");
+        assertThrows(io.partfs.engine.FsException.NoAttribute.class,
+                () -> fs.getxattr(ino, io.partfs.engine.meta.MetaEngine.CAPABILITY_XATTR), "capabilities removed");
+        assertEquals(12, Files.size(f));
+
+        sh(d, "chmod", "2745", "tool"); // set-group-ID without group execute: a locking mark, not a privilege
+        withoutFsetid(d, "printf x >> tool");
+        assertEquals(02745, mode(f));
+
+        sh(d, "chmod", "4755", "tool");
+        withoutFsetid(d, "truncate -s 5 tool");
+        assertEquals(00755, mode(f), "a truncate clears set-user-ID too");
+        assertEquals(5, Files.size(f));
+
+        sh(d, "chmod", "4755", "tool");
+        sh(d, "chown", "1:1", "tool");
+        assertEquals(00755, mode(f), "chown clears set-user-ID even for root");
+        assertArrayEquals(new byte[5], Files.readAllBytes(f));
+    }
+
     @Test
     void mountIsAPartFsFuseMount() throws IOException {
         assertEquals("fuse.partfs", Mounts.typeAt(mnt));
