@@ -582,6 +582,29 @@ public final class ChunkStore implements Closeable {
     // ---- deletion ----
 
     /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */
+    /**
+     * Drops the still-staged blocks of slices just put in the trash that were staged after
+     * {@code sinceMillis} (when the last metadata backup was completed, plus a margin for
+     * clocks): no backup lists them, so uploading them would only keep a copy nobody can restore. What a
+     * write-back mount dropped before there was a trash (a temporary file never reached S3).
+     * Returns the blocks dropped.
+     */
+    public int dropStagedTrash(List<long[]> slices, long sinceMillis) {
+        int dropped = 0;
+        if (staging == null) {
+            return 0;
+        }
+        for (long[] s : slices) {
+            for (String key : blockKeys(volume, blockSize, s[0], (int) s[1])) {
+                if (staging.removeIfStagedAfter(key, sinceMillis)) {
+                    cache.remove(key);
+                    dropped++;
+                }
+            }
+        }
+        return dropped;
+    }
+
     public int reclaimSlices(int limit) throws IOException {
         List<long[]> pending = meta.pendingSliceDeletions(limit);
         List<String> uploaded = new java.util.ArrayList<>(pending.size());

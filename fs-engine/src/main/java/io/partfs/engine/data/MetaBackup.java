@@ -59,6 +59,8 @@ public final class MetaBackup {
     static final String COMPLETE = "complete";
     /** The metadata key holding when the last backup was claimed (epoch milliseconds, text). */
     static final String LAST_BACKUP = "lastBackup";
+    /** The metadata key holding when the last backup was completed (epoch milliseconds, text). */
+    static final String LAST_BACKUP_DONE = "lastBackupDone";
     private static final DateTimeFormatter NAME =
             DateTimeFormatter.ofPattern("'dump-'yyyyMMdd-HHmmss-SSS").withZone(ZoneOffset.UTC);
     /** An incomplete backup older than this is not being written any more: it is deleted. */
@@ -108,6 +110,11 @@ public final class MetaBackup {
             String marker = "pieces " + pieces.keys.size() + "\nbytes " + pieces.total + "\nrecords " + c.records()
                     + "\ninodes " + c.inodes() + "\nvolume " + c.format().name() + " " + c.format().uuid() + "\n";
             store.put(base + COMPLETE, marker.getBytes(StandardCharsets.UTF_8));
+            byte[] done = Long.toString(System.currentTimeMillis()).getBytes(StandardCharsets.UTF_8);
+            kv.update(tx -> {
+                tx.put(LAST_BACKUP_DONE, done);
+                return null;
+            });
             return new Backup(name, now, true, List.copyOf(pieces.keys), pieces.total);
         } catch (IOException | RuntimeException e) {
             try {
@@ -281,6 +288,24 @@ public final class MetaBackup {
     public static Instant lastStarted(KvStore kv) throws IOException {
         byte[] v = kv.read(r -> r.get(LAST_BACKUP));
         return v == null ? null : Instant.ofEpochMilli(Long.parseLong(new String(v, StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * The time (epoch milliseconds, the backup maker's clock) after which data committed to the
+     * volume is in no backup: when the last backup was completed; {@code Long.MAX_VALUE} while
+     * one is under way (or one died before completing, until the next completes), since a dump
+     * of Redis reads the volume over its whole duration; {@code Long.MIN_VALUE} when none was
+     * ever made. For write-back mounts, which need not upload a deleted file's blocks that no
+     * backup can list.
+     */
+    public static long unbackedSince(KvStore kv) throws IOException {
+        List<byte[]> v = kv.read(r -> r.getAll(List.of(LAST_BACKUP, LAST_BACKUP_DONE)));
+        Long started = v.get(0) == null ? null : Long.parseLong(new String(v.get(0), StandardCharsets.UTF_8));
+        Long done = v.get(1) == null ? null : Long.parseLong(new String(v.get(1), StandardCharsets.UTF_8));
+        if (started != null && (done == null || done < started)) {
+            return Long.MAX_VALUE;
+        }
+        return done == null ? Long.MIN_VALUE : done;
     }
 
     /** Takes back a claim whose backup failed, so the next tick tries again instead of a whole interval later. */

@@ -45,7 +45,7 @@ public final class Reclaimer implements Closeable {
         queuedFiles.incrementAndGet();
         submit(() -> {
             try {
-                meta.deleteFileData(ino);
+                dropStaged(meta.deleteFileData(ino));
             } finally {
                 if (queuedFiles.decrementAndGet() == 0 || ++sinceDrain >= DRAIN_EVERY) {
                     sinceDrain = 0;
@@ -53,6 +53,24 @@ public final class Reclaimer implements Closeable {
                 }
             }
         });
+    }
+
+    /** Clock difference allowed for between this machine and the one that made the last backup. */
+    private static final long CLOCK_MARGIN_MS = java.time.Duration.ofMinutes(1).toMillis();
+
+    /**
+     * Drops the staged, not yet uploaded blocks of slices a deletion put in the trash that were
+     * staged after the last metadata backup was completed (with {@link #CLOCK_MARGIN_MS} to
+     * spare), and none is under way: no backup lists them, so no restore can need them.
+     */
+    private void dropStaged(java.util.List<long[]> trashed) throws IOException {
+        if (trashed.isEmpty() || chunks.staging() == null) {
+            return;
+        }
+        long since = MetaBackup.unbackedSince(meta.store());
+        if (since != Long.MAX_VALUE) {
+            chunks.dropStagedTrash(trashed, since == Long.MIN_VALUE ? since : since + CLOCK_MARGIN_MS);
+        }
     }
 
     /**

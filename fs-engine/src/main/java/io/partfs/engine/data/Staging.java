@@ -350,6 +350,25 @@ public final class Staging implements Closeable {
         return true;
     }
 
+    /**
+     * {@link #remove}s a block staged after {@code sinceMillis} (by its file's time; a block
+     * whose time cannot be read stays): for a block freed into the trash that no metadata backup
+     * can list, since none began after it was staged.
+     */
+    public boolean removeIfStagedAfter(String key, long sinceMillis) {
+        if (!pending.containsKey(key)) {
+            return false;
+        }
+        try {
+            if (Files.getLastModifiedTime(file(key)).toMillis() <= sinceMillis) {
+                return false;
+            }
+        } catch (IOException e) {
+            return false; // being uploaded and moved into the block cache, or gone
+        }
+        return remove(key);
+    }
+
     public int pendingBlocks() {
         return pending.size();
     }

@@ -1151,6 +1151,11 @@ public final class MetaEngine implements Closeable {
     }
 
     private void freeChunk(KvStore.Writer tx, long ino, long idx, long now) throws IOException {
+        freeChunk(tx, ino, idx, now, null);
+    }
+
+    /** Frees a chunk's slices; those that go to the trash are also added to {@code trashed}, if given. */
+    private void freeChunk(KvStore.Writer tx, long ino, long idx, long now, List<long[]> trashed) throws IOException {
         String key = chunkKey(ino, idx);
         byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
         String to = null;
@@ -1160,6 +1165,9 @@ public final class MetaEngine implements Closeable {
                     to = freedSlices(tx, now);
                 }
                 tx.hset(to, s.id() + "_" + s.size(), stamp);
+                if (trashed != null && !to.equals(DELSLICES)) {
+                    trashed.add(new long[] {s.id(), s.size()});
+                }
             }
         }
         tx.delete(key);
@@ -1406,20 +1414,22 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * Moves the slices of an unlinked, closed file to the slice deletion list and removes the
-     * inode, up to {@value #CHUNKS_PER_DELETE} chunks per transaction. Does nothing if the
-     * inode has links or is open here.
+     * Moves the slices of an unlinked, closed file to the slice deletion list (or the trash) and
+     * removes the inode, up to {@value #CHUNKS_PER_DELETE} chunks per transaction. Does nothing
+     * if the inode has links or is open here. Returns the slices it put in the trash ({id, size}
+     * each): their staged blocks no backup can list need not be uploaded.
      */
-    public void deleteFileData(long ino) throws IOException {
+    public List<long[]> deleteFileData(long ino) throws IOException {
+        List<long[]> trashed = new ArrayList<>();
         if (openCount.containsKey(ino)) {
-            return;
+            return trashed;
         }
         Long length = kv.read(r -> {
             byte[] b = r.hget(DELFILES, String.valueOf(ino));
             return b == null ? null : ByteBuffer.wrap(b).getLong();
         });
         if (length == null) {
-            return;
+            return trashed;
         }
         long chunks = chunkCount(length);
         // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
@@ -1430,7 +1440,9 @@ public final class MetaEngine implements Closeable {
             long first = from;
             List<Long> batch = java.util.stream.LongStream.range(first, Math.min(chunks, first + CHUNKS_PER_DELETE)).boxed().toList();
             boolean last = first + CHUNKS_PER_DELETE >= chunks;
+            List<long[]> attempt = new ArrayList<>();
             boolean relinked = mutate(tx -> {
+                attempt.clear(); // a transaction run again starts over
                 believeChunks(tx, ino, batch);
                 byte[] raw = tx.get(inodeKey(ino));
                 if (raw != null && Attr.decode(ino, raw).nlink() > 0) {
@@ -1439,7 +1451,7 @@ public final class MetaEngine implements Closeable {
                 }
                 long now = clock.nowNanos();
                 for (long idx : batch) {
-                    freeChunk(tx, ino, idx, now);
+                    freeChunk(tx, ino, idx, now, attempt);
                 }
                 if (last) {
                     if (raw != null) {
@@ -1453,10 +1465,12 @@ public final class MetaEngine implements Closeable {
                 return false;
             });
             if (relinked) {
-                return;
+                return trashed;
             }
+            trashed.addAll(attempt);
             from += CHUNKS_PER_DELETE;
         } while (from < chunks);
+        return trashed;
     }
 
     /** Slices whose objects await deletion, as {@code id_size} keys, at most {@code limit}. */

@@ -113,6 +113,25 @@ class MetaBackupTest {
         assertTrue(d.getMessage().contains("is damaged") && d.getMessage().contains("load another backup"), d.getMessage());
     }
 
+    /** What a write-back mount asks before it drops a deleted file's staged blocks: after what time is data in no backup. */
+    @Test
+    void unbackedSinceIsTheLastCompletionAndNeverWhileABackupRuns() throws Exception {
+        assertEquals(Long.MIN_VALUE, MetaBackup.unbackedSince(meta.store()), "no backup ever");
+        MetaBackup backups = new MetaBackup(meta.store(), store, "vol");
+        Instant now = Instant.now(); // claims and completions are both on the wall clock
+        assertTrue(backups.claim(Duration.ofHours(1), now));
+        assertEquals(Long.MAX_VALUE, MetaBackup.unbackedSince(meta.store()), "claimed, not completed: it may list anything");
+        long before = System.currentTimeMillis();
+        backups.write(now, () -> false);
+        long done = MetaBackup.unbackedSince(meta.store());
+        assertTrue(done >= before && done <= System.currentTimeMillis(), "completed at " + done);
+        Instant next = now.plus(Duration.ofHours(2));
+        assertTrue(backups.claim(Duration.ofHours(1), next));
+        assertEquals(Long.MAX_VALUE, MetaBackup.unbackedSince(meta.store()), "the next one runs");
+        backups.unclaim(next);
+        assertEquals(done, MetaBackup.unbackedSince(meta.store()), "it failed: the last completed one counts");
+    }
+
     @Test
     void aCancelledBackupLeavesNothing() throws Exception {
         MetaBackup backups = new MetaBackup(meta.store(), store, "vol", 8); // the gzip header alone fills a piece

@@ -628,6 +628,58 @@ abstract class PartFsContract extends OnBackends {
         assertArrayEquals(keep, readFromObjectStoreOnly("keep.bin"));
     }
 
+    /**
+     * With a trash, a write-back mount still drops the staged blocks of a deleted file staged
+     * after the last metadata backup was completed (no restore can list them), and uploads, to
+     * keep in the trash, those staged before it, and all of them while a backup is under way.
+     */
+    @Test
+    void withATrashWriteBackDropsOnlyStagedBlocksNoBackupCanList() throws IOException {
+        PartFsConfig wb = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).uploadDelay(java.time.Duration.ofHours(1)).build();
+        var store = reopenCounted(wb);
+        fs.meta().setTrashHours(24);
+        writeFsynced("tmp.bin", random(1000, 15));
+        fs.unlink(ROOT, "tmp.bin");
+        fs.awaitReclaim();
+        assertEquals(0, fs.chunks().staging().pendingBlocks(), "no backup yet: dropped, as without a trash");
+
+        writeFsynced("old.bin", random(fs.format().blockSize() + 1, 16)); // two blocks
+        long hourAgo = System.currentTimeMillis() - 3_600_000;
+        try (var files = java.nio.file.Files.list(wb.stagingDir())) {
+            for (java.nio.file.Path f : files.toList()) {
+                java.nio.file.Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.fromMillis(hourAgo));
+            }
+        }
+        backupTimes(hourAgo + 1_800_000, null); // a backup began half an hour ago, after old.bin was staged, and runs
+        writeFsynced("new.bin", random(1000, 17));
+        writeFsynced("during.bin", random(1000, 18));
+        fs.unlink(ROOT, "during.bin");
+        fs.awaitReclaim();
+        assertEquals(4, fs.chunks().staging().pendingBlocks(), "a backup under way may list anything: nothing dropped");
+
+        backupTimes(hourAgo + 1_800_000, hourAgo + 1_810_000); // it completed; new.bin was staged after that
+        fs.unlink(ROOT, "old.bin");
+        fs.unlink(ROOT, "new.bin");
+        fs.awaitReclaim();
+        assertEquals(3, fs.chunks().staging().pendingBlocks(), "old.bin's blocks and during.bin's stay, to be uploaded; new.bin's went");
+        assertEquals(4, fs.meta().trash().slices(), "every slice is listed (deleting a dropped block's object later is harmless)");
+        fs.close(); // waits for the uploads
+        assertEquals(3, store.puts(), "the blocks a backup may list");
+        fs = volume.open();
+    }
+
+    private void backupTimes(long startedMillis, Long doneMillis) throws IOException {
+        fs.meta().store().update(tx -> {
+            tx.put("lastBackup", String.valueOf(startedMillis).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            if (doneMillis == null) {
+                tx.delete("lastBackupDone");
+            } else {
+                tx.put("lastBackupDone", String.valueOf(doneMillis).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            return null;
+        });
+    }
+
     @Test
     void aFileInOneBlockIsFoundWholeOnLocalDiskForTheKernelToRead() throws IOException {
         byte[] small = random(5000, 21);
