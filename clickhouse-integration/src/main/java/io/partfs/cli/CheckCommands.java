@@ -226,9 +226,11 @@ final class CheckCommands {
             if (pending.files() == 0 && pending.slices() == 0 && trash.slices() == 0) {
                 return;
             }
-            if (mounted > 0) {
-                out.printf("gc: %d files and %d slices await deletion: left to the %d client(s) that have the volume mounted%n",
-                        pending.files(), pending.slices(), mounted);
+            if (mounted > 0) { // they also empty the trash of what has been there long enough
+                if (pending.files() > 0 || pending.slices() > 0) {
+                    out.printf("gc: %d files and %d slices await deletion: left to the %d client(s) that have the volume mounted%n",
+                            pending.files(), pending.slices(), mounted);
+                }
                 return;
             }
             try (MetaEngine meta = volume.openMeta(false);
