@@ -11,7 +11,8 @@ import picocli.CommandLine.Spec;
 
 /** {@code partfs config}: shows or changes the settings of a volume that may change after format. */
 @Command(name = "config", mixinStandardHelpOptions = true,
-        description = {"Show or change a volume's changeable settings. Mounted clients pick a change up within minutes.",
+        description = {"Show or change a volume's changeable settings. Clients that have a shared (Redis) volume mounted",
+                "pick a change up within minutes; an embedded volume is changed while unmounted.",
                 "",
                 "Examples:",
                 "  partfs config --meta redis://127.0.0.1:6379/1",
@@ -26,7 +27,8 @@ final class ConfigCommand implements Callable<Integer> {
     @Option(names = "--trash-hours", paramLabel = "HOURS",
             description = {"Keep the objects of deleted, truncated or overwritten data this many hours before deleting",
                     "them, so metadata restored from a backup of that time finds its files whole. 0 turns the trash",
-                    "off and empties it (mounts delete its contents within minutes, or 'partfs gc --delete' at once)."})
+                    "off and empties it (mounts delete its contents within minutes, or 'partfs gc --delete' at once).",
+                    "It costs storage: ClickHouse frees data all the time as it merges parts."})
     Integer trashHours;
 
     @Override
