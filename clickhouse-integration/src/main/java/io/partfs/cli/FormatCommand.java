@@ -50,8 +50,12 @@ final class FormatCommand implements Callable<Integer> {
                     "(default: ${DEFAULT-VALUE}). Only for a new volume; 'partfs config' changes it later."})
     int trashHours;
 
-    /** Trash time of a new volume: a day, as JuiceFS's default; covers an hourly backup with a day to notice and restore. */
-    static final int DEFAULT_TRASH_HOURS = 24;
+    /**
+     * Trash time of a new volume: twice mount's default backup interval, so a restore of the last
+     * backup finds every file whole. Not JuiceFS's day: ClickHouse's merges free a slice per file
+     * of every part merged away, and each waits in the metadata (README).
+     */
+    static final int DEFAULT_TRASH_HOURS = 2;
 
     @Parameters(index = "0", paramLabel = "NAME", description = "Volume name: lowercase letters, digits and '-'.")
     String name;

@@ -454,18 +454,18 @@ class PartfsCommandIT {
                 assertTrue(finished.out().contains("gc: removed the session of a crashed mount (no heartbeat for 300s):"
                         + " crashed-host pid 1 at /mnt"), finished.out());
                 assertTrue(finished.out().contains("gc: finished the deletions mounts left: the data of 1 files"), finished.out());
-                assertTrue(finished.out().contains("gc: 1 slices stay in the trash until their 24 hours are over"), finished.out());
+                assertTrue(finished.out().contains("gc: 1 slices stay in the trash until their 2 hours are over"), finished.out());
                 assertTrue(finished.out().contains(" 3 objects (2.0 MiB) in the trash"), "1 MiB blocks, one deleted: " + finished.out());
                 assertEquals(blocks, store.listAll("checked/chunks/").size(), "f.bin's blocks wait in the trash");
                 Partfs.Result after = partfs.run("status", "--meta", meta);
                 assertTrue(after.out().contains("deletions:  0 files and 0 slices waiting"), after.out());
-                assertTrue(after.out().contains("trash:      freed objects are kept 24 hours before they are deleted;"
+                assertTrue(after.out().contains("trash:      freed objects are kept 2 hours before they are deleted;"
                         + " 1 slices in it, the oldest freed in the hour from 20"), after.out());
                 assertFalse(after.out().contains("session "), after.out());
 
                 Partfs.Result config = partfs.run("config", "--meta", meta, "--trash-hours", "0");
                 assertEquals(0, config.exit(), config.all());
-                assertTrue(config.out().contains("trash-hours: 0 (was 24)"), config.out());
+                assertTrue(config.out().contains("trash-hours: 0 (was 2)"), config.out());
                 Partfs.Result emptied = partfs.run("gc", "--meta", meta, "--min-age", "0", "--delete");
                 assertEquals(0, emptied.exit(), emptied.all());
                 assertEquals(1, store.listAll("checked/chunks/").size(), "only small.txt's block is left");
@@ -782,7 +782,7 @@ class PartfsCommandIT {
             }
             Partfs.Result st = partfs.run("status", "--meta", meta);
             assertTrue(st.out().contains("backup:     last begun 20") && st.out().contains("min ago"), st.out());
-            assertTrue(st.out().contains("trash:      freed objects are kept 24 hours"), st.out());
+            assertTrue(st.out().contains("trash:      freed objects are kept 2 hours"), st.out());
             // after the backup, as a merge does: the part's data file deleted, its checksums rewritten
             Files.delete(mnt.resolve("data/db/t/all_1_1_0/a.bin"));
             Files.writeString(mnt.resolve("data/db/t/all_1_1_0/checksums.txt"), "rewritten after the backup");

@@ -519,6 +519,16 @@ public final class PartFs implements Closeable {
         if (!config.readOnly() && !config.metaBackupInterval().isZero()) {
             metaBackups = new io.partfs.engine.data.MetaBackup.Schedule(
                     new io.partfs.engine.data.MetaBackup(meta.store(), objects, format.name()), config.metaBackupInterval());
+            // a freed object must outlive the time from a backup to the loss of the metadata (at most
+            // an interval, plus the backup's own time: an hour to spare); nothing expires the trash after
+            int trash = meta.trashHours();
+            long needed = (config.metaBackupInterval().toMinutes() + 59) / 60 + 1;
+            if (trash < needed) {
+                log.warn("the volume's trash keeps freed objects {} hours, not the {} that {} s between metadata backups need:"
+                        + " a restore of the last backup may find files deleted since without their data; 'partfs config"
+                        + " --trash-hours {}' (while unmounted, for an embedded volume) closes that gap", trash, needed,
+                        config.metaBackupInterval().toSeconds(), needed);
+            }
         }
     }
 
