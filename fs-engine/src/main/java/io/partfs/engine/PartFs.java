@@ -207,10 +207,16 @@ public final class PartFs implements Closeable {
         return withPending(meta.setattr(ino, change));
     }
 
-    /** Sets a file's length, after flushing its buffered writes. */
+    /**
+     * Sets a file's length, after flushing its buffered writes. A write-back mount drops the
+     * staged blocks the shrinking freed when no metadata backup can list them, as for a deletion.
+     */
     public Attr truncate(long ino, long length) throws IOException {
         chunks.flush(ino);
-        return meta.truncate(ino, length);
+        List<long[]> trashed = new java.util.ArrayList<>();
+        Attr a = meta.truncate(ino, length, trashed);
+        reclaimer.trashed(trashed);
+        return a;
     }
 
     public List<DirEntry> readdir(long ino) throws IOException {

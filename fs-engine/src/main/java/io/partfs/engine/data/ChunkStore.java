@@ -581,7 +581,6 @@ public final class ChunkStore implements Closeable {
 
     // ---- deletion ----
 
-    /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */
     /**
      * Drops the still-staged blocks of slices just put in the trash that were staged after
      * {@code sinceMillis} (when the last metadata backup was completed, plus a margin for
@@ -605,6 +604,7 @@ public final class ChunkStore implements Closeable {
         return dropped;
     }
 
+    /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */
     public int reclaimSlices(int limit) throws IOException {
         List<long[]> pending = meta.pendingSliceDeletions(limit);
         List<String> uploaded = new java.util.ArrayList<>(pending.size());

@@ -55,11 +55,21 @@ public final class Reclaimer implements Closeable {
         });
     }
 
+    /**
+     * Slices a truncation put in the trash: their staged blocks are dropped in the background
+     * when no backup can list them ({@link #dropStaged}).
+     */
+    public void trashed(java.util.List<long[]> slices) {
+        if (!slices.isEmpty() && chunks.staging() != null) {
+            submit(() -> dropStaged(slices));
+        }
+    }
+
     /** Clock difference allowed for between this machine and the one that made the last backup. */
     private static final long CLOCK_MARGIN_MS = java.time.Duration.ofMinutes(1).toMillis();
 
     /**
-     * Drops the staged, not yet uploaded blocks of slices a deletion put in the trash that were
+     * Drops the staged, not yet uploaded blocks of slices put in the trash that were
      * staged after the last metadata backup was completed (with {@link #CLOCK_MARGIN_MS} to
      * spare), and none is under way: no backup lists them, so no restore can need them.
      */

@@ -1110,6 +1110,21 @@ public final class MetaEngine implements Closeable {
      * of the last chunk with a hole, so growing again later reads zeros.
      */
     public Attr truncate(long ino, long length) throws IOException {
+        return truncate(ino, length, new ArrayList<>());
+    }
+
+    /**
+     * {@link #truncate(long, long)}, adding to {@code trashed} the slices ({id, size} each) the
+     * shrinking put in the trash.
+     */
+    public Attr truncate(long ino, long length, List<long[]> trashed) throws IOException {
+        List<long[]> attempt = new ArrayList<>();
+        Attr done = mutateTruncate(ino, length, attempt);
+        trashed.addAll(attempt);
+        return done;
+    }
+
+    private Attr mutateTruncate(long ino, long length, List<long[]> trashed) throws IOException {
         if (length < 0) {
             throw new FsException.InvalidArgument("negative length " + length);
         }
@@ -1117,6 +1132,7 @@ public final class MetaEngine implements Closeable {
             throw new FsException.TooLarge("length " + length);
         }
         return mutate(tx -> {
+            trashed.clear(); // a transaction tried again frees again
             believeInode(tx, ino);
             Attr a = attr(tx, ino);
             if (a.isDirectory()) {
@@ -1131,7 +1147,7 @@ public final class MetaEngine implements Closeable {
                 long firstWhole = chunkCount(length);
                 long last = (old - 1) / CHUNK;
                 for (long idx = firstWhole; idx <= last; idx++) {
-                    freeChunk(tx, ino, idx, now);
+                    freeChunk(tx, ino, idx, now, trashed);
                 }
                 if (length % CHUNK != 0) {
                     long idx = length / CHUNK;
@@ -1150,11 +1166,7 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    private void freeChunk(KvStore.Writer tx, long ino, long idx, long now) throws IOException {
-        freeChunk(tx, ino, idx, now, null);
-    }
-
-    /** Frees a chunk's slices; those that go to the trash are also added to {@code trashed}, if given. */
+    /** Frees a chunk's slices; those that go to the trash are also added to {@code trashed}. */
     private void freeChunk(KvStore.Writer tx, long ino, long idx, long now, List<long[]> trashed) throws IOException {
         String key = chunkKey(ino, idx);
         byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
@@ -1165,7 +1177,7 @@ public final class MetaEngine implements Closeable {
                     to = freedSlices(tx, now);
                 }
                 tx.hset(to, s.id() + "_" + s.size(), stamp);
-                if (trashed != null && !to.equals(DELSLICES)) {
+                if (!to.equals(DELSLICES)) {
                     trashed.add(new long[] {s.id(), s.size()});
                 }
             }
