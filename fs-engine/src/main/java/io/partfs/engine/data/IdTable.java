@@ -101,6 +101,9 @@ final class IdTable {
 
     /** The value of {@code id}, or -1 when it is not in the table. */
     int valueOf(long id) {
+        if (id <= 0) {
+            return -1; // 0 marks an empty slot
+        }
         int i = slot(id);
         return ids[i] == id ? values[i] : -1;
     }

@@ -24,7 +24,8 @@ import java.util.TreeSet;
  * <p>The slices are found by chunk key, not through the tree: a file renamed from a directory
  * not yet read into one already read, as ClickHouse does with parts all the time, would be missed
  * by a walk, and its objects taken for leaks. Every referenced slice is kept in memory (a
- * {@link IdTable}: 21-46 bytes each), then the volume's block objects are listed once (by
+ * {@link IdTable}: 21-46 bytes each, as are the slices in the trash and the deletion list, read
+ * a page at a time), then the volume's block objects are listed once (by
  * directory of a thousand slices, several listings at once) and matched to their slices.
  * A block a slice needs but the store lacks is <em>missing</em> (its file reads back wrong); an
  * object no slice, no pending deletion and no slice in the trash refers to is <em>leaked</em> (it only costs storage),
@@ -139,14 +140,12 @@ public final class VolumeCheck {
         report.pendingFiles = meta.pendingFileDeletions().size();
         // read after the chunks: a file deleted meanwhile has its slices here by then; the trash
         // first, so a slice whose trash time ends meanwhile is in the deletion list read next
-        Set<Long> trashSlices = new HashSet<>();
-        for (long[] s : meta.trashSlices()) {
-            trashSlices.add(s[0]);
-        }
-        Set<Long> pendingSlices = new HashSet<>();
-        for (long[] s : meta.pendingSliceDeletions(Integer.MAX_VALUE)) {
-            pendingSlices.add(s[0]);
-        }
+        // read a page at a time into primitive tables (21-46 bytes a slice): a busy volume's
+        // trash holds millions of slices
+        IdTable trashSlices = new IdTable();
+        meta.forEachTrashSlice((id, size) -> trashSlices.add(id, 0));
+        IdTable pendingSlices = new IdTable();
+        meta.forEachPendingSlice((id, size) -> pendingSlices.add(id, 0));
         long oldEnough = started - options.minAgeMillis();
         List<String> leaked = new ArrayList<>(); // to delete, a request's worth at a time
         // a thousand slices' blocks per listing, options.listThreads() at once (ParallelScan)
@@ -163,9 +162,9 @@ public final class VolumeCheck {
             int size = used.valueOf(k[0]);
             if (size >= 0 && k[1] < ChunkStore.blocks(blockSize, size) && k[2] == ChunkStore.blockLength(blockSize, size, (int) k[1])) {
                 used.count(k[0]);
-            } else if (pendingSlices.contains(k[0])) {
+            } else if (pendingSlices.valueOf(k[0]) >= 0) {
                 report.pendingObjects++;
-            } else if (trashSlices.contains(k[0])) {
+            } else if (trashSlices.valueOf(k[0]) >= 0) {
                 report.trashObjects++;
                 report.trashBytes += o.size();
             } else if (o.modifiedMillis() > oldEnough) {

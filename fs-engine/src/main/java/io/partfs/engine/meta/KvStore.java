@@ -104,6 +104,20 @@ public interface KvStore extends java.io.Closeable {
             throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot scan keys");
         }
 
+        /**
+         * Hands every field name of a hash to {@code each}, a page at a time, in no particular
+         * order, holding no more than a page in memory where the store allows: a field that
+         * exists for the whole scan is handed over at least once (Redis may hand one over
+         * twice); one set or deleted meanwhile may or may not be. For lists too long to read
+         * whole (the trash and the deletion list, for {@code fsck} and {@code gc}).
+         */
+        default void scanFields(String hash, KeyPage each) throws IOException {
+            java.util.List<String> all = new java.util.ArrayList<>(hgetAll(hash).keySet());
+            for (int from = 0; from < all.size(); from += 1000) {
+                each.accept(all.subList(from, Math.min(all.size(), from + 1000)));
+            }
+        }
+
         /** Values of several plain keys in one request (null where missing), in the order asked. */
         default java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
             java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());

@@ -1256,17 +1256,39 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    /** Every slice in the trash ({id, size} each), read whole: for fsck and gc, to which their objects are kept, not leaked. */
-    public List<long[]> trashSlices() throws IOException {
-        return kv.read(r -> {
-            List<String> hours = new ArrayList<>(r.hgetAll(TRASH).keySet());
-            List<long[]> out = new ArrayList<>();
-            for (Map<String, byte[]> bucket : r.hgetAllMany(hours.stream().map(h -> trashKey(Long.parseLong(h))).toList())) {
-                for (String f : bucket.keySet()) {
-                    out.add(parseSliceField(f));
-                }
+    /** Told one freed slice: its id and size. */
+    @FunctionalInterface
+    public interface SliceVisitor {
+        void visit(long id, long size) throws IOException;
+    }
+
+    /**
+     * Hands every slice in the trash to {@code each}, a page of a bucket at a time (a busy
+     * volume's trash holds millions): for fsck and gc, to which their objects are kept, not leaked.
+     */
+    public void forEachTrashSlice(SliceVisitor each) throws IOException {
+        kv.read(r -> {
+            for (String hour : r.hgetAll(TRASH).keySet()) {
+                visitFields(r, trashKey(Long.parseLong(hour)), each);
             }
-            return out;
+            return null;
+        });
+    }
+
+    /** Hands every slice of the deletion list to {@code each}, a page at a time: for fsck and gc. */
+    public void forEachPendingSlice(SliceVisitor each) throws IOException {
+        kv.read(r -> {
+            visitFields(r, DELSLICES, each);
+            return null;
+        });
+    }
+
+    private static void visitFields(KvStore.Reader r, String hash, SliceVisitor each) throws IOException {
+        r.scanFields(hash, page -> {
+            for (String f : page) {
+                long[] s = parseSliceField(f);
+                each.visit(s[0], s[1]);
+            }
         });
     }
 

@@ -303,6 +303,29 @@ public final class RedisKvStore implements KvStore {
             return out;
         }
 
+        /** HSCAN, a page of about a thousand fields at a time (outside transactions; inside, all of the hash, WATCHed). */
+        @Override
+        public void scanFields(String hash, KeyPage each) throws IOException {
+            if (watch) {
+                Reader.super.scanFields(hash, each);
+                return;
+            }
+            io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().limit(1000);
+            io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
+            do {
+                io.lettuce.core.MapScanCursor<byte[], byte[]> page;
+                try {
+                    page = cmd.hscan(b(hash), cursor, args);
+                } catch (RedisException e) {
+                    throw wrap("HSCAN", e);
+                }
+                if (!page.getMap().isEmpty()) {
+                    each.accept(page.getMap().keySet().stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList());
+                }
+                cursor = page;
+            } while (!cursor.isFinished());
+        }
+
         /** Outside transactions the requests are pipelined: one round trip for all of them. */
         @Override
         public java.util.List<Map<String, byte[]>> hgetAllMany(java.util.List<String> hashes) throws IOException {

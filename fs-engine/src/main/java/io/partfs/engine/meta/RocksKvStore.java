@@ -186,8 +186,17 @@ public final class RocksKvStore implements KvStore {
 
         @Override
         public void scanKeys(String prefix, KeyPage each) throws IOException {
-            byte[] start = plain(prefix);
-            int skip = plain("").length;
+            scan(plain(prefix), plain("").length, each);
+        }
+
+        @Override
+        public void scanFields(String hash, KeyPage each) throws IOException {
+            byte[] prefix = fieldPrefix(hash);
+            scan(prefix, prefix.length, each);
+        }
+
+        /** Hands the keys starting with {@code start}, less their first {@code skip} bytes, a thousand at a time. */
+        private void scan(byte[] start, int skip, KeyPage each) throws IOException {
             java.util.List<String> page = new java.util.ArrayList<>();
             try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {

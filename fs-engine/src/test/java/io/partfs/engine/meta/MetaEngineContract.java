@@ -78,6 +78,36 @@ abstract class MetaEngineContract {
     // ---- scanning (fsck and gc) ----
 
     @Test
+    void scanFieldsHandsEveryFieldOfOneHashInPages() throws Exception {
+        KvStore kv = meta.store();
+        kv.update(tx -> {
+            for (int i = 0; i < 2500; i++) {
+                tx.hset("big", "f" + i, new byte[] {1});
+            }
+            tx.hset("bigger", "other", new byte[] {1}); // a hash whose name starts with the first's
+            return null;
+        });
+        java.util.Set<String> fields = new java.util.HashSet<>();
+        List<Integer> pages = new ArrayList<>();
+        kv.read(r -> {
+            r.scanFields("big", page -> {
+                pages.add(page.size());
+                fields.addAll(page);
+            });
+            return null;
+        });
+        assertEquals(2500, fields.size());
+        assertTrue(fields.stream().allMatch(f -> f.matches("f\\d+")), "only the hash's own fields");
+        assertTrue(pages.size() >= 2, "in pages, not whole: " + pages);
+        List<String> none = new ArrayList<>();
+        kv.read(r -> {
+            r.scanFields("missing", none::addAll);
+            return null;
+        });
+        assertEquals(List.of(), none);
+    }
+
+    @Test
     void scanKeysFindsEveryKeyWithThePrefixAcrossPagesAndTakesGlobCharactersLiterally() throws Exception {
         KvStore kv = meta.store();
         kv.update(tx -> {
@@ -755,8 +785,9 @@ abstract class MetaEngineContract {
         long hourMillis = 3_600_000;
         long freedHourStart = clock.get() / 1_000_000 / hourMillis * hourMillis;
         assertEquals(new MetaEngine.Trash(3, freedHourStart), meta.trash());
-        assertEquals(java.util.Set.of(a.id(), b.id(), c.id()),
-                meta.trashSlices().stream().map(s -> s[0]).collect(java.util.stream.Collectors.toSet()));
+        java.util.Set<Long> trashed = new java.util.HashSet<>();
+        meta.forEachTrashSlice((id, size) -> trashed.add(id));
+        assertEquals(java.util.Set.of(a.id(), b.id(), c.id()), trashed);
 
         long due = (freedHourStart + 3 * hourMillis) * 1_000_000; // the hour's end, plus two hours
         clock.set(due - 1_000_000_000L);
@@ -788,6 +819,9 @@ abstract class MetaEngineContract {
         meta.commitWrite(f.ino(), slices);
         meta.truncate(f.ino(), 0);
         assertEquals(2500, meta.trash().slices());
+        java.util.Set<Long> trashed = new java.util.HashSet<>();
+        meta.forEachTrashSlice((id, size) -> trashed.add(id));
+        assertEquals(2500, trashed.size());
         assertEquals(0, meta.expireTrash(), "not due for a day");
         MetaEngine other = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // another mount (not closed: the store is meta's)
         other.load();
@@ -795,6 +829,9 @@ abstract class MetaEngineContract {
         assertEquals(2500, other.expireTrash(), "it reads the trash time from the volume at each pass");
         assertEquals(0, meta.trash().slices());
         assertEquals(new MetaEngine.PendingDeletions(0, 2500), meta.pendingDeletions());
+        java.util.Set<Long> pending = new java.util.HashSet<>();
+        meta.forEachPendingSlice((id, size) -> pending.add(id));
+        assertEquals(trashed, pending);
     }
 
     /** A backlog larger than a batch (and than Redis keeps as a compact hash): batches of the size asked, each slice once. */
