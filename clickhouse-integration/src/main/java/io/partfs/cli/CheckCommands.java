@@ -73,9 +73,9 @@ final class CheckCommands {
                 long need = check.heapNeeded();
                 long heap = Runtime.getRuntime().maxMemory();
                 if (need > heap / 2) { // the tables, and room for the rest of the work
-                    throw new IllegalStateException(String.format("%s needs about %d MiB of heap for this volume's %d inodes and has"
-                            + " %d MiB: run it with PARTFS_JAVA_EXTRA_OPTS=-Xmx%dm", name, need >> 20, meta.usage().inodes(), heap >> 20,
-                            Math.max(512, (need >> 20) * 3)));
+                    throw new IllegalStateException(String.format("%s needs about %d MiB of heap for this volume's %d inodes and %d freed"
+                            + " slices and has %d MiB: run it with PARTFS_JAVA_EXTRA_OPTS=-Xmx%dm", name, need >> 20, meta.usage().inodes(),
+                            meta.trash().slices() + meta.pendingDeletions().slices(), heap >> 20, Math.max(512, (need >> 20) * 3)));
                 }
                 VolumeCheck.Report r;
                 try {

@@ -112,10 +112,12 @@ public final class VolumeCheck {
 
     /**
      * The heap a check of this volume needs for its tables: one entry per inode (the walk's
-     * link counts, then the slices, one table at a time), from the volume's inode count.
+     * link counts, then the slices, one table at a time), from the volume's inode count, and
+     * one per slice in the trash and the deletion list.
      */
     public long heapNeeded() throws IOException {
-        return IdTable.bytesFor(meta.usage().inodes());
+        return IdTable.bytesFor(meta.usage().inodes()) + IdTable.bytesFor(meta.trash().slices())
+                + IdTable.bytesFor(meta.pendingDeletions().slices());
     }
 
     /**
@@ -142,9 +144,9 @@ public final class VolumeCheck {
         // first, so a slice whose trash time ends meanwhile is in the deletion list read next
         // read a page at a time into primitive tables (21-46 bytes a slice): a busy volume's
         // trash holds millions of slices
-        IdTable trashSlices = new IdTable();
+        IdTable trashSlices = new IdTable(meta.trash().slices()); // presized: growing holds two tables at once
         meta.forEachTrashSlice((id, size) -> trashSlices.add(id, 0));
-        IdTable pendingSlices = new IdTable();
+        IdTable pendingSlices = new IdTable(meta.pendingDeletions().slices());
         meta.forEachPendingSlice((id, size) -> pendingSlices.add(id, 0));
         long oldEnough = started - options.minAgeMillis();
         List<String> leaked = new ArrayList<>(); // to delete, a request's worth at a time
