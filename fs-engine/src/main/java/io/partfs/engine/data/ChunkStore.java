@@ -586,22 +586,27 @@ public final class ChunkStore implements Closeable {
      * {@code sinceMillis} (when the last metadata backup was completed, plus a margin for
      * clocks): no backup lists them, so uploading them would only keep a copy nobody can restore. What a
      * write-back mount dropped before there was a trash (a temporary file never reached S3).
-     * Returns the blocks dropped.
+     * Returns the slices whose every block it dropped: no object of theirs is left to keep.
      */
-    public int dropStagedTrash(List<long[]> slices, long sinceMillis) {
-        int dropped = 0;
+    public List<long[]> dropStagedTrash(List<long[]> slices, long sinceMillis) {
+        List<long[]> whole = new java.util.ArrayList<>();
         if (staging == null) {
-            return 0;
+            return whole;
         }
         for (long[] s : slices) {
+            boolean all = true;
             for (String key : blockKeys(volume, blockSize, s[0], (int) s[1])) {
                 if (staging.removeIfStagedAfter(key, sinceMillis)) {
                     cache.remove(key);
-                    dropped++;
+                } else {
+                    all = false; // uploaded already (or staged before the backup): kept in the trash
                 }
             }
+            if (all) {
+                whole.add(s);
+            }
         }
-        return dropped;
+        return whole;
     }
 
     /** Deletes the objects of slices waiting in the metadata's deletion list; returns how many slices. */

@@ -71,7 +71,8 @@ public final class Reclaimer implements Closeable {
     /**
      * Drops the staged, not yet uploaded blocks of slices put in the trash that were
      * staged after the last metadata backup was completed (with {@link #CLOCK_MARGIN_MS} to
-     * spare), and none is under way: no backup lists them, so no restore can need them.
+     * spare), and none is under way: no backup lists them, so no restore can need them. Slices
+     * whose every block was dropped leave the trash.
      */
     private void dropStaged(java.util.List<long[]> trashed) throws IOException {
         if (trashed.isEmpty() || chunks.staging() == null) {
@@ -79,7 +80,8 @@ public final class Reclaimer implements Closeable {
         }
         long since = MetaBackup.unbackedSince(meta.store());
         if (since != Long.MAX_VALUE) {
-            chunks.dropStagedTrash(trashed, since == Long.MIN_VALUE ? since : since + CLOCK_MARGIN_MS);
+            // an upload under way when its block is dropped deletes the object it made itself
+            meta.untrash(chunks.dropStagedTrash(trashed, since == Long.MIN_VALUE ? since : since + CLOCK_MARGIN_MS));
         }
     }
 

@@ -1114,8 +1114,8 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * {@link #truncate(long, long)}, adding to {@code trashed} the slices ({id, size} each) the
-     * shrinking put in the trash.
+     * {@link #truncate(long, long)}, adding to {@code trashed} the slices ({id, size, hour} each)
+     * the shrinking put in the trash.
      */
     public Attr truncate(long ino, long length, List<long[]> trashed) throws IOException {
         List<long[]> attempt = new ArrayList<>();
@@ -1166,7 +1166,10 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    /** Frees a chunk's slices; those that go to the trash are also added to {@code trashed}. */
+    /**
+     * Frees a chunk's slices; those that go to the trash are also added to {@code trashed}
+     * ({id, size, hour of the trash bucket} each).
+     */
     private void freeChunk(KvStore.Writer tx, long ino, long idx, long now, List<long[]> trashed) throws IOException {
         String key = chunkKey(ino, idx);
         byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
@@ -1178,7 +1181,7 @@ public final class MetaEngine implements Closeable {
                 }
                 tx.hset(to, s.id() + "_" + s.size(), stamp);
                 if (!to.equals(DELSLICES)) {
-                    trashed.add(new long[] {s.id(), s.size()});
+                    trashed.add(new long[] {s.id(), s.size(), now / HOUR_NANOS});
                 }
             }
         }
@@ -1289,6 +1292,23 @@ public final class MetaEngine implements Closeable {
                 long[] s = parseSliceField(f);
                 each.visit(s[0], s[1]);
             }
+        });
+    }
+
+    /**
+     * Takes slices out of the trash without deleting anything ({id, size, hour} each, as
+     * {@link #deleteFileData} and {@link #truncate(long, long, List)} report them): for those
+     * whose blocks a write-back mount dropped before uploading them, so no object is left.
+     */
+    public void untrash(List<long[]> slices) throws IOException {
+        if (slices.isEmpty()) {
+            return;
+        }
+        mutate(tx -> { // no reads: a slice listed nowhere any more is simply not there
+            for (long[] s : slices) {
+                tx.hdel(trashKey(s[2]), s[0] + "_" + s[1]);
+            }
+            return null;
         });
     }
 
@@ -1450,8 +1470,8 @@ public final class MetaEngine implements Closeable {
     /**
      * Moves the slices of an unlinked, closed file to the slice deletion list (or the trash) and
      * removes the inode, up to {@value #CHUNKS_PER_DELETE} chunks per transaction. Does nothing
-     * if the inode has links or is open here. Returns the slices it put in the trash ({id, size}
-     * each): their staged blocks no backup can list need not be uploaded.
+     * if the inode has links or is open here. Returns the slices it put in the trash ({id, size,
+     * hour} each): their staged blocks no backup can list need not be uploaded.
      */
     public List<long[]> deleteFileData(long ino) throws IOException {
         List<long[]> trashed = new ArrayList<>();

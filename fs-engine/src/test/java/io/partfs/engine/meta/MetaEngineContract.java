@@ -807,6 +807,24 @@ abstract class MetaEngineContract {
         assertEquals(24 * 366, meta.trashHours(), "a refused change changes nothing");
     }
 
+    /** Slices taken out of the trash (their objects never made) are neither kept nor deleted later. */
+    @Test
+    void untrashedSlicesLeaveTheTrashAndAreNeverDeleted() throws Exception {
+        meta.setTrashHours(24);
+        Attr f = file(ROOT, "f");
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(meta.nextSliceId(), 10, 0, 10, 0)),
+                new MetaEngine.ChunkSlice(1, new Slice(meta.nextSliceId(), 10, 0, 10, 0))));
+        meta.unlink(ROOT, "f");
+        List<long[]> trashed = meta.deleteFileData(f.ino());
+        assertEquals(2, trashed.size());
+        assertEquals(2, meta.trash().slices());
+        meta.untrash(trashed.subList(0, 1));
+        assertEquals(1, meta.trash().slices());
+        meta.setTrashHours(0);
+        assertEquals(1, meta.expireTrash());
+        assertEquals(List.of(trashed.get(1)[0]), meta.pendingSliceDeletions(10).stream().map(s -> s[0]).toList());
+    }
+
     /** More than a transaction's worth in the trash, turned off: every slice moves, once, and the trash is empty. */
     @Test
     void turningTheTrashOffEmptiesItAtTheNextPass() throws Exception {
