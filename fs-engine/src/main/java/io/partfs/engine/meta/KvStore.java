@@ -105,16 +105,20 @@ public interface KvStore extends java.io.Closeable {
         }
 
         /**
-         * Hands every field name of a hash to {@code each}, a page at a time, in no particular
-         * order, holding no more than a page in memory where the store allows: a field that
-         * exists for the whole scan is handed over at least once (Redis may hand one over
-         * twice); one set or deleted meanwhile may or may not be. For lists too long to read
-         * whole (the trash and the deletion list, for {@code fsck} and {@code gc}).
+         * Hands every field of a hash with its value to {@code each}, a page at a time, in no
+         * particular order, holding no more than a page in memory where the store allows: a
+         * field that exists for the whole scan is handed over at least once (Redis may hand one
+         * over twice); one set or deleted meanwhile may or may not be. For hashes too long to
+         * read whole (the trash and the deletion list, for {@code fsck}, {@code gc} and dumps).
          */
-        default void scanFields(String hash, KeyPage each) throws IOException {
-            java.util.List<String> all = new java.util.ArrayList<>(hgetAll(hash).keySet());
+        default void scanHash(String hash, FieldPage each) throws IOException {
+            java.util.List<Map.Entry<String, byte[]>> all = new java.util.ArrayList<>(hgetAll(hash).entrySet());
             for (int from = 0; from < all.size(); from += 1000) {
-                each.accept(all.subList(from, Math.min(all.size(), from + 1000)));
+                Map<String, byte[]> page = new java.util.HashMap<>();
+                for (Map.Entry<String, byte[]> e : all.subList(from, Math.min(all.size(), from + 1000))) {
+                    page.put(e.getKey(), e.getValue());
+                }
+                each.accept(page);
             }
         }
 
@@ -158,6 +162,12 @@ public interface KvStore extends java.io.Closeable {
         /** As {@link #believe}, for one field of a hash. */
         default void believeField(String hash, String field, byte[] value) {
         }
+    }
+
+    /** A page of a hash's fields and their values, from {@link Reader#scanHash}. */
+    @FunctionalInterface
+    interface FieldPage {
+        void accept(Map<String, byte[]> fields) throws IOException;
     }
 
     /** A page of keys found by {@link Reader#scanKeys}. */

@@ -107,7 +107,13 @@ public final class MetaDump {
         for (String hour : r.hgetAll(MetaEngine.TRASH).keySet()) {
             deletions.add(MetaEngine.trashKey(Long.parseLong(hour)));
         }
-        hashes(r, deletions, sink);
+        for (String list : deletions) { // a page at a time: a busy volume's trash holds millions of slices
+            r.scanHash(list, page -> {
+                for (Map.Entry<String, byte[]> e : page.entrySet()) {
+                    sink.field(list, e.getKey(), e.getValue());
+                }
+            });
+        }
         out.write("end\t" + sink.records + "\n");
         out.flush();
         return new Counts(sink.records, inodes[0], chunks, format);

@@ -1287,8 +1287,8 @@ public final class MetaEngine implements Closeable {
     }
 
     private static void visitFields(KvStore.Reader r, String hash, SliceVisitor each) throws IOException {
-        r.scanFields(hash, page -> {
-            for (String f : page) {
+        r.scanHash(hash, page -> {
+            for (String f : page.keySet()) {
                 long[] s = parseSliceField(f);
                 each.visit(s[0], s[1]);
             }

@@ -305,9 +305,9 @@ public final class RedisKvStore implements KvStore {
 
         /** HSCAN, a page of about a thousand fields at a time (outside transactions; inside, all of the hash, WATCHed). */
         @Override
-        public void scanFields(String hash, KeyPage each) throws IOException {
+        public void scanHash(String hash, FieldPage each) throws IOException {
             if (watch) {
-                Reader.super.scanFields(hash, each);
+                Reader.super.scanHash(hash, each);
                 return;
             }
             io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().limit(1000);
@@ -320,7 +320,7 @@ public final class RedisKvStore implements KvStore {
                     throw wrap("HSCAN", e);
                 }
                 if (!page.getMap().isEmpty()) {
-                    each.accept(page.getMap().keySet().stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList());
+                    each.accept(decodeHash(page.getMap()));
                 }
                 cursor = page;
             } while (!cursor.isFinished());

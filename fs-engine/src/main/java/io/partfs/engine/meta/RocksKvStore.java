@@ -186,17 +186,8 @@ public final class RocksKvStore implements KvStore {
 
         @Override
         public void scanKeys(String prefix, KeyPage each) throws IOException {
-            scan(plain(prefix), plain("").length, each);
-        }
-
-        @Override
-        public void scanFields(String hash, KeyPage each) throws IOException {
-            byte[] prefix = fieldPrefix(hash);
-            scan(prefix, prefix.length, each);
-        }
-
-        /** Hands the keys starting with {@code start}, less their first {@code skip} bytes, a thousand at a time. */
-        private void scan(byte[] start, int skip, KeyPage each) throws IOException {
+            byte[] start = plain(prefix);
+            int skip = plain("").length;
             java.util.List<String> page = new java.util.ArrayList<>();
             try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
@@ -205,6 +196,25 @@ public final class RocksKvStore implements KvStore {
                     if (page.size() == 1000) {
                         each.accept(page);
                         page = new java.util.ArrayList<>();
+                    }
+                }
+            }
+            if (!page.isEmpty()) {
+                each.accept(page);
+            }
+        }
+
+        @Override
+        public void scanHash(String hash, FieldPage each) throws IOException {
+            byte[] prefix = fieldPrefix(hash);
+            Map<String, byte[]> page = new HashMap<>();
+            try (RocksIterator it = db.newIterator(readOptions)) {
+                for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
+                    byte[] k = it.key();
+                    page.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
+                    if (page.size() == 1000) {
+                        each.accept(page);
+                        page = new HashMap<>();
                     }
                 }
             }

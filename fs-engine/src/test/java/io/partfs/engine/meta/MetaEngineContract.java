@@ -78,30 +78,30 @@ abstract class MetaEngineContract {
     // ---- scanning (fsck and gc) ----
 
     @Test
-    void scanFieldsHandsEveryFieldOfOneHashInPages() throws Exception {
+    void scanHashHandsEveryFieldOfOneHashWithItsValueInPages() throws Exception {
         KvStore kv = meta.store();
         kv.update(tx -> {
             for (int i = 0; i < 2500; i++) {
-                tx.hset("big", "f" + i, new byte[] {1});
+                tx.hset("big", "f" + i, String.valueOf(i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
             }
             tx.hset("bigger", "other", new byte[] {1}); // a hash whose name starts with the first's
             return null;
         });
-        java.util.Set<String> fields = new java.util.HashSet<>();
+        java.util.Map<String, String> fields = new java.util.HashMap<>();
         List<Integer> pages = new ArrayList<>();
         kv.read(r -> {
-            r.scanFields("big", page -> {
+            r.scanHash("big", page -> {
                 pages.add(page.size());
-                fields.addAll(page);
+                page.forEach((f, v) -> fields.put(f, new String(v, java.nio.charset.StandardCharsets.UTF_8)));
             });
             return null;
         });
         assertEquals(2500, fields.size());
-        assertTrue(fields.stream().allMatch(f -> f.matches("f\\d+")), "only the hash's own fields");
+        assertTrue(fields.entrySet().stream().allMatch(e -> e.getKey().equals("f" + e.getValue())), "only the hash's own fields, with their values");
         assertTrue(pages.size() >= 2, "in pages, not whole: " + pages);
         List<String> none = new ArrayList<>();
         kv.read(r -> {
-            r.scanFields("missing", none::addAll);
+            r.scanHash("missing", page -> none.addAll(page.keySet()));
             return null;
         });
         assertEquals(List.of(), none);
@@ -961,8 +961,12 @@ abstract class MetaEngineContract {
         meta.setxattr(f.ino(), "user.k", new byte[] {0, 1, 2}, 0);
         meta.setTrashHours(5);
         Attr t = file(ROOT, "truncated");
-        meta.commitWrite(t.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(meta.nextSliceId(), 9, 0, 9, 0))));
-        meta.truncate(t.ino(), 0); // a slice in the trash
+        List<MetaEngine.ChunkSlice> written = new ArrayList<>();
+        for (int c = 0; c < 2500; c++) {
+            written.add(new MetaEngine.ChunkSlice(c, new Slice(meta.nextSliceId(), 9, 0, 9, 0)));
+        }
+        meta.commitWrite(t.ino(), written);
+        meta.truncate(t.ino(), 0); // slices in the trash, more than a page of the dump's scan
         String dump = dump(meta.store());
         MetaDump.Counts checked = MetaDump.check(source(dump));
         assertEquals(5, checked.inodes(), dump); // root, d, the file (two names), l and truncated
@@ -977,6 +981,7 @@ abstract class MetaEngineContract {
             assertArrayEquals(new byte[] {0, 1, 2}, loaded.getxattr(f.ino(), "user.k"));
             assertEquals(5, loaded.trashHours());
             assertEquals(meta.trash(), loaded.trash(), "the trash and its time come along");
+            assertEquals(2500, loaded.trash().slices());
             assertTrue(loaded.mknod(ROOT, "new", FileType.FILE, 0644, 0, 0, 0, null).ino() > f.ino(),
                     "new inode numbers continue after the loaded ones");
         }
