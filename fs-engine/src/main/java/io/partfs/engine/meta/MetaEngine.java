@@ -1450,19 +1450,23 @@ public final class MetaEngine implements Closeable {
     /**
      * Inodes whose data awaits deletion and that no live mount but this process holds open: to
      * resume after a restart, after another mount crashed, or for gc. An unlinked file another
-     * live session holds open stays for it ({@link #released} there deletes it).
+     * live session holds open stays for it ({@link #released} there deletes it). Read a page at
+     * a time, so while other clients change the list one may be listed twice on Redis
+     * (deleting it again finds nothing to do).
      */
     public List<Long> pendingFileDeletions() throws IOException {
         long now = nowMillis();
         return kv.read(r -> {
             Map<Long, Session> live = live(readSessions(r), now);
             List<Long> out = new ArrayList<>();
-            for (Map.Entry<String, byte[]> e : r.hgetAll(DELFILES).entrySet()) {
-                long holder = pendingFileHolder(e.getValue());
-                if (holder == 0 || holder == session || !live.containsKey(holder)) {
-                    out.add(Long.parseLong(e.getKey()));
+            r.scanHash(DELFILES, page -> { // a page at a time: a crash during a DROP DATABASE leaves a long list
+                for (Map.Entry<String, byte[]> e : page.entrySet()) {
+                    long holder = pendingFileHolder(e.getValue());
+                    if (holder == 0 || holder == session || !live.containsKey(holder)) {
+                        out.add(Long.parseLong(e.getKey()));
+                    }
                 }
-            }
+            });
             return out;
         });
     }

@@ -302,6 +302,20 @@ abstract class MetaEngineContract {
         assertThrows(FsException.NotDirectory.class, () -> meta.link(f.ino(), f.ino(), "x"));
     }
 
+    /** More unlinked files than a page of the list's scan (a crash during a DROP DATABASE): every one is listed. */
+    @Test
+    void aLongListOfPendingFileDeletionsIsReadWhole() throws Exception {
+        java.util.Set<Long> unlinked = new java.util.HashSet<>();
+        for (int i = 0; i < 1200; i++) {
+            Attr f = file(ROOT, "f" + i);
+            meta.unlink(ROOT, "f" + i);
+            unlinked.add(f.ino());
+        }
+        List<Long> pending = meta.pendingFileDeletions();
+        assertEquals(unlinked, java.util.Set.copyOf(pending));
+        assertEquals(1200, pending.size());
+    }
+
     @Test
     void unlinkOfOpenFileDefersDeletionToLastRelease() throws Exception {
         Attr f = file(ROOT, "f");
