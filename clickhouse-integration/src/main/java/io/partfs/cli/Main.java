@@ -34,7 +34,24 @@ public final class Main {
         });
         configFile(args).ifPresent(f -> cl.setDefaultValueProvider(new CommandLine.PropertiesDefaultProvider(f.toFile())));
         reflow(cl);
-        return cl.execute(args);
+        return outOfMemoryIsOneLine(() -> cl.execute(args), cl.getErr());
+    }
+
+    /**
+     * Runs a command; when it runs out of heap (picocli passes errors through), says so in one
+     * line with what to do instead of the JVM's stack trace. What filled the heap is garbage by
+     * the time the message is printed.
+     */
+    static int outOfMemoryIsOneLine(java.util.function.IntSupplier command, java.io.PrintWriter err) {
+        try {
+            return command.getAsInt();
+        } catch (OutOfMemoryError e) {
+            long heapMiB = Runtime.getRuntime().maxMemory() >> 20;
+            err.println("partfs: ran out of memory (" + heapMiB + " MiB of heap: " + e.getMessage()
+                    + "): run it again with a larger heap, e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx" + Math.max(1024, heapMiB * 4) + "m");
+            err.flush();
+            return 1;
+        }
     }
 
     /**
