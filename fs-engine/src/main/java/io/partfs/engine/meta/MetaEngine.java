@@ -1118,21 +1118,15 @@ public final class MetaEngine implements Closeable {
      * the shrinking put in the trash.
      */
     public Attr truncate(long ino, long length, List<long[]> trashed) throws IOException {
-        List<long[]> attempt = new ArrayList<>();
-        Attr done = mutateTruncate(ino, length, attempt);
-        trashed.addAll(attempt);
-        return done;
-    }
-
-    private Attr mutateTruncate(long ino, long length, List<long[]> trashed) throws IOException {
         if (length < 0) {
             throw new FsException.InvalidArgument("negative length " + length);
         }
         if (length > MAX_FILE_SIZE) {
             throw new FsException.TooLarge("length " + length);
         }
-        return mutate(tx -> {
-            trashed.clear(); // a transaction tried again frees again
+        List<long[]> attempt = new ArrayList<>();
+        Attr done = mutate(tx -> {
+            attempt.clear(); // a transaction tried again frees again
             believeInode(tx, ino);
             Attr a = attr(tx, ino);
             if (a.isDirectory()) {
@@ -1147,7 +1141,7 @@ public final class MetaEngine implements Closeable {
                 long firstWhole = chunkCount(length);
                 long last = (old - 1) / CHUNK;
                 for (long idx = firstWhole; idx <= last; idx++) {
-                    freeChunk(tx, ino, idx, now, trashed);
+                    freeChunk(tx, ino, idx, now, attempt);
                 }
                 if (length % CHUNK != 0) {
                     long idx = length / CHUNK;
@@ -1164,6 +1158,8 @@ public final class MetaEngine implements Closeable {
             put(tx, na);
             return na;
         });
+        trashed.addAll(attempt);
+        return done;
     }
 
     /**
