@@ -114,6 +114,9 @@ public final class KernelFuse implements FuseMount {
     private final io.partfs.engine.metrics.Metrics.Counter pageCacheStores;
     private final io.partfs.engine.metrics.Metrics.Counter readaheadParts;
     private final int workers;
+    /** Listings of directories being read in several requests. */
+    private final DirPages pages;
+    private final java.util.concurrent.atomic.LongAdder listingsTaken = new java.util.concurrent.atomic.LongAdder();
     /** Whether the kernel opens directories without asking (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1+). */
     private volatile boolean opendirless;
     /**
@@ -159,6 +162,11 @@ public final class KernelFuse implements FuseMount {
         this.readaheadParts = fs.config().metrics().counter("partfs_fuse_readahead_parts_total",
                 "Part directories the MergeTree readahead listed ahead of ClickHouse");
         this.workers = 16;
+        // as long as the metadata cache keeps a listing (10 s at most: a reading takes far less)
+        this.pages = new DirPages(Math.min(fs.meta().cacheTtlNanos(), 10_000_000_000L));
+        fs.config().metrics().counterFrom("partfs_fuse_directory_listings_total",
+                "Directory listings READDIR and READDIRPLUS took; reading a large directory in several requests takes one.",
+                listingsTaken::sum);
     }
 
     // ---- mounting ----
@@ -350,6 +358,9 @@ public final class KernelFuse implements FuseMount {
             error = Errnos.errno(op, "inode " + node, t).code();
             out.clear().position(OUT_HEADER);
         }
+        if (changesEntries(opcode)) {
+            pages.changed(node); // before the reply: a listing read on after it must show the change
+        }
         if (opcode != INIT) {
             ops.record(op, System.nanoTime() - start, error != 0);
         }
@@ -364,6 +375,14 @@ public final class KernelFuse implements FuseMount {
             }
             initialized.countDown(); // after the reply: the kernel applies INIT's settings as it reads it
         }
+    }
+
+    /** Whether {@code opcode} adds or removes entries of the directory it names (RENAME's second one: {@link #rename}). */
+    private static boolean changesEntries(int opcode) {
+        return switch (opcode) {
+            case CREATE, MKNOD, MKDIR, SYMLINK, LINK, UNLINK, RMDIR, RENAME, RENAME2 -> true;
+            default -> false;
+        };
     }
 
     private void reply(Buffers b, long unique, int error) {
@@ -645,6 +664,11 @@ public final class KernelFuse implements FuseMount {
     }
 
     /** Read-only opens handed to FUSE passthrough since the mount (0 when the kernel lacks it). */
+    /** Directory listings taken for READDIR(PLUS) so far. */
+    public long listingsTaken() {
+        return listingsTaken.sum();
+    }
+
     public long passthroughOpens() {
         return passthrough.backingOpens();
     }
@@ -911,7 +935,11 @@ public final class KernelFuse implements FuseMount {
         String to = pathOf(newDir, newName);
         long moved = fs.lookup(dir, name).ino();
         long other = (flags & MetaEngine.RENAME_EXCHANGE) != 0 ? fs.lookup(newDir, newName).ino() : 0;
-        fs.rename(dir, name, newDir, newName, flags);
+        try {
+            fs.rename(dir, name, newDir, newName, flags);
+        } finally {
+            pages.changed(newDir); // dir's own listing: by handle(), as for every entry change
+        }
         names.moved(moved, newDir, newName);
         if (other != 0) {
             names.moved(other, dir, name);
@@ -946,13 +974,16 @@ public final class KernelFuse implements FuseMount {
     }
 
     /**
-     * READDIR and READDIRPLUS, with no directory handle: each request lists the directory as it
-     * is now and sends the entries after {@code offset} in cookie order. An entry's cookie (its
-     * d_off) is a 62-bit hash of its name, so it stays the same whatever else is added or removed
-     * meanwhile: a listing read in several requests never skips or repeats an entry that stayed,
-     * and never brings back one that was removed (a stale answer would make the kernel believe in
-     * a removed file for the whole entry timeout). Names whose hashes collide get consecutive
-     * cookies in name order. "." and ".." are cookies 1 and 2.
+     * READDIR and READDIRPLUS, with no directory handle: a request at offset 0 lists the
+     * directory as it is now, and each request sends the entries after {@code offset} in cookie
+     * order. Later requests of the same reading use that listing again ({@link DirPages}: the
+     * directory is listed once, not once per page) unless an entry changed through this mount
+     * meanwhile, or it is older than the metadata cache's lifetime; then they list it anew. An
+     * entry's cookie (its d_off) is a 62-bit hash of its name, so it stays the same whatever else
+     * is added or removed meanwhile: a listing read in several requests never skips or repeats an
+     * entry that stayed, and never brings back one that was removed (a stale answer would make
+     * the kernel believe in a removed file for the whole entry timeout). Names whose hashes
+     * collide get consecutive cookies in name order. "." and ".." are cookies 1 and 2.
      *
      * <p>With PLUS every entry carries its attributes, which the kernel caches as if each name had
      * been looked up: a part directory then costs one request instead of one per file.
@@ -961,21 +992,28 @@ public final class KernelFuse implements FuseMount {
         in.getLong(); // fh: none
         long offset = in.getLong();
         int limit = OUT_HEADER + Math.min(in.getInt(), MAX_IO);
-        Cookie[] sorted = Cookie.sorted(fs.readdir(node));
+        DirPages.Listing listing = offset == 0 ? null : pages.reusable(node);
+        boolean kept = listing != null;
+        if (listing == null) {
+            long stamp = pages.stamp(node);
+            listing = DirPages.listing(node, stamp, fs.readdir(node));
+            listingsTaken.increment();
+        }
         PartPrefetcher p = prefetcher;
         if (offset == 0 && p != null) { // in the order the reader gets them: ClickHouse loads parts so
-            p.listed(names.path(node), node, java.util.Arrays.stream(sorted).map(Cookie::entry).toList());
+            p.listed(names.path(node), node, java.util.Arrays.asList(listing.entries()));
         }
         for (long dot = offset + 1; dot <= 2; dot++) {
             if (!dirent(out, limit, plus, node, dot == 1 ? "." : "..", null, node, 4, dot)) {
+                if (!kept) {
+                    pages.keep(listing);
+                }
                 return;
             }
         }
-        for (Cookie c : sorted) {
-            if (c.cookie <= offset) {
-                continue;
-            }
-            DirEntry e = c.entry;
+        int first = listing.after(offset);
+        for (int i = first; i < listing.size(); i++) {
+            DirEntry e = listing.entries()[i];
             Attr a = null;
             if (plus) {
                 try {
@@ -985,9 +1023,19 @@ public final class KernelFuse implements FuseMount {
                 }
             }
             int type = (a != null ? a.type() : e.type()).formatBits() >>> 12;
-            if (!dirent(out, limit, plus, node, e.name(), a, e.ino(), type, c.cookie)) {
+            if (!dirent(out, limit, plus, node, e.name(), a, e.ino(), type, listing.cookies()[i])) {
+                if (!kept) {
+                    pages.keep(listing); // the reader comes back for the rest
+                }
                 return;
             }
+        }
+        // The end. The kernel asks once more past the last entry sent, for an empty reply: a
+        // listing read in several pages is kept for that, a directory that fit one page is not.
+        if (first == listing.size() && offset > 2) {
+            pages.done(listing);
+        } else if (!kept && offset != 0) {
+            pages.keep(listing);
         }
     }
 

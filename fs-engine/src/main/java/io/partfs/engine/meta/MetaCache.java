@@ -61,6 +61,10 @@ final class MetaCache {
     private final Map<Long, Timed<Map<String, byte[]>>> xattrs = new ConcurrentHashMap<>();
     private final AtomicLong generation = new AtomicLong();
 
+    long ttlNanos() {
+        return ttlNanos;
+    }
+
     /** @param ttlNanos how long an entry may be used; {@code Long.MAX_VALUE} for an exclusive volume */
     MetaCache(long ttlNanos) {
         this.ttlNanos = ttlNanos;

@@ -107,6 +107,12 @@ public final class MetaEngine implements Closeable {
         cache = new MetaCache(ttl == null ? Long.MAX_VALUE : ttl.toNanos());
     }
 
+    /** How long a cached listing or attribute may be used: 0 when caching is off, {@code Long.MAX_VALUE} for ever. */
+    public long cacheTtlNanos() {
+        MetaCache c = cache;
+        return c == null ? 0 : c.ttlNanos();
+    }
+
     /**
      * Runs a transaction and tells the cache what it changed ({@link MetaCache#end}): the
      * attributes it wrote, the directory entries and extended attributes it changed.

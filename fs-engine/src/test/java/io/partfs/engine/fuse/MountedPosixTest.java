@@ -81,6 +81,11 @@ class MountedPosixTest {
         return b;
     }
 
+    /** Directory listings the kernel driver took for READDIR(PLUS) so far (0 with libfuse). */
+    private long listingsTaken() {
+        return fuse instanceof KernelFuse k ? k.listingsTaken() : 0;
+    }
+
     /** Opens the kernel driver handed to FUSE passthrough so far (0 with libfuse). */
     private long passthroughOpens() {
         return fuse instanceof KernelFuse k ? k.passthroughOpens() : 0;
@@ -387,10 +392,48 @@ class MountedPosixTest {
         for (int i = 0; i < 10_000; i++) {
             Files.createFile(d.resolve("f" + i));
         }
+        long before = listingsTaken();
         try (Stream<Path> s = Files.list(d)) {
             assertEquals(10_000, s.count());
         }
+        if (fuse instanceof KernelFuse) { // ~60 requests of a page each: one listing, not one per page
+            assertEquals(before + 1, listingsTaken(), "listings taken to read the directory once");
+        }
         assertEquals("10000", sh(d, "sh", "-c", "ls | wc -l").trim());
+    }
+
+    @Test
+    void entriesRenamedWhileADirectoryIsReadDoNotShowUnderTheirOldNames() throws Exception {
+        // libfuse lists a directory once per opendir and answers from that copy (as POSIX allows;
+        // it gives the kernel no attributes with the names, so nothing stale is believed)
+        org.junit.jupiter.api.Assumptions.assumeTrue(driver() == FuseOptions.Driver.KERNEL);
+        Path d = fresh("renamed-while-read");
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < 5_000; i++) {
+            names.add("part_" + i);
+            Files.createFile(d.resolve("part_" + i));
+        }
+        // the last 200 in readdir order: far past what the first getdents(2) of the reading fetches
+        names.sort(java.util.Comparator.comparingLong(KernelFuse.Cookie::hash));
+        List<String> moved = names.subList(names.size() - 200, names.size());
+        java.util.Map<String, Integer> seen = new java.util.HashMap<>();
+        try (java.nio.file.DirectoryStream<Path> s = Files.newDirectoryStream(d)) {
+            java.util.Iterator<Path> it = s.iterator();
+            seen.merge(it.next().getFileName().toString(), 1, Integer::sum);
+            for (String n : moved) {
+                Files.move(d.resolve(n), d.resolve("renamed_" + n));
+            }
+            it.forEachRemaining(p -> seen.merge(p.getFileName().toString(), 1, Integer::sum));
+        }
+        for (String n : moved) {
+            assertFalse(seen.containsKey(n), n + " was renamed before the reading got to it");
+        }
+        for (String n : names.subList(0, names.size() - 200)) {
+            assertEquals(1, seen.get(n), n + " stayed: listed once");
+        }
+        for (java.util.Map.Entry<String, Integer> e : seen.entrySet()) {
+            assertTrue(e.getValue() == 1, e.getKey() + " listed " + e.getValue() + " times");
+        }
     }
 
     @Test
