@@ -176,6 +176,17 @@ public final class PartFs implements Closeable {
         return withPending(meta.getattr(ino));
     }
 
+    /** The attributes of several inodes ({@link MetaEngine#getattrs}), null where one is gone. */
+    public Attr[] getattrs(long[] inos) throws IOException {
+        Attr[] out = meta.getattrs(inos);
+        for (int i = 0; i < out.length; i++) {
+            if (out[i] != null) {
+                out[i] = withPending(out[i]);
+            }
+        }
+        return out;
+    }
+
     public Attr lookup(long parent, String name) throws IOException {
         return withPending(meta.lookup(parent, name));
     }

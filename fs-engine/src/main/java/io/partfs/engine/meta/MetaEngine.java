@@ -452,6 +452,44 @@ public final class MetaEngine implements Closeable {
         return a;
     }
 
+    /**
+     * The attributes of several inodes, {@code null} where one is gone: those in the cache from
+     * there, the rest in one request (a directory listing with attributes asks for a page of
+     * entries at once, not one round trip each).
+     */
+    public Attr[] getattrs(long[] inos) throws IOException {
+        MetaCache c = cache;
+        Attr[] out = new Attr[inos.length];
+        List<Integer> missing = new ArrayList<>();
+        for (int i = 0; i < inos.length; i++) {
+            out[i] = c == null ? null : c.attr(inos[i]);
+            if (out[i] == null) {
+                missing.add(i);
+            }
+        }
+        if (missing.isEmpty()) {
+            return out;
+        }
+        long gen = c == null ? 0 : c.generation();
+        List<String> keys = new ArrayList<>(missing.size());
+        for (int i : missing) {
+            keys.add(inodeKey(inos[i]));
+        }
+        List<byte[]> raw = kv.read(r -> r.getAll(keys));
+        List<Attr> read = new ArrayList<>(missing.size());
+        for (int k = 0; k < missing.size(); k++) {
+            if (raw.get(k) != null) {
+                int i = missing.get(k);
+                out[i] = Attr.decode(inos[i], raw.get(k));
+                read.add(out[i]);
+            }
+        }
+        if (c != null) {
+            c.install(gen, read, null, null);
+        }
+        return out;
+    }
+
     /** The entry {@code name} in directory {@code parent} and its attributes. */
     public Attr lookup(long parent, String name) throws IOException {
         if (cache == null) {

@@ -184,6 +184,34 @@ abstract class MetaEngineContract {
         assertFalse(cached.readdir(dirs.get(1)).stream().anyMatch(e -> e.name().equals("f0")));
     }
 
+    @Test
+    void getattrsReadsWhatTheCacheLacksInOneRequestAndAnswersNullForGoneInodes() throws Exception {
+        long[] inos = new long[100];
+        for (int i = 0; i < inos.length; i++) {
+            inos[i] = file(ROOT, "f" + i).ino();
+        }
+        inos[7] = 987_654_321; // no such inode
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = cachingClient(counting);
+        cached.getattr(inos[3]);
+        counting.reset();
+        Attr[] got = cached.getattrs(inos);
+        assertEquals(1, counting.reads(), "the 99 the cache lacked, in one request: " + counting.readsByKind());
+        for (int i = 0; i < inos.length; i++) {
+            if (i == 7) {
+                assertEquals(null, got[i], "no such inode");
+            } else {
+                assertEquals(inos[i], got[i].ino());
+                assertEquals(FileType.FILE, got[i].type());
+            }
+        }
+        counting.reset();
+        assertEquals(inos[50], cached.getattrs(new long[] {inos[50]})[0].ino());
+        assertEquals(0, counting.reads(), "kept by the cache");
+        assertEquals(null, meta.getattrs(new long[] {inos[7]})[0], "without a cache too");
+        assertEquals(inos[8], meta.getattrs(new long[] {inos[8]})[0].ino());
+    }
+
     // ---- format ----
 
     @Test
