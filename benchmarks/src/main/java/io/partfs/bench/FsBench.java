@@ -28,6 +28,10 @@ public final class FsBench implements Callable<Integer> {
     @Option(names = "--small-file-count", defaultValue = "100", description = "Small files per thread (default: ${DEFAULT-VALUE}).")
     int smallFiles;
 
+    @Option(names = "--list-entries", defaultValue = "5000",
+            description = "Entries of the directory listed (ls -l) per thread; 0: not listed (default: ${DEFAULT-VALUE}).")
+    int listEntries;
+
     @Option(names = "-p", defaultValue = "1", description = "Threads (default: ${DEFAULT-VALUE}).")
     int threads;
 
@@ -99,7 +103,8 @@ public final class FsBench implements Callable<Integer> {
                     for (int pass = 1; pass <= passes; pass++) {
                         Stack.progress("  pass %d of %d", pass, passes);
                         String table = Procs.ok(Procs.partfs("bench", dir.toString(), "--big-file-size", bigFileSize,
-                                "--small-file-count", String.valueOf(smallFiles), "-p", String.valueOf(threads)), stack.env);
+                                "--small-file-count", String.valueOf(smallFiles), "--list-entries", String.valueOf(listEntries),
+                                "-p", String.valueOf(threads)), stack.env);
                         System.err.println(table);
                         runs.add(parse(table));
                     }
@@ -123,8 +128,8 @@ public final class FsBench implements Callable<Integer> {
             Procs.unmount(mnt);
             TempDirs.deleteRecursively(work);
         }
-        String md = String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread, S3 latency %.0f ms%n%n",
-                threads, bigFileSize, smallFiles, latency)
+        String md = String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread,%s S3 latency %.0f ms%n%n",
+                threads, bigFileSize, smallFiles, listEntries > 0 ? " a directory of " + listEntries + " entries listed," : "", latency)
                 + (passes > 1 ? "Pass " + passes + " of " + passes + " on each mount:\n\n" : "")
                 + markdown(pass(results, passes - 1)) + "\n" + ratios(pass(results, passes - 1))
                 + (passes > 1 ? "\nFirst pass after mounting:\n\n" + markdown(pass(results, 0)) + "\n" + ratios(pass(results, 0)) : "")
@@ -153,7 +158,8 @@ public final class FsBench implements Callable<Integer> {
 
     private static final List<String> TOOLS = List.of("bindfs", "rclone", "s3fs");
 
-    private static final List<String> ITEMS = List.of("Write big file", "Read big file", "Write small file", "Read small file", "Stat file");
+    private static final List<String> ITEMS = List.of("Write big file", "Read big file", "Write small file", "Read small file", "Stat file",
+            "List directory");
 
     /** Each filesystem's results of pass {@code index} (none when it failed before that pass). */
     private static Map<String, Map<String, String[]>> pass(Map<String, List<Map<String, String[]>>> results, int index) {

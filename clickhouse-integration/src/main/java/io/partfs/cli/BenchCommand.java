@@ -16,7 +16,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code partfs bench DIR}: the filesystem under DIR measured as {@code juicefs bench} does
- * (big files with 1 MiB IO, small files, stat), on any filesystem, so PartFS, local disk,
+ * (big files with 1 MiB IO, small files, stat; optionally a large directory listed), on any filesystem, so PartFS, local disk,
  * rclone and s3fs can be compared with one tool.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
@@ -45,6 +45,11 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = {"-p", "--threads"}, paramLabel = "N", defaultValue = "1", description = "Threads, each on its own files (default: ${DEFAULT-VALUE}).")
     int threads;
 
+    @Option(names = "--list-entries", paramLabel = "N", defaultValue = "0",
+            description = {"Also list a directory of N empty files per thread, with every entry's attributes, as",
+                    "'ls -l' and ClickHouse (a table's parts) do, page cache dropped first (default: ${DEFAULT-VALUE}, not run)."})
+    int listEntries;
+
     @Option(names = "--no-warmup", description = {"Do not run the bench's own code on a scratch directory of the local temp",
             "directory first. Without that warm-up the first hundred calls run in the JVM's interpreter, adding",
             "tens of microseconds per call to every filesystem's numbers."})
@@ -58,7 +63,7 @@ final class BenchCommand implements Callable<Integer> {
         if (!Files.isDirectory(dir)) {
             throw new IllegalArgumentException(dir + " is not a directory: give an existing directory on the filesystem to test");
         }
-        if (smallFiles < 0 || block <= 0 || small > Integer.MAX_VALUE) {
+        if (smallFiles < 0 || listEntries < 0 || block <= 0 || small > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("sizes and counts must be positive (and a small file at most 2 GiB)");
         }
         BenchTable table = new BenchTable(threads);
@@ -100,11 +105,36 @@ final class BenchCommand implements Callable<Integer> {
                 });
                 table.add("Stat file", s, (double) smallFiles * threads, "files", (long) smallFiles * threads, "file");
             }
+            if (listEntries > 0) {
+                table.time(t -> {
+                    Path d = Files.createDirectory(work.resolve("list." + t));
+                    for (int i = 0; i < listEntries; i++) {
+                        Files.createFile(d.resolve(String.format("%d_%d_%d_0", 20200101 + i % 28, i, i)));
+                    }
+                });
+                dropped &= PageCache.drop();
+                double l = table.time(t -> {
+                    int n = 0;
+                    try (var entries = Files.newDirectoryStream(work.resolve("list." + t))) {
+                        for (Path e : entries) {
+                            Files.readAttributes(e, java.nio.file.attribute.PosixFileAttributes.class,
+                                    java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                            n++;
+                        }
+                    }
+                    if (n != listEntries) {
+                        throw new IOException("listed " + n + " entries of " + listEntries + " in " + work.resolve("list." + t));
+                    }
+                });
+                table.add("List directory", l, (double) listEntries * threads, "entries", threads, "listing");
+            }
         } finally {
             deleteTree(work);
         }
-        out.printf("partfs bench %s: %d thread(s), big file %s with %s IO, %d small files of %s per thread%s%n", dir, threads,
-                bigFileSize, blockSize, smallFiles, smallFileSize, dropped ? "" : " (page cache not dropped: not root)");
+        out.printf("partfs bench %s: %d thread(s), big file %s with %s IO, %d small files of %s per thread%s%s%n", dir, threads,
+                bigFileSize, blockSize, smallFiles, smallFileSize,
+                listEntries > 0 ? ", a directory of " + listEntries + " entries per thread" : "",
+                dropped ? "" : " (page cache not dropped: not root)");
         table.print(out);
         return 0;
     }

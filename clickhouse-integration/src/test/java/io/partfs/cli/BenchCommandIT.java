@@ -39,8 +39,11 @@ class BenchCommandIT {
     @Test
     void benchOnPartFsAndLocalDiskLeavesNothingBehind() throws Exception {
         partfs.ok("mount", mnt.toString(), "--background");
-        Partfs.Result onMount = partfs.ok("bench", mnt.toString(), "--big-file-size", "8M", "--small-file-count", "20", "-p", "2");
+        Partfs.Result onMount = partfs.ok("bench", mnt.toString(), "--big-file-size", "8M", "--small-file-count", "20", "-p", "2",
+                "--list-entries", "600");
         assertTable(onMount);
+        assertTrue(onMount.out().lines().anyMatch(l -> l.startsWith("| List directory") && l.matches(".*\\d+\\.\\d\\d entries/s.*")),
+                onMount.out());
         Path local = Files.createDirectories(dir.resolve("local"));
         assertTable(partfs.ok("bench", local.toString(), "--big-file-size", "8M", "--small-file-count", "20"));
         for (Path p : List.of(mnt, local)) {
