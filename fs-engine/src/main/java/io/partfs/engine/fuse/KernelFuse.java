@@ -663,12 +663,12 @@ public final class KernelFuse implements FuseMount {
         }
     }
 
-    /** Read-only opens handed to FUSE passthrough since the mount (0 when the kernel lacks it). */
     /** Directory listings taken for READDIR(PLUS) so far. */
     public long listingsTaken() {
         return listingsTaken.sum();
     }
 
+    /** Read-only opens handed to FUSE passthrough since the mount (0 when the kernel lacks it). */
     public long passthroughOpens() {
         return passthrough.backingOpens();
     }
