@@ -630,6 +630,41 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void aTransactionOnOtherInodesMeanwhileDoesNotCostTheCacheWhatThisOneWrote() throws Exception {
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = cachingClient(counting);
+        Attr d = cached.mknod(ROOT, "part", FileType.DIRECTORY, 0755, 1000, 1000, 0, null);
+        Attr a = cached.mknod(d.ino(), "a.bin", FileType.FILE, 0644, 1000, 1000, 0, null);
+        Attr other = cached.mknod(ROOT, "other", FileType.FILE, 0644, 1000, 1000, 0, null);
+        cached.unlink(ROOT, "other"); // leaves an inode for the background deletion, as a merge does
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        counting.afterCommit(() -> {
+            if (first.compareAndSet(true, false)) { // between the unlink's commit and its caching
+                Thread background = new Thread(() -> {
+                    try {
+                        cached.deleteFileData(other.ino());
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                background.start();
+                try {
+                    background.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        cached.unlink(d.ino(), "a.bin");
+        counting.afterCommit(() -> { });
+        counting.reset();
+        assertEquals(meta.getattr(d.ino()), cached.getattr(d.ino()));
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(d.ino(), "a.bin"));
+        assertEquals(0, counting.reads(), "the unlink's own changes come from memory: " + counting.readsByKind());
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(other.ino()), "the background deletion ran");
+    }
+
+    @Test
     void extendedAttributesAreServedFromMemoryAndFollowThisClientsChanges() throws Exception {
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
         MetaEngine cached = cachingClient(counting);

@@ -1,0 +1,180 @@
+package io.partfs.engine.meta;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import io.partfs.engine.Attr;
+import io.partfs.engine.DirEntry;
+import io.partfs.engine.FileType;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The cache's consistency rule, interleaving by interleaving: transactions and reads of one
+ * process overlapping in every order the engine's threads can produce, each step driven by hand
+ * ({@link MetaEngineContract} covers the same through both real stores).
+ */
+class MetaCacheTest {
+    private final MetaCache cache = new MetaCache(Long.MAX_VALUE);
+
+    private static Attr file(long ino, long size) {
+        return new Attr(ino, FileType.FILE, 0644, 0, 0, 1, size, 0, 0, 0, 0, 0, 1);
+    }
+
+    private static Attr dir(long ino, int nlink) {
+        return new Attr(ino, FileType.DIRECTORY, 0755, 0, 0, nlink, 4096, 0, 0, 0, 0, 1, 0);
+    }
+
+    /** What a transaction that wrote {@code attrs} noted. */
+    private static MetaCache.TxnNotes wrote(Attr... attrs) {
+        MetaCache.TxnNotes n = new MetaCache.TxnNotes();
+        for (Attr a : attrs) {
+            n.written().put(a.ino(), a);
+        }
+        return n;
+    }
+
+    /** What a transaction that created {@code name} (inode {@code ino}) in directory {@code d} noted. */
+    private static MetaCache.TxnNotes created(long d, String name, long ino) {
+        MetaCache.TxnNotes n = wrote(dir(d, 2), file(ino, 0));
+        n.entries().add(new MetaCache.EntryChange(d, name, new DirEntry(name, ino, FileType.FILE)));
+        n.created().add(ino);
+        return n;
+    }
+
+    private static MetaCache.TxnNotes removed(long d, String name, long ino) {
+        MetaCache.TxnNotes n = wrote(dir(d, 2));
+        n.written().put(ino, null);
+        n.entries().add(new MetaCache.EntryChange(d, name, null));
+        return n;
+    }
+
+    @Test
+    void overlappingTransactionsOnDifferentInodesBothKeepWhatTheyWrote() {
+        long t1 = cache.begin();
+        long t2 = cache.begin();
+        cache.end(wrote(file(10, 5)), true, t2);
+        cache.end(wrote(file(11, 7)), true, t1);
+        assertEquals(5, cache.attr(10).size());
+        assertEquals(7, cache.attr(11).size(), "the other transaction changed another inode");
+    }
+
+    @Test
+    void ofTwoOverlappingTransactionsOnOneInodeTheSecondToEndDropsIt() {
+        cache.end(wrote(file(10, 1)), true, cache.begin());
+        long t1 = cache.begin();
+        long t2 = cache.begin();
+        cache.end(wrote(file(10, 5)), true, t1); // the store may hold either value now
+        assertEquals(5, cache.attr(10).size());
+        cache.end(wrote(file(10, 7)), true, t2);
+        assertNull(cache.attr(10), "which of the two reached the store last is unknown: read it again");
+
+        long t3 = cache.begin(); // after both ended: alone again
+        cache.end(wrote(file(10, 9)), true, t3);
+        assertEquals(9, cache.attr(10).size());
+    }
+
+    @Test
+    void aFailedTransactionDropsWhatItMeantToWrite() {
+        cache.end(wrote(file(10, 1)), true, cache.begin());
+        cache.end(wrote(file(10, 5)), false, cache.begin());
+        assertNull(cache.attr(10));
+    }
+
+    @Test
+    void aReadInstallsOnlyTheInodesNoTransactionChangedWhileItRan() {
+        long read = cache.generation();
+        cache.end(wrote(file(10, 5)), true, cache.begin()); // ended while the read ran
+        cache.end(wrote(file(99, 5)), true, cache.begin());
+        cache.install(read, List.of(file(10, 1), file(11, 2)), null, null);
+        assertEquals(5, cache.attr(10).size(), "the transaction's value, not the read's older one");
+        assertEquals(2, cache.attr(11).size(), "untouched by any transaction: kept");
+    }
+
+    @Test
+    void aTransactionStillRunningReplacesWhatAReadInstalledMeanwhile() {
+        long txn = cache.begin();
+        long read = cache.generation();
+        cache.install(read, List.of(file(10, 1)), null, null); // read before the transaction's commit
+        assertEquals(1, cache.attr(10).size());
+        cache.end(wrote(file(10, 5)), true, txn);
+        assertEquals(5, cache.attr(10).size());
+
+        long failing = cache.begin();
+        cache.install(cache.generation(), List.of(file(11, 1)), null, null);
+        MetaCache.TxnNotes n = wrote(file(11, 5));
+        cache.end(n, false, failing);
+        assertNull(cache.attr(11), "a failed transaction may have reached the store or not");
+    }
+
+    @Test
+    void aListingReadWhileAnEntryOfItChangedIsNotInstalled() {
+        long read = cache.generation();
+        cache.end(created(1, "a", 10), true, cache.begin());
+        cache.install(read, List.of(), 1L, Map.of());
+        assertNull(cache.dir(1), "read before 'a' was created: it would lack it");
+        cache.install(read, List.of(), 2L, Map.of());
+        assertNotNull(cache.dir(2), "another directory: installed");
+    }
+
+    @Test
+    void listingsArePatchedByOverlappingTransactionsOnOtherNamesAndDroppedOnTheSameName() {
+        cache.install(cache.generation(), List.of(dir(1, 2)), 1L, Map.of());
+        long t1 = cache.begin();
+        long t2 = cache.begin();
+        cache.end(created(1, "a", 10), true, t2);
+        cache.end(created(1, "b", 11), true, t1);
+        assertEquals(Map.of("a", new DirEntry("a", 10, FileType.FILE), "b", new DirEntry("b", 11, FileType.FILE)), cache.dir(1));
+        assertNull(cache.attr(1), "both wrote the directory's attributes: read them again");
+        assertEquals(0, cache.attr(10).size(), "each file's own attributes were written by one transaction");
+        assertEquals(Map.of(), cache.xattrs(11));
+
+        // Creating 'c', and removing it in a transaction that ends first: whichever order they
+        // reached the store in, patching in end order could bring 'c' back.
+        long create = cache.begin();
+        long remove = cache.begin();
+        cache.end(removed(1, "c", 12), true, remove);
+        cache.end(created(1, "c", 12), true, create);
+        assertNull(cache.dir(1), "the same name changed twice at once: listed again");
+    }
+
+    @Test
+    void aDirectoryEmptiedWholeMeanwhileDropsTheListing() {
+        cache.install(cache.generation(), List.of(), 1L, Map.of());
+        long t = cache.begin();
+        MetaCache.TxnNotes wipe = wrote(dir(1, 2));
+        wipe.entries().add(new MetaCache.EntryChange(1, null, null));
+        cache.end(wipe, true, cache.begin());
+        cache.install(cache.generation(), List.of(), 1L, Map.of());
+        cache.end(created(1, "a", 10), true, t);
+        assertNull(cache.dir(1));
+    }
+
+    @Test
+    void readsAndTransactionsOlderThanTheRememberedEndsInstallNothing() {
+        long oldRead = cache.generation();
+        long oldTxn = cache.begin();
+        for (int i = 0; i <= MetaCache.MAX_ENDED; i++) { // one more inode than remembered
+            cache.end(wrote(file(1000 + i, 1)), true, cache.begin());
+        }
+        cache.install(oldRead, List.of(file(10, 1)), null, null);
+        assertNull(cache.attr(10), "whether a forgotten transaction changed it is unknown");
+        cache.end(wrote(file(11, 1)), true, oldTxn);
+        assertNull(cache.attr(11));
+        cache.install(cache.generation(), List.of(file(10, 1)), null, null);
+        assertEquals(1, cache.attr(10).size(), "a read begun now is unaffected");
+    }
+
+    @Test
+    void clearingRefusesReadsBegunBefore() {
+        long read = cache.generation();
+        cache.clear();
+        cache.install(read, List.of(file(10, 1)), 1L, Map.of());
+        cache.installXattrs(read, 10, Map.of());
+        assertNull(cache.attr(10));
+        assertNull(cache.dir(1));
+        assertNull(cache.xattrs(10));
+    }
+}
