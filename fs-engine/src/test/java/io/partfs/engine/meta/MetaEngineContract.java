@@ -594,6 +594,37 @@ abstract class MetaEngineContract {
         assertTrue(s2.id() > s1.id() && s3.id() > s2.id());
     }
 
+    /** Work of another thread, run whole after the next commit on {@code store} and before the committing thread goes on. */
+    interface IoWork {
+        void run() throws IOException;
+    }
+
+    static void afterNextCommit(io.partfs.engine.testing.CountingKvStore store, IoWork work) {
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        store.afterCommit(() -> {
+            if (!first.compareAndSet(true, false)) {
+                return;
+            }
+            java.util.concurrent.atomic.AtomicReference<IOException> failed = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread other = new Thread(() -> {
+                try {
+                    work.run();
+                } catch (IOException e) {
+                    failed.set(e);
+                }
+            });
+            other.start();
+            try {
+                other.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (failed.get() != null) {
+                throw new java.io.UncheckedIOException(failed.get());
+            }
+        });
+    }
+
     @Test
     void attributesATransactionWroteAreServedFromMemoryAndNeverOlderThanTheStore() throws Exception {
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
@@ -606,24 +637,8 @@ abstract class MetaEngineContract {
         assertEquals(0, counting.reads(), "what this client just wrote is not read back: " + counting.readsByKind());
 
         // A transaction that overlapped another of this client must not put back its older result.
-        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
-        counting.afterCommit(() -> {
-            if (first.compareAndSet(true, false)) { // between the first commit and its caching, a second one runs whole
-                Thread later = new Thread(() -> {
-                    try {
-                        cached.truncate(f.ino(), 20);
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                });
-                later.start();
-                try {
-                    later.join();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        });
+        // Between the first commit and its caching, a second one runs whole.
+        afterNextCommit(counting, () -> cached.truncate(f.ino(), 20));
         cached.truncate(f.ino(), 10);
         assertEquals(20, meta.getattr(f.ino()).size());
         assertEquals(20, cached.getattr(f.ino()).size(), "the later commit's size, as the store has it");
@@ -637,26 +652,8 @@ abstract class MetaEngineContract {
         Attr a = cached.mknod(d.ino(), "a.bin", FileType.FILE, 0644, 1000, 1000, 0, null);
         Attr other = cached.mknod(ROOT, "other", FileType.FILE, 0644, 1000, 1000, 0, null);
         cached.unlink(ROOT, "other"); // leaves an inode for the background deletion, as a merge does
-        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
-        counting.afterCommit(() -> {
-            if (first.compareAndSet(true, false)) { // between the unlink's commit and its caching
-                Thread background = new Thread(() -> {
-                    try {
-                        cached.deleteFileData(other.ino());
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                });
-                background.start();
-                try {
-                    background.join();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        });
+        afterNextCommit(counting, () -> cached.deleteFileData(other.ino())); // between the unlink's commit and its caching
         cached.unlink(d.ino(), "a.bin");
-        counting.afterCommit(() -> { });
         counting.reset();
         assertEquals(meta.getattr(d.ino()), cached.getattr(d.ino()));
         assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(d.ino(), "a.bin"));
