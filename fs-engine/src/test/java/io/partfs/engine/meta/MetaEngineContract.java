@@ -661,6 +661,91 @@ abstract class MetaEngineContract {
         assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(other.ino()), "the background deletion ran");
     }
 
+    /**
+     * Threads of one caching client create, write, rename, link, unlink and list in two
+     * directories with few names (so they often collide on one), as ClickHouse's inserts,
+     * merges and part removals do in a table's directory, with unlinked files deleted in the
+     * background; afterwards every listing and attribute the cache gives equals the store's.
+     */
+    @Test
+    void concurrentChangesLeaveTheCacheEqualToTheStore() throws Exception {
+        io.partfs.engine.testing.CountingKvStore store = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        // Between a commit and its caching other threads get time to commit and cache theirs:
+        // the orders in which the cache could go wrong, made common.
+        store.afterCommit(() -> java.util.concurrent.locks.LockSupport.parkNanos(
+                java.util.concurrent.ThreadLocalRandom.current().nextLong(200_000)));
+        MetaEngine cached = cachingClient(store);
+        java.util.concurrent.ExecutorService background = java.util.concurrent.Executors.newSingleThreadExecutor();
+        cached.setOrphanListener(ino -> background.execute(() -> {
+            try {
+                cached.deleteFileData(ino);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }));
+        long[] dirs = {cached.mknod(ROOT, "t1", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino(),
+                cached.mknod(ROOT, "t2", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino()};
+        int threads = 4;
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            for (int round = 0; round < 40; round++) { // bursts of changes, each checked once all threads are done
+                List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    long seed = round * 100L + t;
+                    done.add(pool.submit(() -> {
+                        changeAtRandom(cached, dirs, new java.util.Random(seed), 25);
+                        return null;
+                    }));
+                }
+                for (java.util.concurrent.Future<?> f : done) {
+                    f.get(120, java.util.concurrent.TimeUnit.SECONDS);
+                }
+                background.submit(() -> { }).get(60, java.util.concurrent.TimeUnit.SECONDS); // the deletions queued so far ran
+                for (long d : dirs) {
+                    assertEquals(meta.readdir(d), cached.readdir(d), "round " + round + ": listing of " + d);
+                    assertEquals(meta.getattr(d), cached.getattr(d), "round " + round + ": attributes of directory " + d);
+                    for (DirEntry e : meta.readdir(d)) {
+                        assertEquals(meta.getattr(e.ino()), cached.getattr(e.ino()), "round " + round + ": attributes of " + e);
+                    }
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+            background.shutdownNow();
+        }
+    }
+
+    private static void changeAtRandom(MetaEngine fs, long[] dirs, java.util.Random rnd, int ops) throws IOException {
+        for (int i = 0; i < ops; i++) {
+            long d = dirs[rnd.nextInt(2)];
+            String name = "p" + rnd.nextInt(6);
+            try {
+                switch (rnd.nextInt(10)) {
+                    case 0 -> fs.mknod(d, name, FileType.FILE, 0644, 0, 0, 0, null);
+                    case 1 -> fs.unlink(d, name);
+                    case 2 -> fs.rename(d, name, dirs[rnd.nextInt(2)], "p" + rnd.nextInt(6), 0);
+                    case 3 -> fs.link(fs.lookup(d, name).ino(), dirs[rnd.nextInt(2)], "p" + rnd.nextInt(6));
+                    case 4 -> fs.truncate(fs.lookup(d, name).ino(), rnd.nextInt(100_000));
+                    case 5 -> {
+                        long ino = fs.lookup(d, name).ino();
+                        Slice s = new Slice(fs.nextSliceId(), 100, 0, 100, 0);
+                        fs.commitWrite(ino, List.of(new MetaEngine.ChunkSlice(0, s)));
+                    }
+                    case 6 -> fs.mknod(d, name, FileType.DIRECTORY, 0755, 0, 0, 0, null);
+                    case 7 -> fs.rmdir(d, name);
+                    default -> {
+                        for (DirEntry e : fs.readdir(d)) {
+                            fs.getattr(e.ino());
+                        }
+                    }
+                }
+            } catch (FsException.NoSuchEntry | FsException.Exists | FsException.IsDirectory | FsException.NotDirectory
+                     | FsException.NotEmpty | FsException.NotPermitted | FsException.InvalidArgument e) {
+                // another thread was first: as on any filesystem
+            }
+        }
+    }
+
     @Test
     void extendedAttributesAreServedFromMemoryAndFollowThisClientsChanges() throws Exception {
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
