@@ -42,13 +42,15 @@ class ClickHouseOnPartFsIT {
 
     private static Path work;
     private static List<String> expected;
+    /** The active parts after each restart of the local-disk run, for a failure message. */
+    private static final List<String> expectedParts = new ArrayList<>();
 
     @BeforeAll
     static void runOnLocalDisk() throws Exception {
         work = Files.createTempDirectory("partfs-ch-");
         Path data = Files.createDirectories(work.resolve("local-data"));
         try (ClickHouseServer ch = new ClickHouseServer(work.resolve("local-conf"), data)) {
-            expected = workload(ch, data);
+            expected = workload(ch, data, expectedParts);
             assertEquals(List.of(), ch.errors(), "ClickHouse on local disk logged errors");
         }
     }
@@ -67,9 +69,10 @@ class ClickHouseOnPartFsIT {
             TestVolume volume = new TestVolume(backend.meta, backend.store, dir, servers.redis, servers.s3,
                     TestVolume.defaultConfig(dir));
             Mount mount = new Mount(volume, mnt);
-            try (ClickHouseServer ch = new ClickHouseServer(dir.resolve("conf"), mnt)) {
-                List<String> got = workload(ch, mnt);
-                assertSameAnswers(expected, got, "answers on " + backend);
+            try (ClickHouseServer ch = new ClickHouseServer(dir.resolve("conf"), mnt, "trace")) { // trace: parts' history for a failure message
+                List<String> parts = new ArrayList<>();
+                List<String> got = workload(ch, mnt, parts);
+                assertSameAnswers(expected, got, "answers on " + backend + partsAndTheirHistory(ch, parts));
                 mount.remount();
                 ch.start();
                 assertSameAnswers(afterRestart(expected), checks(ch), "after unmount, mount and restart on " + backend);
@@ -144,8 +147,28 @@ class ClickHouseOnPartFsIT {
 
     private static final String TABLE = "w.events";
 
-    /** Runs the workload, restarting the server once; returns every answer in order. */
-    private static List<String> workload(ClickHouseServer ch, Path data) throws Exception {
+    /**
+     * For a failure message: the active parts after each restart here and on local disk, and
+     * what the server logged about each part active here and not there (a part ClickHouse had
+     * removed that came back, say).
+     */
+    private static String partsAndTheirHistory(ClickHouseServer ch, List<String> parts) throws java.io.IOException {
+        StringBuilder out = new StringBuilder("\nactive parts after each restart: " + parts + "\non local disk: " + expectedParts);
+        java.util.Set<String> surplus = new java.util.TreeSet<>();
+        for (String p : parts) {
+            surplus.addAll(List.of(p.split("\\s+")));
+        }
+        for (String p : expectedParts) {
+            List.of(p.split("\\s+")).forEach(surplus::remove);
+        }
+        for (String part : surplus) {
+            out.append("\nserver log on ").append(part).append(":\n").append(String.join("\n", ch.logLines(part, 60)));
+        }
+        return out.toString();
+    }
+
+    /** Runs the workload, restarting the server once; returns every answer in order, and the active parts after each restart in {@code parts}. */
+    private static List<String> workload(ClickHouseServer ch, Path data, List<String> parts) throws Exception {
         List<String> answers = new ArrayList<>();
         ch.start();
         ch.query("CREATE DATABASE w");
@@ -184,11 +207,17 @@ class ClickHouseOnPartFsIT {
         answers.add(ch.query("SHOW TABLES FROM w"));
         awaitNoOutdatedParts(ch);
         answers.addAll(checks(ch));
+        parts.add(activeParts(ch));
         ch.stop();
         ch.start();
         answers.addAll(checks(ch));
+        parts.add(activeParts(ch));
         ch.stop();
         return answers;
+    }
+
+    private static String activeParts(ClickHouseServer ch) throws Exception {
+        return ch.query("SELECT name FROM system.parts WHERE database = 'w' AND active ORDER BY name").trim();
     }
 
     /** What must hold after any restart. */

@@ -29,6 +29,11 @@ public final class ClickHouseServer implements AutoCloseable {
     private Process process;
 
     public ClickHouseServer(Path confDir, Path dataDir) throws IOException {
+        this(confDir, dataDir, "information");
+    }
+
+    /** As above, logging at {@code logLevel} (trace names every part created, renamed and removed). */
+    public ClickHouseServer(Path confDir, Path dataDir, String logLevel) throws IOException {
         if (!Files.isExecutable(BINARY)) {
             throw new IOException("clickhouse-server is not installed: apt-get install clickhouse-server (scripts/test does)");
         }
@@ -41,7 +46,7 @@ public final class ClickHouseServer implements AutoCloseable {
                 <?xml version="1.0"?>
                 <yandex>
                     <logger>
-                        <level>information</level>
+                        <level>%5$s</level>
                         <log>%1$s/log/server.log</log>
                         <errorlog>%1$s/log/server.err.log</errorlog>
                         <size>100M</size>
@@ -62,7 +67,7 @@ public final class ClickHouseServer implements AutoCloseable {
                     <default_database>default</default_database>
                     <mlock_executable>false</mlock_executable>
                 </yandex>
-                """.formatted(confDir, httpPort, tcpPort, dataDir));
+                """.formatted(confDir, httpPort, tcpPort, dataDir, logLevel));
         Files.writeString(confDir.resolve("users.xml"), """
                 <?xml version="1.0"?>
                 <yandex>
@@ -171,6 +176,16 @@ public final class ClickHouseServer implements AutoCloseable {
             }
         }
         return "";
+    }
+
+    /** The server log's first {@code max} lines that contain {@code needle}. */
+    public List<String> logLines(String needle, int max) throws IOException {
+        Path log = confDir.resolve("log/server.log");
+        if (!Files.exists(log)) {
+            return List.of();
+        }
+        List<String> hits = Files.readAllLines(log).stream().filter(l -> l.contains(needle)).toList();
+        return hits.subList(0, Math.min(max, hits.size()));
     }
 
     private static String tail(Path f) throws IOException {
