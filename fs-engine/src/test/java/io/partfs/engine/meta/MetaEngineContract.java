@@ -644,23 +644,6 @@ abstract class MetaEngineContract {
         assertEquals(20, cached.getattr(f.ino()).size(), "the later commit's size, as the store has it");
     }
 
-    @Test
-    void aTransactionOnOtherInodesMeanwhileDoesNotCostTheCacheWhatThisOneWrote() throws Exception {
-        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
-        MetaEngine cached = cachingClient(counting);
-        Attr d = cached.mknod(ROOT, "part", FileType.DIRECTORY, 0755, 1000, 1000, 0, null);
-        Attr a = cached.mknod(d.ino(), "a.bin", FileType.FILE, 0644, 1000, 1000, 0, null);
-        Attr other = cached.mknod(ROOT, "other", FileType.FILE, 0644, 1000, 1000, 0, null);
-        cached.unlink(ROOT, "other"); // leaves an inode for the background deletion, as a merge does
-        afterNextCommit(counting, () -> cached.deleteFileData(other.ino())); // between the unlink's commit and its caching
-        cached.unlink(d.ino(), "a.bin");
-        counting.reset();
-        assertEquals(meta.getattr(d.ino()), cached.getattr(d.ino()));
-        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(d.ino(), "a.bin"));
-        assertEquals(0, counting.reads(), "the unlink's own changes come from memory: " + counting.readsByKind());
-        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(other.ino()), "the background deletion ran");
-    }
-
     /**
      * Threads of one caching client create, write, rename, link, unlink and list in two
      * directories with few names (so they often collide on one), as ClickHouse's inserts,
