@@ -154,6 +154,8 @@ class ClickHouseOnPartFsIT {
      */
     private static String partsAndTheirHistory(ClickHouseServer ch, List<String> parts) throws java.io.IOException {
         StringBuilder out = new StringBuilder("\nactive parts after each restart: " + parts + "\non local disk: " + expectedParts);
+        List<String> errors = ch.errors();
+        out.append("\nerrors logged: ").append(errors.size()).append("\n").append(String.join("\n", errors.subList(0, Math.min(10, errors.size()))));
         java.util.Set<String> surplus = new java.util.TreeSet<>();
         for (String p : parts) {
             surplus.addAll(List.of(p.split("\\s+")));
@@ -162,7 +164,10 @@ class ClickHouseOnPartFsIT {
             List.of(p.split("\\s+")).forEach(surplus::remove);
         }
         for (String part : surplus) {
-            out.append("\nserver log on ").append(part).append(":\n").append(String.join("\n", ch.logLines(part, 60)));
+            // A mutated part is named after its source and the mutation (202002_32_32_0_37): the source's history too.
+            String[] fields = part.split("_");
+            String source = fields.length == 5 ? String.join("_", java.util.Arrays.copyOf(fields, 4)) : part;
+            out.append("\nserver log on ").append(source).append(":\n").append(String.join("\n", ch.logLines(source, 80)));
         }
         return out.toString();
     }
