@@ -659,11 +659,12 @@ abstract class MetaEngineContract {
                 java.util.concurrent.ThreadLocalRandom.current().nextLong(200_000)));
         MetaEngine cached = cachingClient(store);
         java.util.concurrent.ExecutorService background = java.util.concurrent.Executors.newSingleThreadExecutor();
+        java.util.concurrent.atomic.AtomicReference<Throwable> deletionFailed = new java.util.concurrent.atomic.AtomicReference<>();
         cached.setOrphanListener(ino -> background.execute(() -> {
             try {
                 cached.deleteFileData(ino);
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
+            } catch (IOException | RuntimeException e) { // an executor would only print it
+                deletionFailed.compareAndSet(null, e);
             }
         }));
         long[] dirs = {cached.mknod(ROOT, "t1", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino(),
@@ -684,6 +685,9 @@ abstract class MetaEngineContract {
                     f.get(120, java.util.concurrent.TimeUnit.SECONDS);
                 }
                 background.submit(() -> { }).get(60, java.util.concurrent.TimeUnit.SECONDS); // the deletions queued so far ran
+                if (deletionFailed.get() != null) {
+                    throw new AssertionError("round " + round + ": a background deletion failed", deletionFailed.get());
+                }
                 for (long d : dirs) {
                     assertEquals(meta.readdir(d), cached.readdir(d), "round " + round + ": listing of " + d);
                     assertEquals(meta.getattr(d), cached.getattr(d), "round " + round + ": attributes of directory " + d);
