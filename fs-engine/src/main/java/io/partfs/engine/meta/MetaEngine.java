@@ -1522,25 +1522,27 @@ public final class MetaEngine implements Closeable {
         if (openCount.containsKey(ino)) {
             return trashed;
         }
-        Long length = kv.read(r -> {
-            byte[] b = r.hget(DELFILES, String.valueOf(ino));
-            return b == null ? null : ByteBuffer.wrap(b).getLong();
-        });
-        if (length == null) {
-            return trashed;
-        }
-        long chunks = chunkCount(length);
         // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
         // also deletes the inode: a small file goes in one transaction (one round trip when the
-        // cache knows its inode and slice lists, as it does for a file this process unlinked).
+        // cache knows its inode, slice lists and deletion entry, as it does for a file this
+        // process unlinked). The first transaction reads the length the deletion list holds.
+        long[] chunks = {-1};
         long from = 0;
         do {
             long first = from;
-            List<Long> batch = java.util.stream.LongStream.range(first, Math.min(chunks, first + CHUNKS_PER_DELETE)).boxed().toList();
-            boolean last = first + CHUNKS_PER_DELETE >= chunks;
             List<long[]> attempt = new ArrayList<>();
-            boolean relinked = mutate(tx -> {
+            boolean done = mutate(tx -> {
                 attempt.clear(); // a transaction run again starts over
+                if (first == 0) {
+                    believePendingFile(tx, ino);
+                    byte[] pending = tx.hget(DELFILES, String.valueOf(ino));
+                    if (pending == null) {
+                        return true; // deleted already, or never unlinked
+                    }
+                    chunks[0] = chunkCount(ByteBuffer.wrap(pending).getLong());
+                }
+                List<Long> batch = java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE)).boxed().toList();
+                boolean last = first + CHUNKS_PER_DELETE >= chunks[0];
                 believeChunks(tx, ino, batch);
                 byte[] raw = tx.get(inodeKey(ino));
                 if (raw != null && Attr.decode(ino, raw).nlink() > 0) {
@@ -1562,13 +1564,26 @@ public final class MetaEngine implements Closeable {
                 }
                 return false;
             });
-            if (relinked) {
+            if (done) {
                 return trashed;
             }
             trashed.addAll(attempt);
             from += CHUNKS_PER_DELETE;
-        } while (from < chunks);
+        } while (from < chunks[0]);
         return trashed;
+    }
+
+    /**
+     * Tells {@code tx} the deletion entry this process wrote when the cached inode of
+     * {@code ino} lost its last link, if the file was closed then (an entry with a holder, or
+     * another client's, makes the belief wrong: one more round trip, as without it).
+     */
+    private void believePendingFile(KvStore.Writer tx, long ino) {
+        MetaCache c = cache;
+        Attr a = c == null ? null : c.attr(ino);
+        if (a != null && a.nlink() == 0 && a.type() == FileType.FILE) {
+            tx.believeField(DELFILES, String.valueOf(ino), ByteBuffer.allocate(8).putLong(a.size()).array());
+        }
     }
 
     /** Slices whose objects await deletion, as {@code id_size} keys, at most {@code limit}. */

@@ -3,10 +3,12 @@ package io.partfs.engine.meta;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.partfs.engine.FileType;
+import io.partfs.engine.FsException;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.testing.Concurrently;
 import io.partfs.engine.testing.RedisServer;
@@ -236,6 +238,54 @@ class RedisBeliefTest {
             assertEquals(evalsBefore + 1 + files, calls("eval"), "one script per rename and per unlink");
             assertEquals(execsBefore, calls("exec"));
             assertEquals(List.of("warm"), meta.readdir(dir).stream().map(io.partfs.engine.DirEntry::name).toList());
+        }
+    }
+
+    /**
+     * The background deletion of files this client unlinked (ClickHouse removing a part): it
+     * wrote each file's deletion entry, inode and slice list, so each is one script, with no
+     * read before it. A file unlinked while open has a holder in its entry: the belief is wrong,
+     * and the deletion still happens, on real reads.
+     */
+    @Test
+    void deletingFilesThisClientUnlinkedCostsOneScriptEach() throws Exception {
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(new RedisKvStore(redis.url(db)));
+        try (MetaEngine meta = new MetaEngine(counting, System::nanoTime)) {
+            meta.enableCache(java.time.Duration.ofSeconds(60));
+            meta.format(VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
+            meta.setOrphanListener(ino -> { });
+            long dir = meta.mknod(MetaEngine.ROOT, "part", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino();
+            int files = 10;
+            for (int i = 0; i < files; i++) {
+                long ino = meta.mknod(dir, "f" + i, FileType.FILE, 0644, 0, 0, 0, null).ino();
+                meta.commitWrite(ino, List.of(new MetaEngine.ChunkSlice(0, new io.partfs.engine.meta.Slice(meta.nextSliceId(), 100, 0, 100, 0))));
+                meta.unlink(dir, "f" + i);
+            }
+            List<Long> unlinked = meta.pendingFileDeletions();
+            assertEquals(files, unlinked.size());
+            counting.reset();
+            long reads = realReads();
+            long evals = calls("eval");
+            long execs = calls("exec");
+            for (long ino : unlinked) {
+                assertEquals(List.of(), meta.deleteFileData(ino), "no trash: nothing returned");
+            }
+            assertEquals(0, counting.reads(), "no read before the transactions: " + counting.readsByKind());
+            assertEquals(reads, realReads(), "and none in them");
+            assertEquals(evals + files, calls("eval"), "one script per deleted file");
+            assertEquals(execs, calls("exec"));
+            assertEquals(List.of(), meta.pendingFileDeletions());
+            assertEquals(files, meta.pendingSliceDeletions(100).size(), "every slice awaits its object's deletion");
+
+            long open = meta.mknod(dir, "open", FileType.FILE, 0644, 0, 0, 0, null).ino();
+            meta.opened(open);
+            meta.unlink(dir, "open");
+            assertEquals(List.of(), meta.deleteFileData(open));
+            assertEquals(List.of(open), meta.pendingFileDeletions(), "kept while open here");
+            meta.released(open);
+            meta.deleteFileData(open);
+            assertEquals(List.of(), meta.pendingFileDeletions(), "deleted once closed, the holder in its entry notwithstanding");
+            assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(open));
         }
     }
 
