@@ -1522,40 +1522,48 @@ public final class MetaEngine implements Closeable {
         if (openCount.containsKey(ino)) {
             return trashed;
         }
+        // The deletion entry's length, from memory when this process took the last link away:
+        // the entry is not read in the transactions below, since every unlink writes that
+        // hash and Redis would WATCH it whole.
+        Long length = unlinkedLength(ino);
+        if (length == null) {
+            length = kv.read(r -> {
+                byte[] b = r.hget(DELFILES, String.valueOf(ino));
+                return b == null ? null : ByteBuffer.wrap(b).getLong();
+            });
+            if (length == null) {
+                return trashed;
+            }
+        }
+        long lengthChunks = chunkCount(length);
+        long[] chunks = {lengthChunks};
         // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
         // also deletes the inode: a small file goes in one transaction (one round trip when the
-        // cache knows its inode, slice lists and deletion entry, as it does for a file this
-        // process unlinked). The first transaction reads the length the deletion list holds.
-        long[] chunks = {-1};
+        // cache knows its inode and slice lists, as it does for a file this process unlinked).
         long from = 0;
         do {
             long first = from;
             List<long[]> attempt = new ArrayList<>();
-            boolean done = mutate(tx -> {
+            boolean relinked = mutate(tx -> {
                 attempt.clear(); // a transaction run again starts over
-                if (first == 0) {
-                    believePendingFile(tx, ino);
-                    byte[] pending = tx.hget(DELFILES, String.valueOf(ino));
-                    if (pending == null) {
-                        return true; // deleted already, or never unlinked
-                    }
-                    chunks[0] = chunkCount(ByteBuffer.wrap(pending).getLong());
-                }
-                List<Long> batch = java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE)).boxed().toList();
-                boolean last = first + CHUNKS_PER_DELETE >= chunks[0];
-                believeChunks(tx, ino, batch);
+                believeChunks(tx, ino, java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE)).boxed().toList());
                 byte[] raw = tx.get(inodeKey(ino));
-                if (raw != null && Attr.decode(ino, raw).nlink() > 0) {
+                Attr a = raw == null ? null : Attr.decode(ino, raw);
+                if (a != null && a.nlink() > 0) {
                     tx.hdel(DELFILES, String.valueOf(ino)); // linked again meanwhile: nothing to delete
                     return true;
                 }
+                if (a != null) { // memory may have known a shorter file than the store holds
+                    chunks[0] = Math.max(lengthChunks, chunkCount(a.size()));
+                }
+                boolean last = first + CHUNKS_PER_DELETE >= chunks[0];
                 long now = clock.nowNanos();
-                for (long idx : batch) {
+                for (long idx = first; idx < Math.min(chunks[0], first + CHUNKS_PER_DELETE); idx++) {
                     freeChunk(tx, ino, idx, now, attempt);
                 }
                 if (last) {
-                    if (raw != null) {
-                        tx.add(USED_SPACE, -align4k(Attr.decode(ino, raw).size()));
+                    if (a != null) {
+                        tx.add(USED_SPACE, -align4k(a.size()));
                         tx.add(TOTAL_INODES, -1);
                     }
                     deleteInode(tx, ino);
@@ -1564,7 +1572,7 @@ public final class MetaEngine implements Closeable {
                 }
                 return false;
             });
-            if (done) {
+            if (relinked) {
                 return trashed;
             }
             trashed.addAll(attempt);
@@ -1574,16 +1582,15 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * Tells {@code tx} the deletion entry this process wrote when the cached inode of
-     * {@code ino} lost its last link, if the file was closed then (an entry with a holder, or
-     * another client's, makes the belief wrong: one more round trip, as without it).
+     * The length of file {@code ino} when the cache holds its inode with no link left (as after
+     * this process's unlink or rename over it), else null. What the deletion entry holds, unless
+     * the file changed elsewhere since: the transactions that free it read the inode and go by
+     * the larger of the two.
      */
-    private void believePendingFile(KvStore.Writer tx, long ino) {
+    private Long unlinkedLength(long ino) {
         MetaCache c = cache;
         Attr a = c == null ? null : c.attr(ino);
-        if (a != null && a.nlink() == 0 && a.type() == FileType.FILE) {
-            tx.believeField(DELFILES, String.valueOf(ino), ByteBuffer.allocate(8).putLong(a.size()).array());
-        }
+        return a != null && a.nlink() == 0 && a.type() == FileType.FILE ? a.size() : null;
     }
 
     /** Slices whose objects await deletion, as {@code id_size} keys, at most {@code limit}. */
