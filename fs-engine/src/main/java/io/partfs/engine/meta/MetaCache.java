@@ -31,6 +31,13 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>The names changed by ended transactions are remembered for the last {@value #MAX_ENDED};
  * a transaction that began before the oldest forgotten one patches no listing.
+ *
+ * <p>One kind of transaction is exempt: the deletion of a file no name leads to any more
+ * ({@link #endUnreachable}), which ClickHouse's part removals and merges start in the
+ * background by the thousand. It changes no listing and no other inode, so it does not count
+ * as a transaction for the rule above (before this, every such deletion made the unlinks and
+ * reads around it drop what they had); it drops its own inode, and for that inode alone a
+ * reader or transaction that began before it ended installs nothing.
  */
 final class MetaCache {
     /** Entries beyond this many are dropped all at once (a crude bound on memory). */
@@ -81,6 +88,15 @@ final class MetaCache {
     private final java.util.LinkedHashMap<Name, Long> endedAt = new java.util.LinkedHashMap<>();
     /** Transactions that began before this generation patch no listing (names were forgotten, or the cache cleared). */
     private long floor;
+    /**
+     * The generation current when the deletion of an unreachable inode last ended, by inode,
+     * oldest first; guarded by {@code this}. A deletion takes no generation of its own, so one
+     * that ended before a reader began may share the reader's: that reader installs nothing
+     * for the inode either, which is only cautious.
+     */
+    private final java.util.LinkedHashMap<Long, Long> deletedAt = new java.util.LinkedHashMap<>();
+    /** Readers and transactions that began at or before this generation install no attributes (deletions were forgotten). */
+    private long deletedFloor = -1;
 
     long ttlNanos() {
         return ttlNanos;
@@ -114,7 +130,7 @@ final class MetaCache {
     void installXattrs(long gen, long ino, Map<String, byte[]> all) {
         trim();
         synchronized (this) {
-            if (generation.get() == gen) {
+            if (generation.get() == gen && !deletedSince(ino, gen)) {
                 xattrs.put(ino, new Timed<>(Map.copyOf(all), System.nanoTime()));
             }
         }
@@ -142,7 +158,9 @@ final class MetaCache {
                 return;
             }
             for (Attr a : read) {
-                attrs.put(a.ino(), new Timed<>(a, now));
+                if (!deletedSince(a.ino(), gen)) {
+                    attrs.put(a.ino(), new Timed<>(a, now));
+                }
             }
             if (dirIno != null) {
                 dirs.put(dirIno, new Timed<>(new ConcurrentHashMap<>(listing), now));
@@ -157,6 +175,44 @@ final class MetaCache {
         }
         Long at = endedAt.get(name);
         return at != null && at > since;
+    }
+
+    /** Whether a deletion of unreachable inode {@code ino} ended at or after generation {@code since}; guarded by {@code this}. */
+    private boolean deletedSince(long ino, long since) {
+        if (since <= deletedFloor) {
+            return true;
+        }
+        Long at = deletedAt.get(ino);
+        return at != null && at >= since;
+    }
+
+    /**
+     * Called after a transaction that deleted inode {@code ino}, which no name leads to, ended
+     * (whether or not it committed), without a {@link #begin}: the inode is dropped, and no
+     * reader or transaction that began before now installs it. Returns false, having cleared
+     * the whole cache, when the notes show the transaction changed more than that inode: a
+     * caller's mistake, which must not leave anything stale.
+     */
+    boolean endUnreachable(long ino, TxnNotes notes) {
+        boolean onlyIt = notes.entries().isEmpty() && notes.created().isEmpty()
+                && notes.written().keySet().stream().allMatch(i -> i == ino) && notes.xattrs().stream().allMatch(i -> i == ino);
+        if (!onlyIt) {
+            clear();
+            return false;
+        }
+        synchronized (this) {
+            attrs.remove(ino);
+            xattrs.remove(ino);
+            dirs.remove(ino);
+            deletedAt.remove(ino); // so that the map stays ordered by end
+            deletedAt.put(ino, generation.get());
+            while (deletedAt.size() > MAX_ENDED) {
+                var oldest = deletedAt.entrySet().iterator();
+                deletedFloor = Math.max(deletedFloor, oldest.next().getValue());
+                oldest.remove();
+            }
+        }
+        return true;
     }
 
     /** Remembers that a transaction that changed {@code name} ended at {@code gen}, forgetting the oldest beyond {@link #MAX_ENDED}. */
@@ -212,7 +268,7 @@ final class MetaCache {
             }
             for (Map.Entry<Long, Attr> w : notes.written().entrySet()) {
                 long ino = w.getKey();
-                if (alone && w.getValue() != null) {
+                if (alone && w.getValue() != null && !deletedSince(ino, began)) {
                     attrs.put(ino, new Timed<>(w.getValue(), now));
                 } else {
                     attrs.remove(ino);
@@ -242,7 +298,9 @@ final class MetaCache {
     void clear() {
         synchronized (this) {
             floor = generation.incrementAndGet();
+            deletedFloor = floor;
             endedAt.clear();
+            deletedAt.clear();
             attrs.clear();
             dirs.clear();
             xattrs.clear();

@@ -39,6 +39,7 @@ import java.util.function.LongConsumer;
  * the inode; the object store side is the data layer's job. Thread-safe.
  */
 public final class MetaEngine implements Closeable {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MetaEngine.class);
     public static final long ROOT = 1;
     /** Chunks a file deletion frees per transaction (each may list many slices). */
     private static final int CHUNKS_PER_DELETE = 16;
@@ -137,6 +138,32 @@ public final class MetaEngine implements Closeable {
             c.end(notes, committed, began); // end keeps none of the notes' collections
             notes.reset();
             lastUsage = null; // this process changed something: statfs reads again
+        }
+    }
+
+    /**
+     * As {@link #mutate}, for a transaction that changes, of what the cache holds, only inode
+     * {@code ino}, which no name leads to (freeing an unlinked file): it does not make the
+     * transactions and reads around it drop what they have ({@link MetaCache#endUnreachable}).
+     */
+    private <T> T mutateUnreachable(long ino, KvStore.Txn<T> body) throws IOException {
+        MetaCache c = cache;
+        if (c == null) {
+            return kv.update(body);
+        }
+        MetaCache.TxnNotes notes = NOTES.get();
+        notes.reset();
+        try {
+            return kv.update(tx -> {
+                notes.reset(); // a retried transaction starts over
+                return body.run(new EntryRecorder(tx, notes));
+            });
+        } finally {
+            if (!c.endUnreachable(ino, notes)) {
+                log.warn("the deletion of inode {} changed more than that inode: in-memory metadata cleared", ino);
+            }
+            notes.reset();
+            lastUsage = null;
         }
     }
 
@@ -1544,7 +1571,7 @@ public final class MetaEngine implements Closeable {
         do {
             long first = from;
             List<long[]> attempt = new ArrayList<>();
-            boolean relinked = mutate(tx -> {
+            boolean relinked = mutateUnreachable(ino, tx -> {
                 attempt.clear(); // a transaction run again starts over
                 believeChunks(tx, ino, java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE)).boxed().toList());
                 byte[] raw = tx.get(inodeKey(ino));

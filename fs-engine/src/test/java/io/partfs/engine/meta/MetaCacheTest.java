@@ -136,4 +136,69 @@ class MetaCacheTest {
         assertNull(cache.dir(1));
         assertNull(cache.xattrs(10));
     }
+
+    /** What the deletion of unreachable inode {@code ino} notes: the inode and its extended attributes gone. */
+    private static MetaCache.TxnNotes deleted(long ino) {
+        MetaCache.TxnNotes n = new MetaCache.TxnNotes();
+        n.written().put(ino, null);
+        n.xattrs().add(ino);
+        return n;
+    }
+
+    @Test
+    void deletionsOfUnreachableInodesLeaveTheTransactionsAndReadsAroundThemAlone() {
+        cache.install(cache.generation(), List.of(file(20, 1), file(21, 1), file(23, 1)), null, null);
+        long t = cache.begin();
+        assertEquals(true, cache.endUnreachable(23, deleted(23)));
+        assertNull(cache.attr(23));
+        cache.end(wrote(file(10, 5)), true, t);
+        assertEquals(5, cache.attr(10).size(), "a deletion of another inode ended meanwhile: still alone");
+
+        long read = cache.generation();
+        cache.endUnreachable(20, deleted(20));
+        cache.install(read, List.of(file(11, 3), file(20, 1)), null, null);
+        assertEquals(3, cache.attr(11).size(), "a read of other inodes installs");
+        assertNull(cache.attr(20), "but not the deleted inode, read before it went");
+        cache.installXattrs(read, 20, Map.of());
+        assertNull(cache.xattrs(20));
+
+        long writer = cache.begin(); // a transaction writing the inode a deletion is about to drop
+        cache.endUnreachable(21, deleted(21));
+        cache.end(wrote(file(21, 9)), true, writer);
+        assertNull(cache.attr(21), "begun before the deletion ended: it may have written what is now gone");
+        cache.install(cache.generation(), List.of(file(22, 1)), null, null);
+        assertEquals(1, cache.attr(22).size(), "readers beginning after the deletion install again");
+    }
+
+    @Test
+    void aDeletionThatChangedMoreThanItsInodeClearsEverything() {
+        cache.install(cache.generation(), List.of(file(10, 1)), 1L, Map.of());
+        MetaCache.TxnNotes more = deleted(20);
+        more.entries().add(new MetaCache.EntryChange(1, "x", null));
+        assertEquals(false, cache.endUnreachable(20, more));
+        assertNull(cache.attr(10));
+        assertNull(cache.dir(1));
+        MetaCache.TxnNotes other = deleted(20);
+        other.written().put(10L, file(10, 4));
+        cache.install(cache.generation(), List.of(file(10, 1)), null, null);
+        assertEquals(false, cache.endUnreachable(20, other), "another inode written");
+        assertNull(cache.attr(10));
+    }
+
+    @Test
+    void readsOlderThanTheRememberedDeletionsInstallNoAttributes() {
+        long read = cache.generation();
+        cache.begin(); // so that the deletions below end after the read began
+        long after = cache.generation();
+        for (int i = 0; i <= MetaCache.MAX_ENDED; i++) {
+            cache.endUnreachable(1000 + i, deleted(1000 + i));
+        }
+        cache.install(read, List.of(file(10, 1)), null, null);
+        assertNull(cache.attr(10), "the read began before the generation (" + read + ") ended");
+        cache.install(after, List.of(file(10, 1)), null, null);
+        assertNull(cache.attr(10), "whether a forgotten deletion was of inode 10 is unknown");
+        cache.begin();
+        cache.install(cache.generation(), List.of(file(10, 1)), null, null);
+        assertEquals(1, cache.attr(10).size());
+    }
 }
