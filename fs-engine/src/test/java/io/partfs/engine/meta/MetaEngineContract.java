@@ -645,6 +645,33 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * ClickHouse removing a part: each unlink queues the file's deletion, which runs in the
+     * background while the next unlinks run. A deletion that began and ended while an unlink
+     * ran changed nothing the unlink wrote: the unlink still keeps it, and the directory's
+     * attributes, listing and the other files are served from memory afterwards.
+     */
+    @Test
+    void aDeletionInTheBackgroundLeavesTheUnlinkItOverlappedCached() throws Exception {
+        io.partfs.engine.testing.CountingKvStore store = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = cachingClient(store);
+        long d = cached.mknod(ROOT, "part", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino();
+        long f0 = cached.mknod(d, "f0", FileType.FILE, 0644, 0, 0, 0, null).ino();
+        cached.mknod(d, "f1", FileType.FILE, 0644, 0, 0, 0, null);
+        cached.mknod(d, "f2", FileType.FILE, 0644, 0, 0, 0, null);
+        cached.commitWrite(f0, List.of(new MetaEngine.ChunkSlice(0, new Slice(cached.nextSliceId(), 100, 0, 100, 0))));
+        cached.unlink(d, "f0");
+        afterNextCommit(store, () -> cached.deleteFileData(f0)); // between the unlink's commit and its end
+        cached.unlink(d, "f1");
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(f0), "the deletion ran");
+        store.reset();
+        assertEquals(meta.getattr(d), cached.getattr(d));
+        assertEquals(meta.readdir(d), cached.readdir(d));
+        assertEquals(meta.getattr(cached.lookup(d, "f2").ino()), cached.lookup(d, "f2"));
+        assertEquals(0, store.reads(), "served from memory: " + store.readsByKind());
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.getattr(f0));
+    }
+
+    /**
      * Threads of one caching client create, write, rename, link, unlink and list in two
      * directories with few names (so they often collide on one), as ClickHouse's inserts,
      * merges and part removals do in a table's directory, with unlinked files deleted in the
