@@ -26,8 +26,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>A per-inode rule (keep what a transaction wrote unless one that changed the same inode
  * ended meanwhile; let reads install what no ended transaction changed) passed every test here
- * but made ClickHouse's IT bring back removed parts after a restart in 3 of 13 runs (the rule
- * before this one: 0 of 7; this one: 0 of 6), cause not found: see benchmarks/RESULTS.md, round 23.
+ * was withdrawn after ClickHouse's IT brought back removed parts after a restart in 3 of 13
+ * runs with it; it then passed 12 of 12, so whether the rule is at fault is open: see
+ * benchmarks/RESULTS.md, rounds 23 and 24.
  *
  * <p>The names changed by ended transactions are remembered for the last {@value #MAX_ENDED};
  * a transaction that began before the oldest forgotten one patches no listing.
