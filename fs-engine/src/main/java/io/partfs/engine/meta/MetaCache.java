@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * by other clients of a shared volume are seen once an entry is older than {@code ttlNanos}.
  *
  * <p>A per-inode rule (keep what a transaction wrote unless one that changed the same inode
- * ended meanwhile; let reads install what no ended transaction changed) passed every test here
+ * ended meanwhile; let reads install what no ended transaction changed) passed every test here but
  * was withdrawn after ClickHouse's IT brought back removed parts after a restart in 3 of 13
  * runs with it; it then passed 12 of 12, so whether the rule is at fault is open: see
  * benchmarks/RESULTS.md, rounds 23 and 24.
