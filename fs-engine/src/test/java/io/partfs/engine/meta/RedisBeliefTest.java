@@ -243,9 +243,8 @@ class RedisBeliefTest {
 
     /**
      * The background deletion of files this client unlinked (ClickHouse removing a part): it
-     * wrote each file's deletion entry, inode and slice list, so each is one script, with no
-     * read before it. A file unlinked while open has a holder in its entry: the belief is wrong,
-     * and the deletion still happens, on real reads.
+     * holds each file's inode (with its length) and slice list, so each is one script, with no
+     * read of the deletion entry before it. A file unlinked while open is deleted once closed.
      */
     @Test
     void deletingFilesThisClientUnlinkedCostsOneScriptEach() throws Exception {
