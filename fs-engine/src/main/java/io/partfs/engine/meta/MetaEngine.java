@@ -128,10 +128,7 @@ public final class MetaEngine implements Closeable {
         boolean committed = false;
         long began = c.begin();
         try {
-            T result = kv.update(tx -> {
-                notes.reset(); // a retried transaction starts over
-                return body.run(new EntryRecorder(tx, notes));
-            });
+            T result = updateNoting(body, notes);
             committed = true;
             return result;
         } finally {
@@ -154,10 +151,7 @@ public final class MetaEngine implements Closeable {
         MetaCache.TxnNotes notes = NOTES.get();
         notes.reset();
         try {
-            return kv.update(tx -> {
-                notes.reset(); // a retried transaction starts over
-                return body.run(new EntryRecorder(tx, notes));
-            });
+            return updateNoting(body, notes);
         } finally {
             if (!c.endUnreachable(ino, notes)) {
                 log.warn("the deletion of inode {} changed more than that inode: in-memory metadata cleared", ino);
@@ -165,6 +159,14 @@ public final class MetaEngine implements Closeable {
             notes.reset();
             lastUsage = null;
         }
+    }
+
+    /** Runs {@code body} in a transaction whose changes are noted in {@code notes} (those of its last attempt). */
+    private <T> T updateNoting(KvStore.Txn<T> body, MetaCache.TxnNotes notes) throws IOException {
+        return kv.update(tx -> {
+            notes.reset(); // a retried transaction starts over
+            return body.run(new EntryRecorder(tx, notes));
+        });
     }
 
     /** A transaction that also notes every directory entry it sets or removes, for {@link MetaCache}. */
