@@ -89,7 +89,7 @@ public final class PartFs implements Closeable {
                         return Double.NaN;
                     }
                 });
-        this.reclaimer = new Reclaimer(meta, chunks);
+        this.reclaimer = new Reclaimer(meta, chunks, config.reclaimDelay());
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
             reclaimer.resumePending();

@@ -20,6 +20,7 @@ public final class PartFsConfig {
     private final boolean writeBack;
     private final java.time.Duration writeBackUploadWait;
     private final java.time.Duration uploadDelay;
+    private final java.time.Duration reclaimDelay;
     private final java.time.Duration metaCacheTtl;
     private final java.time.Duration metaBackupInterval;
     private final io.partfs.engine.metrics.Metrics metrics;
@@ -33,6 +34,7 @@ public final class PartFsConfig {
         this.writeBack = b.writeBack;
         this.writeBackUploadWait = b.writeBackUploadWait;
         this.uploadDelay = b.uploadDelay;
+        this.reclaimDelay = b.reclaimDelay;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.blockCacheBlocks = b.blockCacheBlocks;
@@ -112,6 +114,14 @@ public final class PartFsConfig {
     /** How long after it was staged a write-back block is uploaded (0: at once). */
     public java.time.Duration uploadDelay() { return uploadDelay; }
 
+    /**
+     * How long the background deletion waits after the last file deletion of a burst before it
+     * deletes the freed objects: the files of a part (or of every part a DROP removes) go in
+     * one listing of the freed slices and one DeleteObjects request a thousand objects, not one
+     * each ({@link io.partfs.engine.data.Reclaimer}).
+     */
+    public java.time.Duration reclaimDelay() { return reclaimDelay; }
+
     /** Where write-back blocks wait for their upload: under the block cache directory, or null without one. */
     public Path stagingDir() {
         return blockCacheDir == null ? null : blockCacheDir.resolve(io.partfs.engine.data.BlockCache.STAGING);
@@ -138,7 +148,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -155,6 +165,7 @@ public final class PartFsConfig {
         private boolean writeBack;
         private java.time.Duration writeBackUploadWait = java.time.Duration.ofSeconds(60);
         private java.time.Duration uploadDelay = java.time.Duration.ZERO;
+        private java.time.Duration reclaimDelay = java.time.Duration.ofMillis(200);
         private io.partfs.engine.metrics.Metrics metrics = io.partfs.engine.metrics.Metrics.none();
 
         public Builder metrics(io.partfs.engine.metrics.Metrics m) { this.metrics = java.util.Objects.requireNonNull(m); return this; }
@@ -166,6 +177,8 @@ public final class PartFsConfig {
         public Builder writeBack(boolean b) { this.writeBack = b; return this; }
 
         public Builder uploadDelay(java.time.Duration d) { this.uploadDelay = java.util.Objects.requireNonNull(d); return this; }
+
+        public Builder reclaimDelay(java.time.Duration d) { this.reclaimDelay = java.util.Objects.requireNonNull(d); return this; }
 
         public Builder writeBackUploadWait(java.time.Duration d) { this.writeBackUploadWait = java.util.Objects.requireNonNull(d); return this; }
 
@@ -232,6 +245,9 @@ public final class PartFsConfig {
             if (uploadDelay.isNegative() || (!uploadDelay.isZero() && !writeBack)) {
                 throw new IllegalArgumentException(uploadDelay.isNegative() ? "upload delay must not be negative"
                         : "an upload delay needs write-back (--writeback): without it fsync waits for the upload");
+            }
+            if (reclaimDelay.isNegative() || reclaimDelay.compareTo(java.time.Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("the reclaim delay must be between 0 and 1 hour, not " + reclaimDelay);
             }
             if (capacity <= 0) {
                 throw new IllegalArgumentException("capacity must be positive");

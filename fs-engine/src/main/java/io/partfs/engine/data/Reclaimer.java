@@ -3,8 +3,6 @@ package io.partfs.engine.data;
 import io.partfs.engine.meta.MetaEngine;
 import java.io.Closeable;
 import java.io.IOException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -22,24 +20,37 @@ public final class Reclaimer implements Closeable {
 
     private final MetaEngine meta;
     private final ChunkStore chunks;
-    private final ExecutorService worker = Executors.newSingleThreadExecutor(ChunkStore.daemon("partfs-reclaim"));
+    private final java.util.concurrent.ScheduledThreadPoolExecutor worker =
+            new java.util.concurrent.ScheduledThreadPoolExecutor(1, ChunkStore.daemon("partfs-reclaim"));
+    private final long drainDelayMs;
 
-    public Reclaimer(MetaEngine meta, ChunkStore chunks) {
+    /**
+     * @param drainDelay how long after the last file deletion of a burst the freed slices'
+     *     objects are deleted ({@link #fileOrphaned})
+     */
+    public Reclaimer(MetaEngine meta, ChunkStore chunks, java.time.Duration drainDelay) {
         this.meta = meta;
         this.chunks = chunks;
+        this.drainDelayMs = drainDelay.toMillis();
+        worker.setRemoveOnCancelPolicy(true);
+        worker.setExecuteExistingDelayedTasksAfterShutdownPolicy(false); // close() runs a waiting drain first
     }
 
-    /** File deletions queued and not yet run: the last of a burst drains the freed slices. */
+    /** File deletions queued and not yet run. */
     private final java.util.concurrent.atomic.AtomicInteger queuedFiles = new java.util.concurrent.atomic.AtomicInteger();
     /** File deletions run since the last drain (only the worker thread touches it). */
     private int sinceDrain;
+    /** The drain the last file deletion scheduled, or null (only the worker thread touches it). */
+    private java.util.concurrent.ScheduledFuture<?> drainLater;
     /** Under a steady stream of deletions, drain at least this often. */
-    private static final int DRAIN_EVERY = 256;
+    private static final int DRAIN_EVERY = 1000;
 
     /**
      * Queues the data of an unlinked, closed file for deletion. Its slices' objects are deleted
-     * once no other file deletion is queued behind it (or after {@value #DRAIN_EVERY}):
-     * removing a part's hundred files lists the freed slices once, not a hundred times.
+     * when no other file deletion has come for the drain delay (or after {@value #DRAIN_EVERY}
+     * files): removing a part's hundred files lists the freed slices once and sends one
+     * DeleteObjects request, not one each. Deletions keep pace with the unlinks, so without the
+     * delay the queue would empty after nearly every file.
      */
     public void fileOrphaned(long ino) {
         queuedFiles.incrementAndGet();
@@ -47,9 +58,14 @@ public final class Reclaimer implements Closeable {
             try {
                 dropStaged(meta.deleteFileData(ino));
             } finally {
-                if (queuedFiles.decrementAndGet() == 0 || ++sinceDrain >= DRAIN_EVERY) {
-                    sinceDrain = 0;
+                boolean last = queuedFiles.decrementAndGet() == 0;
+                if (++sinceDrain >= DRAIN_EVERY) {
                     drainSlices();
+                } else if (last) { // the drain waits until no deletion has come for the delay
+                    if (drainLater != null) {
+                        drainLater.cancel(false);
+                    }
+                    drainLater = schedule(this::drainSlices, drainDelayMs);
                 }
             }
         });
@@ -124,9 +140,22 @@ public final class Reclaimer implements Closeable {
         });
     }
 
+    /** Deletes the objects of every freed slice; the worker thread's own, so no drain runs twice at once. */
     private void drainSlices() throws IOException {
+        if (drainLater != null) {
+            drainLater.cancel(false); // a no-op when it is the drain running now
+            drainLater = null;
+        }
+        sinceDrain = 0;
         while (chunks.reclaimSlices(1000) > 0) {
             // keep going until the list is empty
+        }
+    }
+
+    /** A drain waiting for its delay runs now. */
+    private void drainWaiting() throws IOException {
+        if (drainLater != null) {
+            drainSlices();
         }
     }
 
@@ -135,19 +164,26 @@ public final class Reclaimer implements Closeable {
     }
 
     private Future<?> submit(Work w) {
-        return worker.submit(() -> {
+        return schedule(w, 0);
+    }
+
+    private java.util.concurrent.ScheduledFuture<?> schedule(Work w, long delayMs) {
+        return worker.schedule(() -> {
             try {
                 w.run();
             } catch (IOException | RuntimeException | Error e) {
                 log.warn("background deletion failed, will retry at the next deletion or start: {}", e.toString(), e);
             }
-        });
+        }, delayMs, TimeUnit.MILLISECONDS);
     }
 
-    /** Waits until all deletions queued so far are done; for tests and orderly shutdown. */
+    /**
+     * Waits until all deletions queued so far are done, a drain waiting for its delay included
+     * (run now); for tests and orderly shutdown.
+     */
     public void awaitIdle() throws IOException {
         try {
-            submit(() -> { }).get();
+            submit(this::drainWaiting).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while waiting for deletions");
@@ -156,8 +192,13 @@ public final class Reclaimer implements Closeable {
         }
     }
 
+    /** Runs a drain still waiting for its delay at once, then stops once the queue is done. */
     @Override
     public void close() {
+        if (worker.isShutdown()) {
+            return;
+        }
+        submit(this::drainWaiting);
         worker.shutdown();
         try {
             if (!worker.awaitTermination(30, TimeUnit.SECONDS)) {

@@ -781,6 +781,38 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * Removing a part's files queues a deletion each; the objects they free are deleted
+     * together, once no deletion has come for the reclaim delay: one DeleteObjects request,
+     * not one a file.
+     */
+    @Test
+    void aBurstOfDeletionsDeletesItsObjectsInOneRequestAfterTheDelay() throws IOException {
+        var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().reclaimDelay(java.time.Duration.ofMinutes(10)).build());
+        for (int i = 0; i < 20; i++) {
+            write(ROOT, "col" + i + ".bin", random(1000 + i, 70 + i));
+        }
+        assertEquals(20, dataObjects().size());
+        store.reset();
+        for (int i = 0; i < 20; i++) {
+            // each file's deletion done before the next unlink, as when deletions keep pace: the queue empties every time
+            fs.unlink(ROOT, "col" + i + ".bin");
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+            while (fs.meta().pendingDeletions().files() > 0) {
+                assertTrue(System.nanoTime() < deadline, "file deletion not done within 60 s: " + fs.meta().pendingDeletions());
+                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
+            }
+        }
+        // the worker runs in order: a drain after any of the first 19 files would have run before the 20th was deleted
+        assertEquals(0, store.deleteRequests(), "no object is deleted while the delay runs");
+        assertEquals(20, dataObjects().size());
+        fs.awaitReclaim(); // runs the waiting drain now
+        assertEquals(1, store.deleteRequests(), "one request for the burst's 20 objects");
+        assertEquals(20, store.deletes());
+        assertEquals(List.of(), dataObjects());
+        assertEquals(new MetaEngine.PendingDeletions(0, 0), fs.meta().pendingDeletions());
+    }
+
+    /**
      * With a trash, the objects of a file deleted, one truncated and one replaced by a rename stay
      * (fsck counts them in the trash, not as leaked, and gc deletes none of them) until the trash
      * time is over; turning the trash off lets the mount's next pass delete them.

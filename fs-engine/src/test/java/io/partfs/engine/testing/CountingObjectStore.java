@@ -15,6 +15,7 @@ public final class CountingObjectStore implements ObjectStore {
     private final List<String> gets = new CopyOnWriteArrayList<>();
     private final java.util.concurrent.atomic.AtomicInteger puts = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicInteger deletes = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger deleteRequests = new java.util.concurrent.atomic.AtomicInteger();
     private volatile boolean failPuts;
     private final java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CountDownLatch[]> held =
             new java.util.concurrent.atomic.AtomicReference<>();
@@ -32,6 +33,7 @@ public final class CountingObjectStore implements ObjectStore {
         gets.clear();
         puts.set(0);
         deletes.set(0);
+        deleteRequests.set(0);
     }
 
     /** PUTs tried since creation or the last {@link #reset()}, failed ones included. */
@@ -42,6 +44,11 @@ public final class CountingObjectStore implements ObjectStore {
     /** DELETEs asked for since creation or the last {@link #reset()}. */
     public int deletes() {
         return deletes.get();
+    }
+
+    /** Requests that deleted objects (one DeleteObjects of many keys counts once) since creation or the last {@link #reset()}. */
+    public int deleteRequests() {
+        return deleteRequests.get();
     }
 
     /** From now on every PUT fails (true) or goes through again (false). */
@@ -93,7 +100,17 @@ public final class CountingObjectStore implements ObjectStore {
     @Override
     public void delete(String key) throws IOException {
         deletes.incrementAndGet();
+        deleteRequests.incrementAndGet();
         real.delete(key);
+    }
+
+    @Override
+    public void deleteAll(List<String> keys) throws IOException {
+        if (!keys.isEmpty()) {
+            deletes.addAndGet(keys.size());
+            deleteRequests.incrementAndGet();
+        }
+        real.deleteAll(keys);
     }
 
     @Override
