@@ -122,6 +122,18 @@ public interface KvStore extends java.io.Closeable {
             }
         }
 
+        /**
+         * Hands every field of several hashes to {@code each} as {@link #scanHash} does, hash by
+         * hash and a page at a time, holding no more than about {@value #SCAN_PAGE_FIELDS} fields
+         * in memory, in as few requests as the store allows: for dumps, which read every
+         * directory (most small, some with a million entries). A page never mixes two hashes.
+         */
+        default void scanHashes(java.util.List<String> hashes, HashPage each) throws IOException {
+            for (String h : hashes) {
+                scanHash(h, page -> each.accept(h, page));
+            }
+        }
+
         /** Values of several plain keys in one request (null where missing), in the order asked. */
         default java.util.List<byte[]> getAll(java.util.List<String> keys) throws IOException {
             java.util.List<byte[]> out = new java.util.ArrayList<>(keys.size());
@@ -162,6 +174,15 @@ public interface KvStore extends java.io.Closeable {
         /** As {@link #believe}, for one field of a hash. */
         default void believeField(String hash, String field, byte[] value) {
         }
+    }
+
+    /** About how many fields {@link Reader#scanHashes} holds at once. */
+    int SCAN_PAGE_FIELDS = 10_000;
+
+    /** A page of the fields of one of several hashes, from {@link Reader#scanHashes}. */
+    @FunctionalInterface
+    interface HashPage {
+        void accept(String hash, Map<String, byte[]> fields) throws IOException;
     }
 
     /** A page of a hash's fields and their values, from {@link Reader#scanHash}. */

@@ -141,12 +141,11 @@ public final class MetaDump {
         if (names.isEmpty()) {
             return;
         }
-        List<Map<String, byte[]>> all = r.hgetAllMany(names);
-        for (int i = 0; i < names.size(); i++) {
-            for (Map.Entry<String, byte[]> e : all.get(i).entrySet()) {
-                sink.field(names.get(i), e.getKey(), e.getValue());
+        r.scanHashes(names, (hash, page) -> { // a page at a time: a directory may hold a million entries
+            for (Map.Entry<String, byte[]> e : page.entrySet()) {
+                sink.field(hash, e.getKey(), e.getValue());
             }
-        }
+        });
     }
 
     /** Writes records and counts them. */

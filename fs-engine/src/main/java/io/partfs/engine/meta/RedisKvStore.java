@@ -326,6 +326,56 @@ public final class RedisKvStore implements KvStore {
             } while (!cursor.isFinished());
         }
 
+        /**
+         * Outside transactions: every hash's HLEN in one pipelined round trip; then the hashes of
+         * up to a thousand fields read whole, pipelined, in groups of at most
+         * {@value KvStore#SCAN_PAGE_FIELDS} fields, and longer ones with HSCAN.
+         */
+        @Override
+        public void scanHashes(java.util.List<String> hashes, HashPage each) throws IOException {
+            if (watch || hashes.size() < 2) {
+                Reader.super.scanHashes(hashes, each);
+                return;
+            }
+            var async = shared.async();
+            java.util.List<io.lettuce.core.RedisFuture<Long>> lengths = new java.util.ArrayList<>(hashes.size());
+            for (String h : hashes) {
+                lengths.add(async.hlen(b(h)));
+            }
+            java.util.List<String> group = new java.util.ArrayList<>();
+            long grouped = 0;
+            for (int i = 0; i < hashes.size(); i++) {
+                String hash = hashes.get(i);
+                long n;
+                try {
+                    n = await(lengths.get(i));
+                } catch (RedisException e) {
+                    throw wrap("HLEN", e);
+                }
+                if (n > 1000) {
+                    scanHash(hash, page -> each.accept(hash, page));
+                } else if (n > 0) {
+                    if (grouped + n > SCAN_PAGE_FIELDS) {
+                        readWhole(group, each);
+                        group.clear();
+                        grouped = 0;
+                    }
+                    group.add(hash);
+                    grouped += n;
+                }
+            }
+            readWhole(group, each);
+        }
+
+        private void readWhole(java.util.List<String> group, HashPage each) throws IOException {
+            java.util.List<Map<String, byte[]>> all = hgetAllMany(group);
+            for (int i = 0; i < group.size(); i++) {
+                if (!all.get(i).isEmpty()) {
+                    each.accept(group.get(i), all.get(i));
+                }
+            }
+        }
+
         /** Outside transactions the requests are pipelined: one round trip for all of them. */
         @Override
         public java.util.List<Map<String, byte[]>> hgetAllMany(java.util.List<String> hashes) throws IOException {

@@ -108,6 +108,44 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void scanHashesHandsEveryFieldOfEveryHashInPagesOfOneHashEach() throws Exception {
+        KvStore kv = meta.store();
+        java.util.Map<String, Integer> sizes = new java.util.LinkedHashMap<>();
+        sizes.put("one", 1);
+        sizes.put("missing", 0);
+        sizes.put("large", 2500); // read in pages, not whole
+        sizes.put("almost", 1000);
+        for (int i = 0; i < 25; i++) {
+            sizes.put("dir" + i, 500); // 12,500 fields: read whole, in more than one group
+        }
+        kv.update(tx -> {
+            sizes.forEach((h, n) -> {
+                for (int f = 0; f < n; f++) {
+                    tx.hset(h, h + "/" + f, (h + f).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                }
+            });
+            return null;
+        });
+        java.util.Map<String, Integer> seen = new java.util.HashMap<>();
+        List<Integer> pages = new ArrayList<>();
+        kv.read(r -> {
+            r.scanHashes(List.copyOf(sizes.keySet()), (hash, page) -> {
+                pages.add(page.size());
+                page.forEach((f, v) -> {
+                    assertTrue(f.startsWith(hash + "/"), f + " handed over as a field of " + hash);
+                    assertEquals(hash + f.substring(hash.length() + 1), new String(v, java.nio.charset.StandardCharsets.UTF_8));
+                    seen.merge(hash, 1, Integer::sum);
+                });
+            });
+            return null;
+        });
+        java.util.Map<String, Integer> expected = new java.util.HashMap<>(sizes);
+        expected.remove("missing");
+        assertEquals(expected, seen, "every field once (Redis may hand one over twice only while it changes)");
+        assertTrue(pages.stream().allMatch(n -> n <= 1000), "no page larger than a thousand fields: " + pages);
+    }
+
+    @Test
     void scanKeysFindsEveryKeyWithThePrefixAcrossPagesAndTakesGlobCharactersLiterally() throws Exception {
         KvStore kv = meta.store();
         kv.update(tx -> {
