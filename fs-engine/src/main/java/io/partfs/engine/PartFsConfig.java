@@ -117,8 +117,8 @@ public final class PartFsConfig {
     /**
      * How long the background deletion waits after the last file deletion of a burst before it
      * deletes the freed objects: the files of a part (or of every part a DROP removes) go in
-     * one listing of the freed slices and one DeleteObjects request a thousand objects, not one
-     * each ({@link io.partfs.engine.data.Reclaimer}).
+     * one listing of the freed slices and one DeleteObjects request per thousand objects, not
+     * one each ({@link io.partfs.engine.data.Reclaimer}).
      */
     public java.time.Duration reclaimDelay() { return reclaimDelay; }
 

@@ -124,9 +124,10 @@ public interface KvStore extends java.io.Closeable {
 
         /**
          * Hands every field of several hashes to {@code each} as {@link #scanHash} does, hash by
-         * hash and a page at a time, holding no more than about {@value #SCAN_PAGE_FIELDS} fields
-         * in memory, in as few requests as the store allows: for dumps, which read every
-         * directory (most small, some with a million entries). A page never mixes two hashes.
+         * hash and a page at a time, in as few requests as the store allows and, where it allows,
+         * holding no more than about {@value #SCAN_PAGE_FIELDS} fields in memory: for dumps, which
+         * read every directory (most small, some with a million entries). A page never mixes two
+         * hashes.
          */
         default void scanHashes(java.util.List<String> hashes, HashPage each) throws IOException {
             for (String h : hashes) {
