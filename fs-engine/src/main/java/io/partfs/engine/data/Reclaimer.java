@@ -59,8 +59,8 @@ public final class Reclaimer implements Closeable {
                 dropStaged(meta.deleteFileData(ino));
             } finally {
                 boolean last = queuedFiles.decrementAndGet() == 0;
-                if (++sinceDrain >= DRAIN_EVERY) {
-                    drainSlices();
+                if (++sinceDrain >= DRAIN_EVERY || (last && worker.isShutdown())) {
+                    drainSlices(); // (closing: nothing can be scheduled, and close() waits for this)
                 } else if (last) { // the drain waits until no deletion has come for the delay
                     if (drainLater != null) {
                         drainLater.cancel(false);

@@ -812,6 +812,22 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(new MetaEngine.PendingDeletions(0, 0), fs.meta().pendingDeletions());
     }
 
+    /** Unmounting right after a burst of unlinks deletes their objects before it returns, not at the next mount. */
+    @Test
+    void closingRightAfterUnlinksDeletesTheirObjects() throws IOException {
+        for (int i = 0; i < 20; i++) {
+            write(ROOT, "f" + i, random(100 + i, 90 + i));
+        }
+        assertEquals(20, dataObjects().size());
+        for (int i = 0; i < 20; i++) {
+            fs.unlink(ROOT, "f" + i);
+        }
+        fs.close();
+        assertEquals(List.of(), dataObjects());
+        fs = volume.open();
+        assertEquals(new MetaEngine.PendingDeletions(0, 0), fs.meta().pendingDeletions());
+    }
+
     /**
      * With a trash, the objects of a file deleted, one truncated and one replaced by a rename stay
      * (fsck counts them in the trash, not as leaked, and gc deletes none of them) until the trash
