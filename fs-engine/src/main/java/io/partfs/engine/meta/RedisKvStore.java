@@ -62,8 +62,6 @@ public final class RedisKvStore implements KvStore {
     private final StatefulRedisConnection<byte[], byte[]> shared;
     private final BlockingQueue<StatefulRedisConnection<byte[], byte[]>> pool = new ArrayBlockingQueue<>(POOL_SIZE);
     private final AtomicInteger created = new AtomicInteger();
-    /** Blocking connections for one-script transactions, or null (TLS, Sentinel): see {@link ScriptLane}. */
-    private final ScriptLane lane;
 
     /**
      * Connects to {@code redis://[user:password@]host:port/db} (or {@code rediss://}, or
@@ -90,8 +88,6 @@ public final class RedisKvStore implements KvStore {
         this.resources = io.lettuce.core.resource.DefaultClientResources.create();
         this.client = RedisClient.create(resources, uri);
         this.uri = uri;
-        // -Dpartfs.redis.lane=false sends these scripts through lettuce too (to compare the two)
-        this.lane = Boolean.parseBoolean(System.getProperty("partfs.redis.lane", "true")) ? ScriptLane.forUri(uri, COMMAND_TIMEOUT) : null;
         try {
             this.shared = client.connect(ByteArrayCodec.INSTANCE);
         } catch (RuntimeException e) {
@@ -443,7 +439,7 @@ public final class RedisKvStore implements KvStore {
      * its checks and writes as one script ({@link #CHECK_AND_WRITE}) inside the MULTI/EXEC, or
      * alone when it WATCHed nothing: STALE_BELIEF, with nothing written, when a belief was wrong.
      */
-    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf, boolean watched) throws IOException {
+    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf, boolean watched) {
         boolean believed = !buf.beliefsUsed().isEmpty();
         if (buf.isEmpty() && !believed) {
             try {
@@ -454,9 +450,6 @@ public final class RedisKvStore implements KvStore {
             return Outcome.COMMITTED;
         }
         io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
-        if (believed && !watched && lane != null) {
-            return commitOnLane(buf);
-        }
         if (believed && !watched) {
             // Every read was answered by a belief, so nothing is WATCHed and the script, atomic
             // on its own, is the whole transaction: two commands fewer for client and server.
@@ -526,27 +519,6 @@ public final class RedisKvStore implements KvStore {
         return Outcome.COMMITTED;
     }
 
-    /**
-     * The whole transaction as one script on a blocking connection of its own ({@link ScriptLane}):
-     * nothing is WATCHed, so it needs no particular connection.
-     */
-    private Outcome commitOnLane(TxnBuffer buf) throws IOException {
-        Script script = Script.of(buf);
-        Object reply;
-        try {
-            reply = lane.evalsha(CHECK_AND_WRITE_SHA1, CHECK_AND_WRITE_BYTES, script.keys(), script.args());
-        } catch (ScriptLane.NotSent e) {
-            throw new NotSent(e); // run again on lettuce once its connection is up
-        } catch (IOException e) {
-            throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
-                    + " committed: it may or may not have been applied (" + rootMessage(e) + ")", e);
-        }
-        if (reply instanceof ScriptLane.ErrorReply e) {
-            return refused(new RedisCommandExecutionException(e.message()), "");
-        }
-        return Long.valueOf(1).equals(reply) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
-    }
-
     /** Sends {@link #CHECK_AND_WRITE} with the beliefs and writes of {@code buf}. */
     private static io.lettuce.core.RedisFuture<Object> sendScript(io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async,
                                                                   TxnBuffer buf) {
@@ -604,19 +576,6 @@ public final class RedisKvStore implements KvStore {
             end
             return 1
             """;
-
-    private static final byte[] CHECK_AND_WRITE_BYTES = CHECK_AND_WRITE.getBytes(StandardCharsets.UTF_8);
-    /** The SHA-1 by which Redis knows the script once it ran it (EVALSHA), in hex. */
-    private static final byte[] CHECK_AND_WRITE_SHA1 = sha1Hex(CHECK_AND_WRITE_BYTES);
-
-    private static byte[] sha1Hex(byte[] b) {
-        try {
-            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-1").digest(b))
-                    .getBytes(StandardCharsets.US_ASCII);
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-1 is a standard JDK algorithm", e);
-        }
-    }
 
     /** The KEYS and ARGV of {@link #CHECK_AND_WRITE} for one transaction. */
     private record Script(byte[][] keys, byte[][] args) {
@@ -874,9 +833,6 @@ public final class RedisKvStore implements KvStore {
             c.close();
         }
         shared.close();
-        if (lane != null) {
-            lane.close();
-        }
         shutdownClients();
     }
 

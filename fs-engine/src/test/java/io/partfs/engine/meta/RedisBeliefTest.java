@@ -73,11 +73,6 @@ class RedisBeliefTest {
         return m.find() ? Long.parseLong(m.group(1)) : 0;
     }
 
-    /** Scripts the server ran so far: EVALSHA on PartFS's blocking lane, EVAL through lettuce. */
-    private static long scripts() {
-        return calls("eval") + calls("evalsha");
-    }
-
     /**
      * Reads a transaction made itself: each WATCHes its key first, and batches (MGET, HGETALL)
      * are never sent by the script. (Commandstats counts the script's own GETs and HGETs too.)
@@ -95,7 +90,7 @@ class RedisBeliefTest {
             return null;
         });
         long reads = realReads();
-        long evals = scripts();
+        long evals = calls("eval");
         AtomicInteger runs = new AtomicInteger();
         kv.update(tx -> {
             runs.incrementAndGet();
@@ -112,7 +107,7 @@ class RedisBeliefTest {
         });
         assertEquals(1, runs.get());
         assertEquals(reads, realReads(), "nothing read outside the script");
-        assertEquals(evals + 1, scripts());
+        assertEquals(evals + 1, calls("eval"));
         assertArrayEquals(b("F"), kv.read(r -> r.get("out")));
         assertEquals(5L, (long) kv.read(r -> r.counter("n")));
     }
@@ -210,7 +205,7 @@ class RedisBeliefTest {
             meta.nextSliceId(); // the id batches are taken: their INCRBYs are not what this counts
             meta.mknod(dir, "warm", FileType.FILE, 0644, 0, 0, 0, null);
             long reads = realReads();
-            long evals = scripts();
+            long evals = calls("eval");
             long execs = calls("exec");
             int files = 10;
             for (int i = 0; i < files; i++) {
@@ -220,7 +215,7 @@ class RedisBeliefTest {
             }
             assertEquals(reads, realReads(),
                     "a new directory is known empty and each file's inode and chunk are known: nothing read");
-            assertEquals(evals + 2L * files, scripts(), "one script per create and per commit");
+            assertEquals(evals + 2L * files, calls("eval"), "one script per create and per commit");
             assertEquals(execs, calls("exec"), "each alone: it WATCHed nothing, so no MULTI/EXEC around it");
             assertEquals(100, meta.lookup(dir, "f7").size());
 
@@ -230,7 +225,7 @@ class RedisBeliefTest {
             meta.setOrphanListener(ino -> { });
             meta.readdir(MetaEngine.ROOT);
             reads = realReads();
-            long evalsBefore = scripts();
+            long evalsBefore = calls("eval");
             long execsBefore = calls("exec");
             meta.rename(MetaEngine.ROOT, "part", MetaEngine.ROOT, "all_1_1_0", 0);
             assertEquals(reads, realReads(), "a rename of listed names reads nothing");
@@ -240,7 +235,7 @@ class RedisBeliefTest {
                 meta.unlink(dir, "f" + i);
             }
             assertEquals(reads, realReads(), "unlinks of listed names read nothing either");
-            assertEquals(evalsBefore + 1 + files, scripts(), "one script per rename and per unlink");
+            assertEquals(evalsBefore + 1 + files, calls("eval"), "one script per rename and per unlink");
             assertEquals(execsBefore, calls("exec"));
             assertEquals(List.of("warm"), meta.readdir(dir).stream().map(io.partfs.engine.DirEntry::name).toList());
         }
@@ -269,14 +264,14 @@ class RedisBeliefTest {
             assertEquals(files, unlinked.size());
             counting.reset();
             long reads = realReads();
-            long evals = scripts();
+            long evals = calls("eval");
             long execs = calls("exec");
             for (long ino : unlinked) {
                 assertEquals(List.of(), meta.deleteFileData(ino), "no trash: nothing returned");
             }
             assertEquals(0, counting.reads(), "no read before the transactions: " + counting.readsByKind());
             assertEquals(reads, realReads(), "and none in them");
-            assertEquals(evals + files, scripts(), "one script per deleted file");
+            assertEquals(evals + files, calls("eval"), "one script per deleted file");
             assertEquals(execs, calls("exec"));
             assertEquals(List.of(), meta.pendingFileDeletions());
             assertEquals(files, meta.pendingSliceDeletions(100).size(), "every slice awaits its object's deletion");
@@ -350,71 +345,6 @@ class RedisBeliefTest {
                 });
                 assertEquals(round == 1 ? 2 : 1, runs.get(), "refused once, then no script is tried");
                 assertArrayEquals(next, kv.read(r -> r.get("k")));
-            }
-        }
-    }
-
-    // ---- the blocking lane for one-script transactions (ScriptLane) ----
-
-    /** A one-script transaction: it believes "k" holds {@code was} and writes {@code now}. */
-    private void swap(RedisKvStore store, String was, String now) throws IOException {
-        store.update(tx -> {
-            tx.believe("k", was == null ? null : b(was));
-            assertEquals(was, tx.get("k") == null ? null : new String(tx.get("k"), StandardCharsets.UTF_8));
-            tx.put("k", b(now));
-            return null;
-        });
-    }
-
-    @Test
-    void oneScriptTransactionsGoOnTheBlockingLaneByItsHash() throws Exception {
-        long lane = calls("evalsha");
-        long reads = realReads();
-        swap(kv, null, "1");
-        swap(kv, "1", "2");
-        assertEquals(lane + 2, calls("evalsha"), "EVALSHA on the lane, not EVAL through lettuce");
-        assertEquals(reads, realReads());
-        assertArrayEquals(b("2"), kv.read(r -> r.get("k")));
-    }
-
-    @Test
-    void aFlushedScriptCacheIsRefilledOnTheSameConnection() throws Exception {
-        swap(kv, null, "1");
-        adminConn.sync().scriptFlush(); // what a Redis restart does to the server's scripts
-        long evals = calls("eval");
-        long reads = realReads();
-        swap(kv, "1", "2");
-        assertEquals(evals + 1, calls("eval"), "NOSCRIPT, so the script itself once");
-        assertEquals(reads, realReads(), "no transaction ran again on real reads");
-        long lane = calls("evalsha");
-        swap(kv, "2", "3");
-        assertEquals(lane + 1, calls("evalsha"), "known again by its hash");
-        assertArrayEquals(b("3"), kv.read(r -> r.get("k")));
-    }
-
-    @Test
-    void laneConnectionsTheServerClosedWhileIdleAreReplacedBeforeUse() throws Exception {
-        swap(kv, null, "1");
-        // every client connection but the admin's: the lane's pooled socket and lettuce's alike
-        adminConn.sync().clientKill(io.lettuce.core.KillArgs.Builder.typeNormal().skipme(true));
-        for (int i = 2; i <= 5; i++) {
-            swap(kv, String.valueOf(i - 1), String.valueOf(i)); // no "may or may not have been applied"
-        }
-        assertArrayEquals(b("5"), kv.read(r -> r.get("k")));
-    }
-
-    @Test
-    void theLaneLogsInAndSelectsTheDatabaseOfTheUrl() throws Exception {
-        try (RedisServer secured = RedisServer.start("--requirepass", "lane-password");
-             RedisKvStore store = new RedisKvStore("redis://:lane-password@127.0.0.1:" + secured.port() + "/7")) {
-            swap(store, null, "1");
-            swap(store, "1", "2");
-            assertArrayEquals(b("2"), store.read(r -> r.get("k")));
-            RedisClient check = RedisClient.create("redis://:lane-password@127.0.0.1:" + secured.port() + "/7");
-            try (StatefulRedisConnection<String, String> c = check.connect()) {
-                assertEquals("2", c.sync().get("k"), "written in database 7");
-            } finally {
-                check.shutdown();
             }
         }
     }
