@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -81,8 +82,10 @@ public final class PartFs implements Closeable {
                 () -> pendingDeletions(meta, MetaEngine.PendingDeletions::files));
         config.metrics().gauge("partfs_deletions_pending_slices", "Slices whose objects await deletion (whole volume).",
                 () -> pendingDeletions(meta, MetaEngine.PendingDeletions::slices));
-        config.metrics().gauge("partfs_trash_slices", "Slices freed whose objects the volume's trash keeps until its time is over.",
-                () -> {
+        // Counting the trash reads every entry on RocksDB (about 0.2 s a million slices): once a minute at most.
+        config.metrics().sampledGauge("partfs_trash_slices",
+                "Slices freed whose objects the volume's trash keeps until its time is over (counted at most once a minute).",
+                TimeUnit.MINUTES.toNanos(1), () -> {
                     try {
                         return meta.trash().slices();
                     } catch (IOException e) {

@@ -116,6 +116,35 @@ public final class Metrics {
         family(name, help, Kind.GAUGE, new String[0]).series.put(List.of(), value);
     }
 
+    /**
+     * A gauge for a value that is costly to read (counting a table of a million entries): the
+     * value read is kept for {@code maxAgeNanos} and scrapes within that time get it again, so
+     * a scrape every few seconds does not do the work every few seconds.
+     */
+    public void sampledGauge(String name, String help, long maxAgeNanos, DoubleSupplier value) {
+        gauge(name, help, sampled(maxAgeNanos, System::nanoTime, value));
+    }
+
+    /** {@code value}, read again only when the last read is {@code maxAgeNanos} old by {@code clock}. */
+    static DoubleSupplier sampled(long maxAgeNanos, java.util.function.LongSupplier clock, DoubleSupplier value) {
+        return new DoubleSupplier() {
+            private boolean read;
+            private long readAt;
+            private double last;
+
+            @Override
+            public synchronized double getAsDouble() {
+                long now = clock.getAsLong();
+                if (!read || now - readAt >= maxAgeNanos) {
+                    last = value.getAsDouble();
+                    readAt = now;
+                    read = true;
+                }
+                return last;
+            }
+        };
+    }
+
     /** A counter whose value is kept elsewhere (cache hits counted by the cache itself). */
     public void counterFrom(String name, String help, DoubleSupplier value) {
         family(name, help, Kind.COUNTER, new String[0]).series.put(List.of(), value);

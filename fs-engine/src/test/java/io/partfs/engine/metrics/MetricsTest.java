@@ -38,6 +38,25 @@ class MetricsTest {
     }
 
     @Test
+    void aSampledGaugeReadsItsValueAgainOnlyWhenTheLastReadIsOldEnough() {
+        long[] now = {1_000};
+        int[] reads = {0};
+        java.util.function.DoubleSupplier g = Metrics.sampled(100, () -> now[0], () -> ++reads[0]);
+        assertEquals(1, g.getAsDouble());
+        now[0] += 99;
+        assertEquals(1, g.getAsDouble(), "within the age: the value read before");
+        assertEquals(1, reads[0]);
+        now[0] += 1;
+        assertEquals(2, g.getAsDouble(), "as old as the age: read again");
+        assertEquals(2, g.getAsDouble());
+        assertEquals(2, reads[0]);
+
+        Metrics m = new Metrics();
+        m.sampledGauge("t_costly", "Costly.", 60_000_000_000L, () -> 7);
+        assertTrue(m.scrape().contains("t_costly 7"), m.scrape());
+    }
+
+    @Test
     void meteredObjectStoreCountsRequestsBytesAndErrorsButNotMissingKeys() throws Exception {
         Path dir = Files.createTempDirectory("partfs-metrics-");
         try {
