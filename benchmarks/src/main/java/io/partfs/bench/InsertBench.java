@@ -141,6 +141,8 @@ public final class InsertBench implements Callable<Integer> {
                 ch.query("CREATE DATABASE bench");
                 ch.query(createTable());
                 Map<String, Double> before = m.pid > 0 ? SidecarMetrics.scrape(stack.httpPort) : Map.of();
+                double chCpu0 = Procs.cpuSeconds(ch.pid());
+                double sidecarCpu0 = m.pid > 0 ? Procs.cpuSeconds(m.pid) : Double.NaN;
                 for (int i = 0; i < inserts; i++) {
                     long t0 = System.nanoTime();
                     ch.query(insert(i));
@@ -150,6 +152,9 @@ public final class InsertBench implements Callable<Integer> {
                                 ch.query("SELECT count() FROM system.parts WHERE active AND table = 'ins'").trim());
                     }
                 }
+                // on shared cores, CPU the filesystem spends is time ClickHouse waits for
+                Stack.progress("  CPU per INSERT: ClickHouse %.3f s%s", (Procs.cpuSeconds(ch.pid()) - chCpu0) / inserts,
+                        m.pid > 0 ? String.format(Locale.ROOT, ", sidecar %.3f s", (Procs.cpuSeconds(m.pid) - sidecarCpu0) / inserts) : "");
                 if (m.pid > 0) {
                     Stack.progress("  during the INSERTs%s", SidecarMetrics.summary(SidecarMetrics.delta(before, SidecarMetrics.scrape(stack.httpPort))));
                 }
