@@ -125,6 +125,14 @@ final class MountCommand implements Callable<Integer> {
                     "cannot read it, and losing the local disk loses it. Off by default."})
     boolean writeBack;
 
+    @Option(names = "--defer-part-close", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = {"A close of a file in a directory named tmp_* that this mount made (ClickHouse writing a",
+                    "part) starts the upload and returns; the directory's rename waits for all of them and fails",
+                    "if one failed, so a part exists only once its files are committed. An INSERT's files then",
+                    "upload side by side instead of one after another. On by default; --no-defer-part-close",
+                    "makes every close wait for its own upload."})
+    boolean deferPartClose;
+
     @Option(names = "--backup-meta", paramLabel = "SECONDS", defaultValue = "3600",
             description = {"Back the volume's metadata up into its object store this often (default: ${DEFAULT-VALUE}; 0: never),",
                     "under <volume>/meta/, thinned to all of two days, one a day for two weeks, one a week for two",
@@ -280,7 +288,7 @@ final class MountCommand implements Callable<Integer> {
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
         return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).blockCacheBlocks(cacheItems).ioThreads(ioThreads)
-                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).writeBack(writeBack)
+                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).writeBack(writeBack).deferPartFlushes(deferPartClose)
                 .uploadDelay(java.time.Duration.ofMillis(Math.round(uploadDelay * 1000)))
                 .metaBackupInterval(java.time.Duration.ofMillis(Math.round(backupMeta * 1000)))
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))

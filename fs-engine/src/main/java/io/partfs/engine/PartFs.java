@@ -41,6 +41,8 @@ public final class PartFs implements Closeable {
     private final ObjectStore objects;
     private final ChunkStore chunks;
     private final Reclaimer reclaimer;
+    /** Deferred closes in temporary part directories; null when turned off or read-only. */
+    private final PartFlushes partFlushes;
     private final PartFsConfig config;
     private final VolumeFormat format;
     private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
@@ -93,6 +95,7 @@ public final class PartFs implements Closeable {
                     }
                 });
         this.reclaimer = new Reclaimer(meta, chunks, config.reclaimDelay());
+        this.partFlushes = config.deferPartFlushes() && !config.readOnly() ? new PartFlushes() : null;
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
             reclaimer.resumePending();
@@ -144,6 +147,8 @@ public final class PartFs implements Closeable {
         final long ino;
         final int flags;
         volatile long lastReadEnd = -1;
+        /** The temporary part directory the file was created in, whose rename its close's flush may wait for; 0 if none. */
+        volatile long partDir;
 
         Handle(long ino, int flags) {
             this.ino = ino;
@@ -167,31 +172,43 @@ public final class PartFs implements Closeable {
         return h;
     }
 
-    /** Attributes with the size of writes still buffered in this process. */
-    private Attr withPending(Attr a) {
+    /**
+     * Attributes with the size of writes still buffered in this process. {@code flushesBefore}
+     * is {@link ChunkStore#flushesDone} taken before {@code a} was read: when a flush ended since,
+     * its writer may be gone with {@code a} older than its commit, so they are read again (from
+     * the cache: the commit left them there). Closes whose flush runs on while ClickHouse stats
+     * the part's files (see PartFlushes) made this window real.
+     */
+    private Attr withPending(Attr a, long flushesBefore) throws IOException {
         long pending = chunks.pendingEnd(a.ino());
+        if (pending == ChunkStore.RETIRED || (pending < 0 && chunks.flushesDone() != flushesBefore && a.type() == FileType.FILE)) {
+            return meta.getattr(a.ino());
+        }
         return pending > a.size() ? a.withSize(pending) : a;
     }
 
     // ---- names and attributes ----
 
     public Attr getattr(long ino) throws IOException {
-        return withPending(meta.getattr(ino));
+        long flushes = chunks.flushesDone();
+        return withPending(meta.getattr(ino), flushes);
     }
 
     /** The attributes of several inodes ({@link MetaEngine#getattrs}), null where one is gone. */
     public Attr[] getattrs(long[] inos) throws IOException {
+        long flushes = chunks.flushesDone();
         Attr[] out = meta.getattrs(inos);
         for (int i = 0; i < out.length; i++) {
             if (out[i] != null) {
-                out[i] = withPending(out[i]);
+                out[i] = withPending(out[i], flushes);
             }
         }
         return out;
     }
 
     public Attr lookup(long parent, String name) throws IOException {
-        return withPending(meta.lookup(parent, name));
+        long flushes = chunks.flushesDone();
+        return withPending(meta.lookup(parent, name), flushes);
     }
 
     /**
@@ -199,6 +216,7 @@ public final class PartFs implements Closeable {
      * path-based FUSE API.
      */
     public Attr resolve(String path) throws IOException {
+        long flushes = chunks.flushesDone();
         Attr cur = meta.getattr(MetaEngine.ROOT);
         int from = 0;
         int n = path.length();
@@ -214,11 +232,12 @@ public final class PartFs implements Closeable {
             }
             from = to + 1;
         }
-        return withPending(cur);
+        return withPending(cur, flushes);
     }
 
     public Attr setattr(long ino, MetaEngine.SetAttr change) throws IOException {
-        return withPending(meta.setattr(ino, change));
+        long flushes = chunks.flushesDone();
+        return withPending(meta.setattr(ino, change), flushes);
     }
 
     /**
@@ -238,7 +257,11 @@ public final class PartFs implements Closeable {
     }
 
     public Attr mkdir(long parent, String name, int mode, int uid, int gid) throws IOException {
-        return meta.mknod(parent, name, FileType.DIRECTORY, mode, uid, gid, 0, null);
+        Attr a = meta.mknod(parent, name, FileType.DIRECTORY, mode, uid, gid, 0, null);
+        if (partFlushes != null) {
+            partFlushes.made(a.ino(), name);
+        }
+        return a;
     }
 
     /** Creates a special file or an empty regular file. */
@@ -264,20 +287,60 @@ public final class PartFs implements Closeable {
     }
 
     public void unlink(long parent, String name) throws IOException {
+        if (partFlushes != null && partFlushes.tracks(parent)) {
+            partFlushes.awaitQuietly(parent); // a deferred flush must not commit into a file deleted meanwhile
+        }
         meta.unlink(parent, name);
     }
 
     public void rmdir(long parent, String name) throws IOException {
+        long dir = trackedPartDir(parent, name);
+        if (dir != 0) {
+            partFlushes.awaitQuietly(dir);
+        }
         meta.rmdir(parent, name);
+        if (dir != 0) {
+            partFlushes.forget(dir);
+        }
     }
 
-    /** renameat2(2); see {@link MetaEngine#rename}. */
+    /** renameat2(2); see {@link MetaEngine#rename}. A temporary part directory's files are committed first. */
     public void rename(long srcParent, String srcName, long dstParent, String dstName, int flags) throws IOException {
+        long dir = trackedPartDir(srcParent, srcName);
+        if (dir != 0) {
+            partFlushes.await(dir);
+        }
+        if (partFlushes != null && partFlushes.tracks(srcParent)) {
+            partFlushes.await(srcParent); // a file moved out of one
+        }
         meta.rename(srcParent, srcName, dstParent, dstName, flags);
+        if (dir != 0) {
+            partFlushes.forget(dir); // a part now: closes in it flush at once again
+        }
+    }
+
+    /** The inode of {@code parent/name} if it is a temporary part directory with deferred flushes, else 0. */
+    private long trackedPartDir(long parent, String name) throws IOException {
+        if (partFlushes == null || partFlushes.isEmpty() || !PartFlushes.isTemporaryPart(name)) {
+            return 0;
+        }
+        try {
+            long ino = meta.lookup(parent, name).ino();
+            return partFlushes.tracks(ino) ? ino : 0;
+        } catch (FsException.NoSuchEntry e) {
+            return 0; // the operation itself reports it
+        }
     }
 
     public Attr link(long ino, long newParent, String newName) throws IOException {
-        return withPending(meta.link(ino, newParent, newName));
+        if (partFlushes != null && !partFlushes.isEmpty()) {
+            long parent = meta.getattr(ino).parent();
+            if (partFlushes.tracks(parent)) {
+                partFlushes.await(parent); // visible under a second name: committed first
+            }
+        }
+        long flushes = chunks.flushesDone();
+        return withPending(meta.link(ino, newParent, newName), flushes);
     }
 
     // ---- files ----
@@ -302,6 +365,9 @@ public final class PartFs implements Closeable {
             }
         }
         long fh = open(a.ino(), openFlags);
+        if (partFlushes != null && partFlushes.tracks(parent)) {
+            handles.get(fh).partDir = parent;
+        }
         return new Created(getattr(a.ino()), fh);
     }
 
@@ -399,7 +465,21 @@ public final class PartFs implements Closeable {
 
     /** close(2) of one descriptor: makes the handle's writes visible to everyone. */
     public void flush(long fh) throws IOException {
+        Handle h = handle(fh);
+        if (h.partDir != 0 && partFlushes.defer(h.partDir, h.ino, () -> chunks.flush(h.ino))) {
+            return; // the part directory's rename waits for it
+        }
+        chunks.flush(h.ino);
+    }
+
+    /** Commits the handle's file's writes before returning, also in a temporary part directory (for readers of its content). */
+    public void flushNow(long fh) throws IOException {
         chunks.flush(handle(fh).ino);
+    }
+
+    /** True when the file's close was deferred to its temporary part directory's rename (which flushes it). */
+    private boolean deferred(Handle h) {
+        return h.partDir != 0 && partFlushes.tracks(h.partDir);
     }
 
     /**
@@ -407,12 +487,19 @@ public final class PartFs implements Closeable {
      * release, whose close already reported that failure; the data waits for the next flush.
      */
     public void flushUnlessFailed(long fh) throws IOException {
-        chunks.flushUnlessFailed(handle(fh).ino);
+        Handle h = handle(fh);
+        if (!deferred(h)) {
+            chunks.flushUnlessFailed(h.ino);
+        }
     }
 
     /** Makes the file's data and metadata durable. */
     public void fsync(long fh) throws IOException {
-        chunks.flush(handle(fh).ino);
+        Handle h = handle(fh);
+        if (deferred(h)) {
+            partFlushes.await(h.partDir);
+        }
+        chunks.flush(h.ino);
         meta.sync();
     }
 
@@ -422,7 +509,9 @@ public final class PartFs implements Closeable {
             throw new FsException.BadHandle(String.valueOf(fh));
         }
         try {
-            chunks.flushUnlessFailed(h.ino); // a close's failed flush already reported it: the data waits for the next flush
+            if (!deferred(h)) {
+                chunks.flushUnlessFailed(h.ino); // a close's failed flush already reported it: the data waits for the next flush
+            }
         } finally {
             meta.released(h.ino);
         }
@@ -590,6 +679,9 @@ public final class PartFs implements Closeable {
 
     /** Flushes every file and makes metadata durable, as at unmount. */
     public void syncAll() throws IOException {
+        if (partFlushes != null) {
+            partFlushes.awaitAll();
+        }
         chunks.flushAll();
         meta.sync();
     }
@@ -600,7 +692,7 @@ public final class PartFs implements Closeable {
             return; // a second close must not reach RocksDB, which crashes the JVM on a closed handle
         }
         IOException failure = null;
-        for (Closeable c : new Closeable[] {this::endSession, chunks, reclaimer, meta, objects}) {
+        for (Closeable c : new Closeable[] {this::endSession, partFlushes == null ? () -> { } : partFlushes, chunks, reclaimer, meta, objects}) {
             try {
                 c.close();
             } catch (IOException e) {

@@ -18,6 +18,7 @@ public final class PartFsConfig {
     private final boolean readOnly;
     private final AtimeMode atimeMode;
     private final boolean writeBack;
+    private final boolean deferPartFlushes;
     private final java.time.Duration writeBackUploadWait;
     private final java.time.Duration uploadDelay;
     private final java.time.Duration reclaimDelay;
@@ -32,6 +33,7 @@ public final class PartFsConfig {
         this.readOnly = b.readOnly;
         this.atimeMode = b.atimeMode;
         this.writeBack = b.writeBack;
+        this.deferPartFlushes = b.deferPartFlushes;
         this.writeBackUploadWait = b.writeBackUploadWait;
         this.uploadDelay = b.uploadDelay;
         this.reclaimDelay = b.reclaimDelay;
@@ -106,6 +108,12 @@ public final class PartFsConfig {
     public boolean writeBack() { return writeBack; }
 
     /**
+     * Closes in ClickHouse's temporary part directories ({@code tmp_*}, made by this mount)
+     * start their flush and return; the directory's rename waits for them (see PartFlushes).
+     */
+    public boolean deferPartFlushes() { return deferPartFlushes; }
+
+    /**
      * How long closing the volume (unmount) waits for staged blocks to upload while none is
      * uploaded; what is left stays staged and is uploaded at the next open with this cache directory.
      */
@@ -148,7 +156,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -163,6 +171,7 @@ public final class PartFsConfig {
         private boolean readOnly;
         private AtimeMode atimeMode = AtimeMode.NOATIME;
         private boolean writeBack;
+        private boolean deferPartFlushes = true;
         private java.time.Duration writeBackUploadWait = java.time.Duration.ofSeconds(60);
         private java.time.Duration uploadDelay = java.time.Duration.ZERO;
         private java.time.Duration reclaimDelay = java.time.Duration.ofMillis(200);
@@ -175,6 +184,8 @@ public final class PartFsConfig {
         public Builder atimeMode(AtimeMode m) { this.atimeMode = java.util.Objects.requireNonNull(m); return this; }
 
         public Builder writeBack(boolean b) { this.writeBack = b; return this; }
+
+        public Builder deferPartFlushes(boolean b) { this.deferPartFlushes = b; return this; }
 
         public Builder uploadDelay(java.time.Duration d) { this.uploadDelay = java.util.Objects.requireNonNull(d); return this; }
 

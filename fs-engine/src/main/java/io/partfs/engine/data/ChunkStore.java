@@ -215,8 +215,21 @@ public final class ChunkStore implements Closeable {
     public void flush(long ino) throws IOException {
         FileWriter w = writers.get(ino);
         if (w != null && w.flushAndRetire()) {
+            flushesDone.incrementAndGet(); // before the writer is gone: see flushesDone
             writers.remove(ino, w);
         }
+    }
+
+    private final AtomicLong flushesDone = new AtomicLong();
+
+    /**
+     * Counts the writers retired after their commit: attributes read before a flush ended and
+     * the writer looked up after it was gone would miss both the commit and the buffered size,
+     * so a reader that sees this count change in between reads the attributes again (see
+     * PartFs). Counted before the writer is removed, so a reader that finds no writer sees it.
+     */
+    public long flushesDone() {
+        return flushesDone.get();
     }
 
     /**
@@ -290,8 +303,15 @@ public final class ChunkStore implements Closeable {
     /** The end of buffered, not yet committed, data of {@code ino}, or -1. */
     public long pendingEnd(long ino) {
         FileWriter w = writers.get(ino);
-        return w == null ? -1 : w.end();
+        if (w == null) {
+            return -1;
+        }
+        long end = w.end(); // waits for a flush of it in progress
+        return end < 0 ? RETIRED : end;
     }
+
+    /** {@link #pendingEnd} of a file whose writer had nothing buffered, or was flushed while asked: its attributes may be newer. */
+    public static final long RETIRED = -2;
 
     /**
      * Uploads one block in the background; in write-back mode stages it on local disk instead.

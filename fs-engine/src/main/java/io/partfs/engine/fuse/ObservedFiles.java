@@ -107,6 +107,7 @@ final class ObservedFiles {
             return;
         }
         notice("commit", path, () -> {
+            fs.flushNow(fh); // a close in a temporary part directory only started the flush: the entry needs the committed version
             Attr a = fs.getattr(fs.inodeOf(fh));
             if (a.size() <= MAX_OBSERVED_FILE) {
                 byte[] content = fs.readWhole(a);
@@ -123,7 +124,7 @@ final class ObservedFiles {
      * or written through this handle since its last flush.
      */
     byte[] content(String path, long fh) throws IOException {
-        fs.flush(fh);
+        fs.flushNow(fh);
         Attr a = fs.getattr(fs.inodeOf(fh));
         if (a.size() > MAX_OBSERVED_FILE || dirty.containsKey(fh)) {
             return null;

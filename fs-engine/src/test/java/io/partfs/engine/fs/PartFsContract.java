@@ -538,6 +538,101 @@ abstract class PartFsContract extends OnBackends {
         assertArrayEquals(small, readAll(ino("small.bin")));
     }
 
+    /** Creates {@code name} in {@code dir}, writes {@code data} and closes it (flush, as close(2) does); returns its handle, still to release. */
+    long writeAndClose(long dir, String name, byte[] data) throws IOException {
+        long fh = fs.create(dir, name, 0644, RW, 0, 0).fh();
+        fs.write(fh, 0, data, 0, data.length);
+        fs.flush(fh);
+        return fh;
+    }
+
+    @Test
+    void closesInATemporaryPartDirectoryReturnBeforeTheirUploadAndTheRenameWaitsForThem() throws Exception {
+        var store = reopenCounted(TestVolume.defaultConfig(dir));
+        long tmp = fs.mkdir(ROOT, "tmp_insert_all_1_1_0", 0755, 0, 0).ino();
+        byte[] a = random(1000, 21);
+        byte[] b = random(3000, 22);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch arrived = store.holdNextPut(release);
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            long fa = assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () -> writeAndClose(tmp, "a.bin", a),
+                    "the close returned while its upload is held");
+            assertTrue(arrived.await(30, java.util.concurrent.TimeUnit.SECONDS), "a.bin's upload started");
+            long fb = writeAndClose(tmp, "b.bin", b);
+            long ia = fs.inodeOf(fa);
+            // attributes asked while the flush runs wait for it (end of its writer) and carry the size written
+            Future<Attr> stat = pool.submit(() -> fs.getattr(ia));
+            Future<?> rename = pool.submit(() -> {
+                fs.rename(ROOT, "tmp_insert_all_1_1_0", ROOT, "all_1_1_0", 0);
+                return null;
+            });
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> rename.get(300, java.util.concurrent.TimeUnit.MILLISECONDS),
+                    "the rename waits for a.bin's upload");
+            assertEquals(0, fs.meta().getattr(ia).size(), "not committed while its upload is held");
+            release.countDown();
+            rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(a.length, stat.get(30, java.util.concurrent.TimeUnit.SECONDS).size());
+            long part = fs.lookup(ROOT, "all_1_1_0").ino();
+            assertEquals(a.length, fs.meta().getattr(fs.lookup(part, "a.bin").ino()).size(), "committed when the rename returned");
+            assertEquals(b.length, fs.meta().getattr(fs.lookup(part, "b.bin").ino()).size());
+            fs.release(fa);
+            fs.release(fb);
+            assertArrayEquals(a, readAll(fs.lookup(part, "a.bin").ino()));
+            assertArrayEquals(b, readAll(fs.lookup(part, "b.bin").ino()));
+            // a part now: a close in it waits for its own upload again
+            java.util.concurrent.CountDownLatch release2 = new java.util.concurrent.CountDownLatch(1);
+            store.holdNextPut(release2);
+            Future<Long> close = pool.submit(() -> writeAndClose(part, "c.bin", a));
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> close.get(300, java.util.concurrent.TimeUnit.MILLISECONDS),
+                    "a close outside a temporary part directory waits for its upload");
+            release2.countDown();
+            fs.release(close.get(30, java.util.concurrent.TimeUnit.SECONDS));
+        } finally {
+            release.countDown();
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void aFailedDeferredCloseFailsTheRenameOfItsPartUntilTheStoreTakesTheData() throws Exception {
+        var store = reopenCounted(TestVolume.defaultConfig(dir));
+        long tmp = fs.mkdir(ROOT, "tmp_merge_all_1_2_1", 0755, 0, 0).ino();
+        byte[] a = random(1000, 23);
+        store.failPuts(true);
+        long fa = writeAndClose(tmp, "a.bin", a); // returns: its flush fails on the pool
+        IOException e = assertThrows(IOException.class, () -> fs.rename(ROOT, "tmp_merge_all_1_2_1", ROOT, "all_1_2_1", 0));
+        assertTrue(e.getMessage().contains("down"), e.getMessage());
+        assertEquals(tmp, fs.lookup(ROOT, "tmp_merge_all_1_2_1").ino(), "the part was not renamed");
+        assertThrows(IOException.class, () -> fs.rename(ROOT, "tmp_merge_all_1_2_1", ROOT, "all_1_2_1", 0),
+                "nor is it at the next try while the data is not stored");
+        store.failPuts(false);
+        fs.rename(ROOT, "tmp_merge_all_1_2_1", ROOT, "all_1_2_1", 0);
+        long ia = fs.lookup(fs.lookup(ROOT, "all_1_2_1").ino(), "a.bin").ino();
+        assertEquals(a.length, fs.meta().getattr(ia).size(), "committed by the rename that succeeded");
+        fs.release(fa);
+        assertArrayEquals(a, readAll(ia));
+    }
+
+    @Test
+    void removingATemporaryPartWaitsForItsClosesAndLeavesNothingBuffered() throws Exception {
+        reopenCounted(TestVolume.defaultConfig(dir));
+        long tmp = fs.mkdir(ROOT, "tmp_insert_all_3_3_0", 0755, 0, 0).ino();
+        List<Long> handles = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            handles.add(writeAndClose(tmp, "f" + i, random(2000, 30 + i)));
+        }
+        for (long fh : handles) {
+            fs.release(fh);
+        }
+        for (int i = 0; i < 20; i++) {
+            fs.unlink(tmp, "f" + i);
+        }
+        fs.rmdir(ROOT, "tmp_insert_all_3_3_0");
+        assertEquals(0, fs.chunks().bufferedBytes(), "every deferred close ended before the files went");
+        fs.awaitReclaim();
+    }
+
     /** Polls until the write-back staging area is empty; fails after 60 s. */
     void awaitStagingEmpty() {
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
