@@ -174,14 +174,14 @@ public final class PartFs implements Closeable {
 
     /**
      * Attributes with the size of writes still buffered in this process. {@code flushesBefore}
-     * is {@link ChunkStore#flushesDone} taken before {@code a} was read: when a flush ended since,
-     * its writer may be gone with {@code a} older than its commit, so they are read again (from
-     * the cache: the commit left them there). Closes whose flush runs on while ClickHouse stats
+     * is {@link ChunkStore#retirements} taken before {@code a} was read: when the file's flush
+     * ended since, its writer may be gone with {@code a} older than its commit, so they are read
+     * again. Closes whose flush runs on while ClickHouse stats
      * the part's files (see PartFlushes) made this window real.
      */
     private Attr withPending(Attr a, long flushesBefore) throws IOException {
         long pending = chunks.pendingEnd(a.ino());
-        if (pending == ChunkStore.RETIRED || (pending < 0 && chunks.flushesDone() != flushesBefore && a.type() == FileType.FILE)) {
+        if (pending == ChunkStore.RETIRED || (pending < 0 && a.type() == FileType.FILE && chunks.retiredSince(a.ino(), flushesBefore))) {
             return meta.getattr(a.ino());
         }
         return pending > a.size() ? a.withSize(pending) : a;
@@ -190,13 +190,13 @@ public final class PartFs implements Closeable {
     // ---- names and attributes ----
 
     public Attr getattr(long ino) throws IOException {
-        long flushes = chunks.flushesDone();
+        long flushes = chunks.retirements();
         return withPending(meta.getattr(ino), flushes);
     }
 
     /** The attributes of several inodes ({@link MetaEngine#getattrs}), null where one is gone. */
     public Attr[] getattrs(long[] inos) throws IOException {
-        long flushes = chunks.flushesDone();
+        long flushes = chunks.retirements();
         Attr[] out = meta.getattrs(inos);
         for (int i = 0; i < out.length; i++) {
             if (out[i] != null) {
@@ -207,7 +207,7 @@ public final class PartFs implements Closeable {
     }
 
     public Attr lookup(long parent, String name) throws IOException {
-        long flushes = chunks.flushesDone();
+        long flushes = chunks.retirements();
         return withPending(meta.lookup(parent, name), flushes);
     }
 
@@ -216,7 +216,7 @@ public final class PartFs implements Closeable {
      * path-based FUSE API.
      */
     public Attr resolve(String path) throws IOException {
-        long flushes = chunks.flushesDone();
+        long flushes = chunks.retirements();
         Attr cur = meta.getattr(MetaEngine.ROOT);
         int from = 0;
         int n = path.length();
@@ -236,7 +236,7 @@ public final class PartFs implements Closeable {
     }
 
     public Attr setattr(long ino, MetaEngine.SetAttr change) throws IOException {
-        long flushes = chunks.flushesDone();
+        long flushes = chunks.retirements();
         return withPending(meta.setattr(ino, change), flushes);
     }
 
@@ -339,7 +339,7 @@ public final class PartFs implements Closeable {
                 partFlushes.await(parent); // visible under a second name: committed first
             }
         }
-        long flushes = chunks.flushesDone();
+        long flushes = chunks.retirements();
         return withPending(meta.link(ino, newParent, newName), flushes);
     }
 

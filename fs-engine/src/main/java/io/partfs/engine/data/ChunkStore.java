@@ -215,21 +215,45 @@ public final class ChunkStore implements Closeable {
     public void flush(long ino) throws IOException {
         FileWriter w = writers.get(ino);
         if (w != null && w.flushAndRetire()) {
-            flushesDone.incrementAndGet(); // before the writer is gone: see flushesDone
+            retired(ino); // before the writer is gone: see retiredSince
             writers.remove(ino, w);
         }
     }
 
-    private final AtomicLong flushesDone = new AtomicLong();
+    /** The inodes of the last writers retired after their commit, by retirement number modulo its length. */
+    private final long[] lastRetired = new long[1024];
+    private volatile long retirements; // written under this store's monitor, after the slot
+
+    private synchronized void retired(long ino) {
+        lastRetired[(int) (retirements % lastRetired.length)] = ino;
+        retirements++;
+    }
+
+    /** How many writers were retired so far: taken before reading attributes, for {@link #retiredSince}. */
+    public long retirements() {
+        return retirements;
+    }
 
     /**
-     * Counts the writers retired after their commit: attributes read before a flush ended and
-     * the writer looked up after it was gone would miss both the commit and the buffered size,
-     * so a reader that sees this count change in between reads the attributes again (see
-     * PartFs). Counted before the writer is removed, so a reader that finds no writer sees it.
+     * Whether the writer of {@code ino} was retired since {@link #retirements} returned {@code
+     * before}: attributes read in between may predate its commit while the writer is gone, so
+     * they miss both the commit and the buffered size (see PartFs). True also when too many
+     * writers were retired since to tell.
      */
-    public long flushesDone() {
-        return flushesDone.get();
+    public boolean retiredSince(long ino, long before) {
+        return retirements != before && scanRetired(ino, before); // the common case, no write since, takes no lock
+    }
+
+    private synchronized boolean scanRetired(long ino, long before) {
+        if (retirements - before > lastRetired.length) {
+            return true;
+        }
+        for (long r = before; r < retirements; r++) {
+            if (lastRetired[(int) (r % lastRetired.length)] == ino) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
