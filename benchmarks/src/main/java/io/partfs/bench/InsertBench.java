@@ -167,8 +167,9 @@ public final class InsertBench implements Callable<Integer> {
             }
             // everything written must be there after the filesystem is mounted again
             long rss = m.pid > 0 ? Procs.peakRss(m.pid) : -1;
-            unmount(stack, mnt, m);
-            m = null;
+            Mounted first = m;
+            m = null; // unmounted: if mounting again fails, the finally below has nothing to unmount
+            unmount(stack, mnt, first);
             m = mount(stack, work, mnt, mode);
             String got;
             try (ClickHouseServer ch = new ClickHouseServer(conf, m.data)) {
@@ -258,8 +259,7 @@ public final class InsertBench implements Callable<Integer> {
                 inserts, rows, columns, latency));
         Row local = rs.stream().filter(r -> r.mode.equals("local") && r.error.isEmpty()).findFirst().orElse(null);
         for (Row r : rs) {
-            double[] s = r.insertSeconds.clone();
-            Arrays.sort(s);
+            double[] s = sorted(r.insertSeconds);
             double median = quantile(s, 0.5);
             double total = Arrays.stream(s).sum();
             String vs = local == null || !r.error.isEmpty() ? "-" : String.format(Locale.ROOT, "%.2fx, %.2fx",
