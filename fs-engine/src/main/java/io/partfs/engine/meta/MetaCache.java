@@ -33,12 +33,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>The names changed by ended transactions are remembered for the last {@value #MAX_ENDED};
  * a transaction that began before the oldest forgotten one patches no listing.
  *
- * <p>One kind of transaction is exempt: the deletion of a file no name leads to any more
- * ({@link #endUnreachable}), which ClickHouse's part removals and merges start in the
- * background by the thousand. It changes no listing and no other inode, so it does not count
- * as a transaction for the rule above (before this, every such deletion made the unlinks and
- * reads around it drop what they had); it drops its own inode, and for that inode alone a
- * reader or transaction that began before it ended installs nothing.
+ * <p>One kind of transaction is exempt: one that changes, of what the cache holds, the
+ * attributes (and extended attributes) of a single inode and nothing else ({@link #beginSingle},
+ * {@link #endSingle}). Such are a file's write commit, which ClickHouse's part writes run dozens
+ * at a time (closes in a temporary part directory flush side by side), and the deletion of a
+ * file no name leads to, which its part removals and merges start in the background by the
+ * thousand. It changes no listing and no other inode, so it does not count as a transaction for
+ * the rule above (before this, every one made the transactions and reads around it drop what
+ * they had). Instead it is ordered against the others on its inode alone: it keeps what it
+ * wrote only if no transaction of the rule above began or ended while it ran and no other
+ * single-inode transaction on that inode ended meanwhile; and for that inode alone, readers and
+ * transactions that began before it ended install nothing.
  */
 final class MetaCache {
     /** Entries beyond this many are dropped all at once (a crude bound on memory). */
@@ -77,7 +82,13 @@ final class MetaCache {
     private final Map<Long, Timed<Map<String, DirEntry>>> dirs = new ConcurrentHashMap<>();
     /** Extended attributes by inode, all of them (most often none). */
     private final Map<Long, Timed<Map<String, byte[]>>> xattrs = new ConcurrentHashMap<>();
+    /**
+     * Advances at every begin and end of a transaction of the general rule and at every end of a
+     * single-inode one: readers and transactions are ordered by it.
+     */
     private final AtomicLong generation = new AtomicLong();
+    /** The generation at which a transaction of the general rule last began or ended; guarded by {@code this}. */
+    private long lastGeneral;
 
     /** Remembered names at most (~100 bytes each, ~6.5 MB in all). */
     static final int MAX_ENDED = 65_536;
@@ -90,14 +101,12 @@ final class MetaCache {
     /** Transactions that began before this generation patch no listing (names were forgotten, or the cache cleared). */
     private long floor;
     /**
-     * The generation current when the deletion of an unreachable inode last ended, by inode,
-     * oldest first; guarded by {@code this}. A deletion takes no generation of its own, so one
-     * that ended before a reader began may share the reader's: that reader installs nothing
-     * for the inode either, which is only cautious.
+     * The generation at which a single-inode transaction last ended, by inode, oldest first;
+     * guarded by {@code this}.
      */
-    private final java.util.LinkedHashMap<Long, Long> deletedAt = new java.util.LinkedHashMap<>();
-    /** Readers and transactions that began at or before this generation install no attributes (deletions were forgotten). */
-    private long deletedFloor = -1;
+    private final java.util.LinkedHashMap<Long, Long> singleEndedAt = new java.util.LinkedHashMap<>();
+    /** Readers and transactions that began before this generation install no attributes (single-inode ends were forgotten). */
+    private long singleFloor;
 
     long ttlNanos() {
         return ttlNanos;
@@ -131,7 +140,7 @@ final class MetaCache {
     void installXattrs(long gen, long ino, Map<String, byte[]> all) {
         trim();
         synchronized (this) {
-            if (generation.get() == gen && !deletedSince(ino, gen)) {
+            if (lastGeneral <= gen && !singleEndedSince(ino, gen)) {
                 xattrs.put(ino, new Timed<>(Map.copyOf(all), System.nanoTime()));
             }
         }
@@ -155,11 +164,11 @@ final class MetaCache {
         trim();
         long now = System.nanoTime();
         synchronized (this) {
-            if (generation.get() != gen) {
+            if (lastGeneral > gen) {
                 return;
             }
             for (Attr a : read) {
-                if (!deletedSince(a.ino(), gen)) {
+                if (!singleEndedSince(a.ino(), gen)) {
                     attrs.put(a.ino(), new Timed<>(a, now));
                 }
             }
@@ -178,23 +187,31 @@ final class MetaCache {
         return at != null && at > since;
     }
 
-    /** Whether a deletion of unreachable inode {@code ino} ended at or after generation {@code since}; guarded by {@code this}. */
-    private boolean deletedSince(long ino, long since) {
-        if (since <= deletedFloor) {
+    /** Whether a single-inode transaction on {@code ino} ended after generation {@code since}; guarded by {@code this}. */
+    private boolean singleEndedSince(long ino, long since) {
+        if (since < singleFloor) {
             return true;
         }
-        Long at = deletedAt.get(ino);
-        return at != null && at >= since;
+        Long at = singleEndedAt.get(ino);
+        return at != null && at > since;
+    }
+
+    /** Called before a transaction that changes only one inode's attributes ({@link #endSingle}); returns what to pass to it. */
+    long beginSingle() {
+        return generation.get();
     }
 
     /**
-     * Called after a transaction that deleted inode {@code ino}, which no name leads to, ended
-     * (whether or not it committed), without a {@link #begin}: the inode is dropped, and no
-     * reader or transaction that began before now installs it. Returns false, having cleared
-     * the whole cache, when the notes show the transaction changed more than that inode: a
-     * caller's mistake, which must not leave anything stale.
+     * Called after a transaction begun by {@link #beginSingle} ended, whether or not it
+     * committed: it keeps the attributes it wrote of {@code ino} when it committed, no
+     * transaction of the general rule began or ended meanwhile and no other single-inode
+     * transaction on {@code ino} ended meanwhile; otherwise it drops them. A deleted inode is
+     * dropped. Either way, readers and transactions that began before now install nothing of
+     * {@code ino}. Returns false, having cleared the whole cache, when the notes show the
+     * transaction changed more than that inode: a caller's mistake, which must not leave
+     * anything stale.
      */
-    boolean endUnreachable(long ino, TxnNotes notes) {
+    boolean endSingle(long ino, TxnNotes notes, boolean committed, long began) {
         boolean onlyIt = notes.entries().isEmpty() && notes.created().isEmpty()
                 && notes.written().keySet().stream().allMatch(i -> i == ino) && notes.xattrs().stream().allMatch(i -> i == ino);
         if (!onlyIt) {
@@ -202,14 +219,22 @@ final class MetaCache {
             return false;
         }
         synchronized (this) {
-            attrs.remove(ino);
-            xattrs.remove(ino);
+            Attr wrote = notes.written().get(ino);
+            if (committed && wrote != null && lastGeneral <= began && !singleEndedSince(ino, began)) {
+                attrs.put(ino, new Timed<>(wrote, System.nanoTime()));
+                if (notes.xattrs().contains(ino)) {
+                    xattrs.remove(ino);
+                }
+            } else {
+                attrs.remove(ino);
+                xattrs.remove(ino);
+            }
             dirs.remove(ino);
-            deletedAt.remove(ino); // so that the map stays ordered by end
-            deletedAt.put(ino, generation.get());
-            while (deletedAt.size() > MAX_ENDED) {
-                var oldest = deletedAt.entrySet().iterator();
-                deletedFloor = Math.max(deletedFloor, oldest.next().getValue());
+            singleEndedAt.remove(ino); // so that the map stays ordered by end
+            singleEndedAt.put(ino, generation.incrementAndGet());
+            while (singleEndedAt.size() > MAX_ENDED) {
+                var oldest = singleEndedAt.entrySet().iterator();
+                singleFloor = Math.max(singleFloor, oldest.next().getValue());
                 oldest.remove();
             }
         }
@@ -227,9 +252,12 @@ final class MetaCache {
         }
     }
 
-    /** Called before a transaction starts; returns the generation to pass to {@link #end}. */
+    /** Called before a transaction of the general rule starts; returns the generation to pass to {@link #end}. */
     long begin() {
-        return generation.incrementAndGet();
+        synchronized (this) {
+            lastGeneral = generation.incrementAndGet();
+            return lastGeneral;
+        }
     }
 
     /**
@@ -241,8 +269,9 @@ final class MetaCache {
      */
     void end(TxnNotes notes, boolean committed, long began) {
         synchronized (this) {
-            boolean alone = committed && generation.get() == began;
+            boolean alone = committed && lastGeneral == began;
             long gen = generation.incrementAndGet();
+            lastGeneral = gen;
             long now = System.nanoTime();
             java.util.Set<Long> patched = new java.util.HashSet<>();
             if (committed) {
@@ -269,7 +298,7 @@ final class MetaCache {
             }
             for (Map.Entry<Long, Attr> w : notes.written().entrySet()) {
                 long ino = w.getKey();
-                if (alone && w.getValue() != null && !deletedSince(ino, began)) {
+                if (alone && w.getValue() != null && !singleEndedSince(ino, began)) {
                     attrs.put(ino, new Timed<>(w.getValue(), now));
                 } else {
                     attrs.remove(ino);
@@ -299,9 +328,10 @@ final class MetaCache {
     void clear() {
         synchronized (this) {
             floor = generation.incrementAndGet();
-            deletedFloor = floor;
+            lastGeneral = floor;
+            singleFloor = floor;
             endedAt.clear();
-            deletedAt.clear();
+            singleEndedAt.clear();
             attrs.clear();
             dirs.clear();
             xattrs.clear();

@@ -139,22 +139,26 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * As {@link #mutate}, for a transaction that changes, of what the cache holds, only inode
-     * {@code ino}, which no name leads to (freeing an unlinked file): it does not make the
-     * transactions and reads around it drop what they have ({@link MetaCache#endUnreachable}).
+     * As {@link #mutate}, for a transaction that changes, of what the cache holds, only the
+     * attributes of inode {@code ino} (a write commit, or freeing an unlinked file): it does not
+     * make the transactions and reads around it drop what they have ({@link MetaCache#endSingle}).
      */
-    private <T> T mutateUnreachable(long ino, KvStore.Txn<T> body) throws IOException {
+    private <T> T mutateSingle(long ino, KvStore.Txn<T> body) throws IOException {
         MetaCache c = cache;
         if (c == null) {
             return kv.update(body);
         }
         MetaCache.TxnNotes notes = NOTES.get();
         notes.reset();
+        boolean committed = false;
+        long began = c.beginSingle();
         try {
-            return updateNoting(body, notes);
+            T result = updateNoting(body, notes);
+            committed = true;
+            return result;
         } finally {
-            if (!c.endUnreachable(ino, notes)) {
-                log.warn("the deletion of inode {} changed more than that inode: in-memory metadata cleared", ino);
+            if (!c.endSingle(ino, notes, committed, began)) {
+                log.warn("a transaction on inode {} changed more than that inode: in-memory metadata cleared", ino);
             }
             notes.reset();
             lastUsage = null;
@@ -1439,7 +1443,7 @@ public final class MetaEngine implements Closeable {
         List<String> keys = new java.util.ArrayList<>(indexes.size() + 1);
         keys.add(inodeKey(ino));
         indexes.forEach(i -> keys.add(chunkKey(ino, i)));
-        Attr committed = mutate(tx -> {
+        Attr committed = mutateSingle(ino, tx -> {
             believeChunks(tx, ino, indexes);
             List<byte[]> stored = tx.getAll(keys); // the inode and every chunk written to: one round trip
             byte[] raw = stored.get(0);
@@ -1573,7 +1577,7 @@ public final class MetaEngine implements Closeable {
         do {
             long first = from;
             List<long[]> attempt = new ArrayList<>();
-            boolean relinked = mutateUnreachable(ino, tx -> {
+            boolean relinked = mutateSingle(ino, tx -> {
                 attempt.clear(); // a transaction run again starts over
                 believeChunks(tx, ino, java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE)).boxed().toList());
                 byte[] raw = tx.get(inodeKey(ino));

@@ -145,17 +145,22 @@ class MetaCacheTest {
         return n;
     }
 
+    /** Runs the deletion of unreachable inode {@code ino} as a single-inode transaction, start to end. */
+    private boolean endDeletion(long ino, MetaCache.TxnNotes notes) {
+        return cache.endSingle(ino, notes, true, cache.beginSingle());
+    }
+
     @Test
     void deletionsOfUnreachableInodesLeaveTheTransactionsAndReadsAroundThemAlone() {
         cache.install(cache.generation(), List.of(file(20, 1), file(21, 1), file(23, 1)), null, null);
         long t = cache.begin();
-        assertEquals(true, cache.endUnreachable(23, deleted(23)));
+        assertEquals(true, endDeletion(23, deleted(23)));
         assertNull(cache.attr(23));
         cache.end(wrote(file(10, 5)), true, t);
         assertEquals(5, cache.attr(10).size(), "a deletion of another inode ended meanwhile: still alone");
 
         long read = cache.generation();
-        cache.endUnreachable(20, deleted(20));
+        endDeletion(20, deleted(20));
         cache.install(read, List.of(file(11, 3), file(20, 1)), null, null);
         assertEquals(3, cache.attr(11).size(), "a read of other inodes installs");
         assertNull(cache.attr(20), "but not the deleted inode, read before it went");
@@ -163,7 +168,7 @@ class MetaCacheTest {
         assertNull(cache.xattrs(20));
 
         long writer = cache.begin(); // a transaction writing the inode a deletion is about to drop
-        cache.endUnreachable(21, deleted(21));
+        endDeletion(21, deleted(21));
         cache.end(wrote(file(21, 9)), true, writer);
         assertNull(cache.attr(21), "begun before the deletion ended: it may have written what is now gone");
         cache.install(cache.generation(), List.of(file(22, 1)), null, null);
@@ -175,13 +180,13 @@ class MetaCacheTest {
         cache.install(cache.generation(), List.of(file(10, 1)), 1L, Map.of());
         MetaCache.TxnNotes more = deleted(20);
         more.entries().add(new MetaCache.EntryChange(1, "x", null));
-        assertEquals(false, cache.endUnreachable(20, more));
+        assertEquals(false, endDeletion(20, more));
         assertNull(cache.attr(10));
         assertNull(cache.dir(1));
         MetaCache.TxnNotes other = deleted(20);
         other.written().put(10L, file(10, 4));
         cache.install(cache.generation(), List.of(file(10, 1)), null, null);
-        assertEquals(false, cache.endUnreachable(20, other), "another inode written");
+        assertEquals(false, endDeletion(20, other), "another inode written");
         assertNull(cache.attr(10));
     }
 
@@ -191,7 +196,7 @@ class MetaCacheTest {
         cache.begin(); // so that the deletions below end after the read began
         long after = cache.generation();
         for (int i = 0; i <= MetaCache.MAX_ENDED; i++) {
-            cache.endUnreachable(1000 + i, deleted(1000 + i));
+            endDeletion(1000 + i, deleted(1000 + i));
         }
         cache.install(read, List.of(file(10, 1)), null, null);
         assertNull(cache.attr(10), "the read began before the generation (" + read + ") ended");
@@ -200,5 +205,62 @@ class MetaCacheTest {
         cache.begin();
         cache.install(cache.generation(), List.of(file(10, 1)), null, null);
         assertEquals(1, cache.attr(10).size());
+    }
+
+    @Test
+    void writeCommitsOfOtherInodesLeaveEachOtherAndTheTransactionsAroundThemAlone() {
+        long general = cache.begin();
+        long a = cache.beginSingle();
+        long b = cache.beginSingle();
+        assertEquals(true, cache.endSingle(20, wrote(file(20, 5)), true, b));
+        assertEquals(true, cache.endSingle(21, wrote(file(21, 6)), true, a));
+        cache.end(wrote(file(10, 7)), true, general);
+        assertEquals(5, cache.attr(20).size());
+        assertEquals(6, cache.attr(21).size(), "another inode's commit ended meanwhile: kept");
+        assertEquals(7, cache.attr(10).size(), "commits of other inodes do not count against the general rule");
+
+        long read = cache.generation();
+        cache.endSingle(20, wrote(file(20, 8)), true, cache.beginSingle());
+        cache.install(read, List.of(file(20, 5), file(21, 6), file(22, 1)), null, null);
+        assertEquals(8, cache.attr(20).size(), "the read began before that commit ended: it installs nothing of its inode");
+        assertEquals(1, cache.attr(22).size(), "but the rest of what it read");
+    }
+
+    @Test
+    void writeCommitsOfOneInodeKeepWhatTheyWroteOnlyInTurn() {
+        cache.endSingle(20, wrote(file(20, 1)), true, cache.beginSingle());
+        cache.endSingle(20, wrote(file(20, 2)), true, cache.beginSingle());
+        assertEquals(2, cache.attr(20).size(), "one after the other");
+        long first = cache.beginSingle();
+        long second = cache.beginSingle();
+        cache.endSingle(20, wrote(file(20, 4)), true, second);
+        assertEquals(4, cache.attr(20).size());
+        cache.endSingle(20, wrote(file(20, 3)), true, first);
+        assertNull(cache.attr(20), "two commits of one file at once: which reached the store last is unknown");
+        cache.install(cache.generation(), List.of(file(20, 4)), null, null);
+        assertEquals(4, cache.attr(20).size(), "a read begun after both installs");
+    }
+
+    @Test
+    void aWriteCommitOverlappingTheGeneralRuleOnItsInodeIsDroppedBySide() {
+        long commit = cache.beginSingle();
+        long link = cache.begin(); // e.g. a hard link to the same file, writing its link count
+        cache.end(wrote(file(20, 1)), true, link);
+        cache.endSingle(20, wrote(file(20, 9)), true, commit);
+        assertNull(cache.attr(20), "a transaction of the general rule began while the commit ran");
+
+        long unlink = cache.begin();
+        long commit2 = cache.beginSingle();
+        cache.endSingle(20, wrote(file(20, 9)), true, commit2);
+        assertEquals(9, cache.attr(20).size(), "begun before the commit: nothing of the general rule began or ended since");
+        cache.end(wrote(file(20, 9)), true, unlink);
+        assertNull(cache.attr(20), "the commit on its inode ended while it ran");
+    }
+
+    @Test
+    void aFailedWriteCommitDropsItsInode() {
+        cache.install(cache.generation(), List.of(file(20, 1)), null, null);
+        cache.endSingle(20, wrote(file(20, 9)), false, cache.beginSingle());
+        assertNull(cache.attr(20));
     }
 }

@@ -714,6 +714,31 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * ClickHouse closes a new part's files side by side, so their write commits overlap: each
+     * keeps what it wrote, and the stat after each close costs no read.
+     */
+    @Test
+    void writeCommitsSideBySideLeaveEveryFileCached() throws Exception {
+        io.partfs.engine.testing.CountingKvStore store = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = cachingClient(store);
+        long d = cached.mknod(ROOT, "tmp_insert_1", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino();
+        long a = cached.mknod(d, "a.bin", FileType.FILE, 0644, 0, 0, 0, null).ino();
+        long b = cached.mknod(d, "b.bin", FileType.FILE, 0644, 0, 0, 0, null).ino();
+        long c = cached.mknod(d, "c.bin", FileType.FILE, 0644, 0, 0, 0, null).ino();
+        cached.getattr(c);
+        afterNextCommit(store, () -> cached.commitWrite(b, List.of(new MetaEngine.ChunkSlice(0, new Slice(cached.nextSliceId(), 200, 0, 200, 0)))));
+        cached.commitWrite(a, List.of(new MetaEngine.ChunkSlice(0, new Slice(cached.nextSliceId(), 100, 0, 100, 0))));
+        store.reset();
+        assertEquals(100, cached.getattr(a).size());
+        assertEquals(200, cached.getattr(b).size());
+        assertEquals(meta.getattr(c), cached.getattr(c));
+        assertEquals(meta.readdir(d), cached.readdir(d));
+        assertEquals(0, store.reads(), "served from memory: " + store.readsByKind());
+        assertEquals(meta.getattr(a), cached.getattr(a));
+        assertEquals(meta.getattr(b), cached.getattr(b));
+    }
+
+    /**
      * Threads of one caching client create, write, rename, link, unlink and list in two
      * directories with few names (so they often collide on one), as ClickHouse's inserts,
      * merges and part removals do in a table's directory, with unlinked files deleted in the
