@@ -69,7 +69,12 @@ public final class S3ObjectStore implements ObjectStore {
                 // a signature per 128 KiB chunk that the server must take apart again; with it, one
                 // SHA-256 of the whole body in a header: the oldest form of SigV4, which every
                 // S3-compatible server takes (measured: benchmarks/RESULTS.md, round 10).
-                .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).build())
+                // No "Expect: 100-continue" on PUTs (the S3 client adds it from 1 MiB, the HTTP client
+                // to every PUT): the handshake holds each body back a round trip for the server's
+                // go-ahead, which only pays when a large body is likely refused. A block is at most
+                // a few MiB and a refusal (bad credentials) ends the mount's first request anyway:
+                // 128 KiB PUTs at 20 ms latency took 47.7 ms with it and ~25 without (round 27).
+                .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).expectContinueEnabled(false).build())
                 .overrideConfiguration(ClientOverrideConfiguration.builder()
                         .apiCallAttemptTimeout(config.requestTimeout())
                         // all attempts of one call together: a store that hangs costs one timeout, not one per retry
@@ -95,6 +100,7 @@ public final class S3ObjectStore implements ObjectStore {
 
     private static ApacheHttpClient.Builder httpClient(S3Config config) {
         ApacheHttpClient.Builder b = ApacheHttpClient.builder()
+                .expectContinueEnabled(false) // see the S3 client's configuration above
                 .maxConnections(config.maxConnections())
                 .connectionTimeout(config.connectTimeout())
                 .socketTimeout(config.requestTimeout());

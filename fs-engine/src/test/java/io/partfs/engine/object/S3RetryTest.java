@@ -2,6 +2,7 @@ package io.partfs.engine.object;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -37,6 +38,26 @@ class S3RetryTest {
             s3.put("k", new byte[] {1, 2, 3});
             assertEquals(4, proxy.connections(), "three failed attempts, then one that got through");
             assertArrayEquals(new byte[] {1, 2, 3}, s3.get("k", 0, -1));
+        }
+    }
+
+    /**
+     * "Expect: 100-continue" would hold every PUT's body back a round trip for the server's
+     * go-ahead (with 20 ms to the store a 128 KiB PUT took 48 ms instead of 27).
+     */
+    @Test
+    void uploadsSendTheirBodyWithoutWaitingForTheServersGoAhead() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint())) {
+            for (int size : new int[] {100, 4 << 20}) { // the second past the S3 client's own threshold for the header
+                try (S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).build())) {
+                    s3.put("put-" + size, new byte[size]); // a new client: the first request of a connection
+                }
+            }
+            assertEquals(2, proxy.requestHeads().size(), proxy.requestHeads().toString());
+            for (String head : proxy.requestHeads()) {
+                assertTrue(head.startsWith("PUT "), head);
+                assertFalse(head.toLowerCase(java.util.Locale.ROOT).contains("\nexpect:"), head);
+            }
         }
     }
 

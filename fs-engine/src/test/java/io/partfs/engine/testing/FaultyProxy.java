@@ -16,7 +16,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A TCP proxy on loopback in front of a real server that can fail the next connections: answer
  * HTTP 503 SlowDown or 501 NotImplemented, drop the connection without an answer, or pass the request on and cut
  * the answer off after its first {@value #CUT_AFTER} bytes. Other connections are piped
- * through unchanged. For testing retries against real failures, not mocked ones.
+ * through unchanged, and the head of the first request on each is kept ({@link #requestHeads}).
+ * For testing retries against real failures, not mocked ones.
  */
 public final class FaultyProxy implements AutoCloseable {
     /** What to do to one incoming connection. */
@@ -30,6 +31,7 @@ public final class FaultyProxy implements AutoCloseable {
     private final Queue<Fault> faults = new ConcurrentLinkedQueue<>();
     private final AtomicInteger connections = new AtomicInteger();
     private final Thread acceptor;
+    private final Queue<String> heads = new ConcurrentLinkedQueue<>();
 
     public FaultyProxy(URI upstream) throws IOException {
         this.upstream = upstream;
@@ -50,6 +52,11 @@ public final class FaultyProxy implements AutoCloseable {
 
     public int connections() {
         return connections.get();
+    }
+
+    /** The request line and headers of the first request of each connection piped through, in order. */
+    public java.util.List<String> requestHeads() {
+        return java.util.List.copyOf(heads);
     }
 
     private void acceptLoop() {
@@ -86,10 +93,10 @@ public final class FaultyProxy implements AutoCloseable {
             }
             try (Socket up = new Socket(upstream.getHost(), upstream.getPort())) {
                 long limit = fault == Fault.CUT_ANSWER ? CUT_AFTER : Long.MAX_VALUE;
-                Thread back = new Thread(() -> pipe(up, client, limit), "faulty-proxy-back");
+                Thread back = new Thread(() -> pipe(up, client, limit, null), "faulty-proxy-back");
                 back.setDaemon(true);
                 back.start();
-                pipe(client, up, Long.MAX_VALUE);
+                pipe(client, up, Long.MAX_VALUE, heads);
                 back.join();
             }
         } catch (IOException | InterruptedException e) {
@@ -108,15 +115,27 @@ public final class FaultyProxy implements AutoCloseable {
         }
     }
 
-    /** Copies {@code from} to {@code to} until the end or {@code limit} bytes; at the limit closes both. */
-    private static void pipe(Socket from, Socket to, long limit) {
+    /**
+     * Copies {@code from} to {@code to} until the end or {@code limit} bytes; at the limit closes
+     * both. The head of what came first goes to {@code heads} unless that is null.
+     */
+    private static void pipe(Socket from, Socket to, long limit, Queue<String> heads) {
         try {
             InputStream in = from.getInputStream();
             OutputStream out = to.getOutputStream();
             byte[] buf = new byte[64 << 10];
+            StringBuilder head = new StringBuilder();
             long left = limit;
             int n;
             while (left > 0 && (n = in.read(buf, 0, (int) Math.min(buf.length, left))) >= 0) {
+                if (heads != null) { // until the blank line that ends it
+                    head.append(new String(buf, 0, n, StandardCharsets.ISO_8859_1));
+                    int end = head.indexOf("\r\n\r\n");
+                    if (end >= 0 || head.length() > (64 << 10)) {
+                        heads.add(head.substring(0, end < 0 ? head.length() : end));
+                        heads = null;
+                    }
+                }
                 out.write(buf, 0, n);
                 out.flush();
                 left -= n;
