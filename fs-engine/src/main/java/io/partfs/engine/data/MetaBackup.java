@@ -61,6 +61,15 @@ public final class MetaBackup {
     static final String LAST_BACKUP = "lastBackup";
     /** The metadata key holding when the last backup was completed (epoch milliseconds, text). */
     static final String LAST_BACKUP_DONE = "lastBackupDone";
+    /**
+     * The metadata key holding which clock {@value #LAST_BACKUP_DONE} was read from: the Linux
+     * boot id of the machine that made the backup ({@link #thisClock}); absent before it existed.
+     */
+    static final String LAST_BACKUP_CLOCK = "lastBackupClock";
+    /** Clock difference allowed for between this machine and another one that made the last backup. */
+    static final long OTHER_CLOCK_MARGIN_MS = Duration.ofMinutes(1).toMillis();
+    /** What the same clock may be stepped back by between two readings (an NTP correction). */
+    static final long SAME_CLOCK_MARGIN_MS = Duration.ofSeconds(1).toMillis();
     private static final DateTimeFormatter NAME =
             DateTimeFormatter.ofPattern("'dump-'yyyyMMdd-HHmmss-SSS").withZone(ZoneOffset.UTC);
     /** An incomplete backup older than this is not being written any more: it is deleted. */
@@ -111,8 +120,14 @@ public final class MetaBackup {
                     + "\ninodes " + c.inodes() + "\nvolume " + c.format().name() + " " + c.format().uuid() + "\n";
             store.put(base + COMPLETE, marker.getBytes(StandardCharsets.UTF_8));
             byte[] done = Long.toString(System.currentTimeMillis()).getBytes(StandardCharsets.UTF_8);
+            String clock = thisClock();
             kv.update(tx -> {
                 tx.put(LAST_BACKUP_DONE, done);
+                if (clock != null) {
+                    tx.put(LAST_BACKUP_CLOCK, clock.getBytes(StandardCharsets.UTF_8));
+                } else {
+                    tx.delete(LAST_BACKUP_CLOCK);
+                }
                 return null;
             });
             return new Backup(name, now, true, List.copyOf(pieces.keys), pieces.total);
@@ -291,21 +306,46 @@ public final class MetaBackup {
     }
 
     /**
-     * The time (epoch milliseconds, the backup maker's clock) after which data committed to the
-     * volume is in no backup: when the last backup was completed; {@code Long.MAX_VALUE} while
-     * one is under way (or one died before completing, until the next completes), since a dump
-     * of Redis reads the volume over its whole duration; {@code Long.MIN_VALUE} when none was
-     * ever made. For write-back mounts, which need not upload a deleted file's blocks that no
-     * backup can list.
+     * The time (epoch milliseconds, this machine's clock) after which data staged here is in no
+     * backup: when the last backup was completed, plus a margin for the clocks: a second when
+     * this machine made it (same clock), a minute when another one did (or one that did not
+     * say which). {@code Long.MAX_VALUE} while one is under way (or one died before completing,
+     * until the next completes), since a dump of Redis reads the volume over its whole duration;
+     * {@code Long.MIN_VALUE} when none was ever made. For write-back mounts, which need not
+     * upload a deleted file's blocks that no backup can list.
      */
     public static long unbackedSince(KvStore kv) throws IOException {
-        List<byte[]> v = kv.read(r -> r.getAll(List.of(LAST_BACKUP, LAST_BACKUP_DONE)));
+        List<byte[]> v = kv.read(r -> r.getAll(List.of(LAST_BACKUP, LAST_BACKUP_DONE, LAST_BACKUP_CLOCK)));
         Long started = v.get(0) == null ? null : Long.parseLong(new String(v.get(0), StandardCharsets.UTF_8));
         Long done = v.get(1) == null ? null : Long.parseLong(new String(v.get(1), StandardCharsets.UTF_8));
         if (started != null && (done == null || done < started)) {
             return Long.MAX_VALUE;
         }
-        return done == null ? Long.MIN_VALUE : done;
+        if (done == null) {
+            return Long.MIN_VALUE;
+        }
+        String clock = thisClock();
+        boolean sameClock = clock != null && v.get(2) != null && clock.equals(new String(v.get(2), StandardCharsets.UTF_8));
+        return done + (sameClock ? SAME_CLOCK_MARGIN_MS : OTHER_CLOCK_MARGIN_MS);
+    }
+
+    private static volatile String clock;
+
+    /**
+     * This machine's clock, named by the running kernel's boot id (which containers on one host
+     * share, as they share its clock); null where there is none to read.
+     */
+    public static String thisClock() {
+        String c = clock;
+        if (c == null) {
+            try {
+                c = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/kernel/random/boot_id")).trim();
+            } catch (IOException | RuntimeException e) {
+                c = "";
+            }
+            clock = c;
+        }
+        return c.isEmpty() ? null : c;
     }
 
     /** Takes back a claim whose backup failed, so the next tick tries again instead of a whole interval later. */

@@ -81,13 +81,10 @@ public final class Reclaimer implements Closeable {
         }
     }
 
-    /** Clock difference allowed for between this machine and the one that made the last backup. */
-    private static final long CLOCK_MARGIN_MS = java.time.Duration.ofMinutes(1).toMillis();
-
     /**
      * Drops the staged, not yet uploaded blocks of slices put in the trash that were
-     * staged after the last metadata backup was completed (with {@link #CLOCK_MARGIN_MS} to
-     * spare), and none is under way: no backup lists them, so no restore can need them. Slices
+     * staged after the last metadata backup was completed (with a margin for the clocks, see
+     * {@link MetaBackup#unbackedSince}), and none is under way: no backup lists them, so no restore can need them. Slices
      * whose every block was dropped leave the trash.
      */
     private void dropStaged(java.util.List<long[]> trashed) throws IOException {
@@ -97,7 +94,7 @@ public final class Reclaimer implements Closeable {
         long since = MetaBackup.unbackedSince(meta.store());
         if (since != Long.MAX_VALUE) {
             // an upload under way when its block is dropped deletes the object it made itself
-            meta.untrash(chunks.dropStagedTrash(trashed, since == Long.MIN_VALUE ? since : since + CLOCK_MARGIN_MS));
+            meta.untrash(chunks.dropStagedTrash(trashed, since));
         }
     }
 

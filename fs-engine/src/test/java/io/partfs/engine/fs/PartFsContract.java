@@ -769,13 +769,54 @@ abstract class PartFsContract extends OnBackends {
         fs = volume.open();
     }
 
+    /**
+     * A backup this machine completed seconds ago: what is staged after it is dropped when
+     * deleted (one clock: a second's margin). After one another machine completed, blocks staged
+     * within the minute allowed for two clocks' difference are kept, and uploaded.
+     */
+    @Test
+    void rightAfterItsOwnBackupWriteBackDropsWhatIsStagedAfterIt() throws IOException {
+        String clock = io.partfs.engine.data.MetaBackup.thisClock();
+        org.junit.jupiter.api.Assumptions.assumeTrue(clock != null, "no boot id to name this machine's clock");
+        PartFsConfig wb = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).uploadDelay(java.time.Duration.ofHours(1)).build();
+        var store = reopenCounted(wb);
+        fs.meta().setTrashHours(24);
+        long now = System.currentTimeMillis();
+        backupTimes(now - 20_000, now - 10_000, clock);
+        writeFsynced("mine.bin", random(1000, 23));
+        fs.unlink(ROOT, "mine.bin");
+        fs.awaitReclaim();
+        assertEquals(0, fs.chunks().staging().pendingBlocks(), "staged after this machine's backup: in none, dropped");
+        assertEquals(0, fs.meta().trash().slices());
+
+        backupTimes(now - 20_000, now - 10_000, "another machine's boot id");
+        writeFsynced("theirs.bin", random(1000, 24));
+        fs.unlink(ROOT, "theirs.bin");
+        fs.awaitReclaim();
+        assertEquals(1, fs.chunks().staging().pendingBlocks(), "within a minute of another clock's backup: kept");
+        assertEquals(1, fs.meta().trash().slices());
+        fs.close(); // waits for the upload
+        assertEquals(1, store.puts(), "the block another machine's backup may list");
+        fs = volume.open();
+    }
+
     private void backupTimes(long startedMillis, Long doneMillis) throws IOException {
+        backupTimes(startedMillis, doneMillis, null);
+    }
+
+    /** Sets when the last backup began and was completed, and on which clock ({@code null}: not said, as before it was). */
+    private void backupTimes(long startedMillis, Long doneMillis, String clock) throws IOException {
         fs.meta().store().update(tx -> {
             tx.put("lastBackup", String.valueOf(startedMillis).getBytes(java.nio.charset.StandardCharsets.UTF_8));
             if (doneMillis == null) {
                 tx.delete("lastBackupDone");
             } else {
                 tx.put("lastBackupDone", String.valueOf(doneMillis).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            if (clock == null) {
+                tx.delete("lastBackupClock");
+            } else {
+                tx.put("lastBackupClock", clock.getBytes(java.nio.charset.StandardCharsets.UTF_8));
             }
             return null;
         });
