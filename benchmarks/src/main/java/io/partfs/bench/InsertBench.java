@@ -77,7 +77,10 @@ public final class InsertBench implements Callable<Integer> {
         Path work = Files.createTempDirectory("partfs-insert-bench-");
         Path mnt = Files.createDirectories(work.resolve("mnt"));
         List<Row> rowsOut = new ArrayList<>();
+        var started = new java.util.concurrent.atomic.AtomicReference<Stack>();
+        BenchCleanup.onExit("insert-bench", started::get, mnt, work, true);
         try (Stack stack = new Stack(work)) {
+            started.set(stack);
             stack.proxy.setDelayMillis(latency);
             stack.formatPartFs();
             if (modes.contains("rclone") || modes.contains("s3fs")) {

@@ -71,7 +71,10 @@ public final class ScanBench implements Callable<Integer> {
         Map<String, double[]> warmups = new LinkedHashMap<>();
         long bytes;
         String expected;
+        var started = new java.util.concurrent.atomic.AtomicReference<Stack>();
+        BenchCleanup.onExit("scan-bench", started::get, mnt, work, true);
         try (Stack stack = new Stack(work)) {
+            started.set(stack);
             stack.proxy.setDelayMillis(latency);
             expected = makeTable(work, local);
             bytes = sizeOf(local.resolve("data/bench/scan"));

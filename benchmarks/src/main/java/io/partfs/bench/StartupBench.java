@@ -1,7 +1,6 @@
 package io.partfs.bench;
 
 import io.partfs.cli.ClickHouseServer;
-import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.object.S3ObjectStore;
 import io.partfs.engine.testing.TempDirs;
 import java.nio.file.Files;
@@ -90,17 +89,6 @@ public final class StartupBench implements Callable<Integer> {
     }
 
     /** Asks a process to stop and waits for it: 30 s, then it is killed. */
-    private static void stop(ProcessHandle p) {
-        p.destroy();
-        try {
-            p.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
-            p.destroyForcibly();
-        } catch (Exception e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     private static void progress(String fmt, Object... args) {
         Stack.progress(fmt, args);
     }
@@ -128,38 +116,7 @@ public final class StartupBench implements Callable<Integer> {
         mnt = work.resolve("mnt");
         Files.createDirectories(mnt);
         long started = System.nanoTime();
-        Path mounted = mnt;
-        Thread cleanup = new Thread(() -> { // Ctrl-C or kill: stop what was started here, in order
-            // ClickHouse first (it holds the mount), then the PartFS sidecar, which runs in a session
-            // of its own and needs S3 and Redis to flush, then the servers, then any mount left
-            ProcessHandle.current().descendants()
-                    .filter(p -> p.info().command().map(c -> c.endsWith("clickhouse-server")).orElse(false))
-                    .forEach(StartupBench::stop);
-            try {
-                if (stack != null && Mounts.isMounted(mounted)) {
-                    stack.umountPartFs(mounted); // fails harmlessly for an rclone or s3fs mount
-                }
-            } catch (Exception e) {
-                System.err.println("startup-bench: partfs umount " + mounted + ": " + e.getMessage());
-            }
-            try {
-                Procs.unmount(mounted); // rclone or s3fs
-                if (stack != null) {
-                    stack.close(); // the proxy, s3proxy and Redis, with their directories
-                }
-            } catch (Exception e) {
-                System.err.println("startup-bench: cleanup of " + mounted + ": " + e.getMessage());
-            }
-            ProcessHandle.current().descendants().forEach(StartupBench::stop);
-            try {
-                if (ownWork) {
-                    TempDirs.deleteRecursively(work);
-                }
-            } catch (Exception e) {
-                System.err.println("startup-bench: could not delete " + work + ": " + e.getMessage());
-            }
-        });
-        Runtime.getRuntime().addShutdownHook(cleanup);
+        BenchCleanup.onExit("startup-bench", () -> stack, mnt, work, ownWork);
         try {
             stack = new Stack(work);
             progress("profile: %d tables x %d parts x %d String columns, %d rows per part; %d runs per mode at %s ms; modes %s",
