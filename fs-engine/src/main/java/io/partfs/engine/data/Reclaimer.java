@@ -113,7 +113,8 @@ public final class Reclaimer implements Closeable {
             int done = 0;
             for (long ino : meta.pendingFileDeletions()) {
                 if (!meta.isOpen(ino)) {
-                    meta.deleteFileData(ino);
+                    // a file unlinked since this mount began is in the list too, its blocks maybe staged here
+                    dropStaged(meta.deleteFileData(ino));
                     if (++done % DRAIN_EVERY == 0) {
                         drainSlices(); // a long list (a crash during a DROP DATABASE) does not pile up every slice first
                     }
