@@ -88,7 +88,6 @@ public final class StartupBench implements Callable<Integer> {
         System.exit(new CommandLine(new StartupBench()).execute(args));
     }
 
-    /** Asks a process to stop and waits for it: 30 s, then it is killed. */
     private static void progress(String fmt, Object... args) {
         Stack.progress(fmt, args);
     }
