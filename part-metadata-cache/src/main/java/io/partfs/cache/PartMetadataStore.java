@@ -17,9 +17,11 @@ import java.util.zip.CRC32C;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.LRUCache;
 import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 import org.slf4j.Logger;
@@ -288,11 +290,36 @@ public final class PartMetadataStore implements Closeable {
         }
     }
 
+    /**
+     * Deletes {@code key} if it is stored. A key that is not costs a lookup and writes nothing:
+     * RocksDB would otherwise keep a tombstone for it until compaction, and the volume removes
+     * many files the cache never held (every column file of a dropped or merged part).
+     */
     public void delete(String key) throws IOException {
+        byte[] kb = k(key);
         try {
-            db.delete(writeOptions, k(key));
+            if (db.keyExists(kb)) {
+                db.delete(writeOptions, kb);
+            }
         } catch (RocksDBException e) {
             throw wrap("delete", e);
+        }
+    }
+
+    /** The sequence number of the last write; for tests that check a call wrote nothing. */
+    long lastSequence() {
+        return db.getLatestSequenceNumber();
+    }
+
+    /** How many deleted keys RocksDB stepped over while {@code r} ran on this thread; for tests. */
+    long deletedKeysSkippedBy(Runnable r) {
+        db.setPerfLevel(org.rocksdb.PerfLevel.ENABLE_COUNT);
+        try {
+            db.getPerfContext().reset();
+            r.run();
+            return db.getPerfContext().getInternalDeleteSkippedCount();
+        } finally {
+            db.setPerfLevel(org.rocksdb.PerfLevel.DISABLE);
         }
     }
 
@@ -305,11 +332,58 @@ public final class PartMetadataStore implements Closeable {
         }
     }
 
+    /**
+     * An iterator positioned at the first key starting with {@code prefix}, bounded by the
+     * prefix's end. Without the bound, a seek past the last live key of the prefix walks on over
+     * every deleted key after it (tombstones until compaction) to find the next live one: with
+     * the tombstones of many removed parts, every file removal paid for all of them.
+     */
+    private final class PrefixScan implements AutoCloseable {
+        final RocksIterator it;
+        private final ReadOptions options = new ReadOptions();
+        private final Slice bound;
+
+        PrefixScan(byte[] prefix) {
+            byte[] end = successor(prefix);
+            bound = end == null ? null : new Slice(end);
+            if (bound != null) {
+                options.setIterateUpperBound(bound);
+            }
+            it = db.newIterator(options);
+            it.seek(prefix);
+        }
+
+        @Override
+        public void close() {
+            it.close();
+            options.close();
+            if (bound != null) {
+                bound.close();
+            }
+        }
+    }
+
+    /**
+     * The smallest key above every key starting with {@code prefix} (bytes compared unsigned, as
+     * RocksDB's default comparator does), or null when there is none: an empty prefix or one of
+     * 0xFF bytes only.
+     */
+    static byte[] successor(byte[] prefix) {
+        for (int i = prefix.length - 1; i >= 0; i--) {
+            if (prefix[i] != (byte) 0xFF) {
+                byte[] s = Arrays.copyOf(prefix, i + 1);
+                s[i]++;
+                return s;
+            }
+        }
+        return null;
+    }
+
     /** Calls {@code each} with every key that starts with {@code prefix}, in order. */
     public void forEachKey(String prefix, Consumer<String> each) {
         byte[] p = k(prefix);
-        try (RocksIterator it = db.newIterator()) {
-            for (it.seek(p); it.isValid() && startsWith(it.key(), p); it.next()) {
+        try (PrefixScan scan = new PrefixScan(p)) {
+            for (RocksIterator it = scan.it; it.isValid() && startsWith(it.key(), p); it.next()) {
                 if (it.key().length > 0 && it.key()[0] != 0) {
                     each.accept(new String(it.key(), StandardCharsets.UTF_8));
                 }
@@ -329,8 +403,8 @@ public final class PartMetadataStore implements Closeable {
      */
     public void forEachEntry(String prefix, EntryVisitor visitor) throws IOException {
         byte[] p = k(prefix);
-        try (RocksIterator it = db.newIterator()) {
-            for (it.seek(p); it.isValid() && startsWith(it.key(), p); it.next()) {
+        try (PrefixScan scan = new PrefixScan(p)) {
+            for (RocksIterator it = scan.it; it.isValid() && startsWith(it.key(), p); it.next()) {
                 if (it.key().length == 0 || it.key()[0] == 0) {
                     continue;
                 }
@@ -373,6 +447,9 @@ public final class PartMetadataStore implements Closeable {
     /** Deletes every key under {@code prefix} atomically; returns how many. */
     public int deletePrefix(String prefix) throws IOException {
         List<String> keys = keys(prefix);
+        if (keys.isEmpty()) {
+            return 0; // the usual case: a file removed, or a directory the cache held nothing of
+        }
         try (WriteBatch batch = new WriteBatch()) {
             for (String key : keys) {
                 batch.delete(k(key));

@@ -42,6 +42,45 @@ class PartMetadataStoreTest {
     }
 
     @Test
+    void deletingAKeyNeverStoredWritesNothing() throws Exception {
+        try (PartMetadataStore s = PartMetadataStore.open(tmp.resolve("cache"), 8 << 20, false)) {
+            s.put("default:data/db/t/all_1_1_0/count.txt", entry("10", 3));
+            long before = s.lastSequence();
+            s.delete("default:data/db/t/all_1_1_0/c1.bin"); // a file the cache never holds
+            assertEquals(before, s.lastSequence(), "no tombstone for a key that was never there");
+            s.delete("default:data/db/t/all_1_1_0/count.txt");
+            assertEquals(before + 1, s.lastSequence());
+            assertEquals(Optional.empty(), s.peek("default:data/db/t/all_1_1_0/count.txt"));
+        }
+    }
+
+    @Test
+    void aPrefixScanStopsAtThePrefixInsteadOfSteppingOverDeletedKeysAfterIt() throws Exception {
+        try (PartMetadataStore s = PartMetadataStore.open(tmp.resolve("cache"), 8 << 20, false)) {
+            s.put("d:data/db/t/all_1_1_0/checksums.txt", entry("a", 1));
+            s.put("d:data/db/t/all_1_1_0/columns.txt", entry("b", 2));
+            for (int i = 0; i < 500; i++) { // a merged-away part's entries, deleted: tombstones after the prefix
+                s.put("d:data/db/t/all_2_2_0/f" + i, entry("x", 10 + i));
+            }
+            assertEquals(500, s.deletePrefix("d:data/db/t/all_2_2_0/"));
+            List<String>[] found = new List[1];
+            long skipped = s.deletedKeysSkippedBy(() -> found[0] = s.keys("d:data/db/t/all_1_1_0/"));
+            assertEquals(List.of("d:data/db/t/all_1_1_0/checksums.txt", "d:data/db/t/all_1_1_0/columns.txt"), found[0]);
+            assertEquals(0, skipped, "deleted keys outside the prefix were stepped over");
+            assertEquals(0, s.deletedKeysSkippedBy(() -> s.keys("d:data/db/t/all_1_1_0/columns.txt/")));
+        }
+    }
+
+    @Test
+    void successorIsTheFirstKeyPastAPrefix() {
+        assertArrayEquals(new byte[] {'a', 'c'}, PartMetadataStore.successor(new byte[] {'a', 'b'}));
+        assertArrayEquals(new byte[] {'a', (byte) 0x80}, PartMetadataStore.successor(new byte[] {'a', 0x7F}));
+        assertArrayEquals(new byte[] {'b'}, PartMetadataStore.successor(new byte[] {'a', (byte) 0xFF, (byte) 0xFF}));
+        assertEquals(null, PartMetadataStore.successor(new byte[] {(byte) 0xFF}));
+        assertEquals(null, PartMetadataStore.successor(new byte[0]));
+    }
+
+    @Test
     void survivesReopen() throws Exception {
         try (PartMetadataStore s = PartMetadataStore.open(tmp.resolve("cache"), 8 << 20, false)) {
             s.put("default:a", entry("x", 1));
