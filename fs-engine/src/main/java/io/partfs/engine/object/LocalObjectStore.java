@@ -55,9 +55,8 @@ public final class LocalObjectStore implements ObjectStore {
     @Override
     public void put(String key, byte[] data) throws IOException {
         Path target = file(key);
-        Files.createDirectories(target.getParent());
         Path tmp = target.resolveSibling(target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP_SUFFIX);
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = createNew(tmp)) {
             ByteBuffer buf = ByteBuffer.wrap(data);
             while (buf.hasRemaining()) {
                 ch.write(buf);
@@ -68,6 +67,28 @@ public final class LocalObjectStore implements ObjectStore {
             throw e;
         }
         Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /**
+     * Creates {@code f}, and its directory first when that is missing. Creating the directory
+     * only then spares each put the exception {@link Files#createDirectories} makes (with its
+     * stack trace) when the directory exists. A {@link #delete} removes directories it leaves
+     * empty, including ones a put has just created and not yet written into: then the steps are
+     * tried again.
+     */
+    private static FileChannel createNew(Path f) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                if (attempt > 1) {
+                    Files.createDirectories(f.getParent());
+                }
+                return FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            } catch (NoSuchFileException e) {
+                if (attempt == 10) {
+                    throw e;
+                }
+            }
+        }
     }
 
     @Override
