@@ -24,6 +24,18 @@ public abstract class FsException extends IOException {
         return errno;
     }
 
+    /**
+     * No stack trace: an FsException is an answer to the caller (ENOENT for a name looked up
+     * that is not there, ENODATA for an absent extended attribute), thrown on every such
+     * request, and filling in the trace was most of its cost (0.56% of the sidecar's CPU in a
+     * small-file bench, where the kernel looks up each new name and asks for its security
+     * attribute). The message says which object it is about.
+     */
+    @Override
+    public synchronized Throwable fillInStackTrace() {
+        return this;
+    }
+
     /** ENOENT: a path component or the named entry does not exist. */
     public static final class NoSuchEntry extends FsException {
         private static final long serialVersionUID = 1L;
