@@ -141,10 +141,11 @@ public final class FsBench implements Callable<Integer> {
             Procs.unmount(mnt);
             TempDirs.deleteRecursively(work);
         }
+        Map<String, Map<String, String[]>> steady = steady(results);
         String md = String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread,%s S3 latency %.0f ms%n%n",
                 threads, bigFileSize, smallFiles, listEntries > 0 ? " a directory of " + listEntries + " entries listed," : "", latency)
                 + (passes > 1 ? "Median of passes 2-" + passes + " on each mount:\n\n" : "")
-                + markdown(steady(results)) + "\n" + ratios(steady(results))
+                + markdown(steady) + "\n" + ratios(steady)
                 + (passes > 1 ? "\nFirst pass after mounting:\n\n" + markdown(pass(results, 0)) + "\n" + ratios(pass(results, 0))
                         + "\nEvery pass:\n\n" + everyPass(results) : "")
                 + (objTable.isEmpty() ? "" : "\n```\n" + objTable.trim() + "\n```\n");
@@ -220,12 +221,8 @@ public final class FsBench implements Callable<Integer> {
     /** A table per item: each filesystem's value in each pass, to show how much the passes differ. */
     static String everyPass(Map<String, List<Map<String, String[]>>> results) {
         int passes = results.values().stream().mapToInt(List::size).max().orElse(0);
-        Map<String, Map<String, String[]>> first = pass(results, 0);
         StringBuilder b = new StringBuilder();
-        for (String item : ITEMS) {
-            if (first.values().stream().noneMatch(r -> r.containsKey(item))) {
-                continue;
-            }
+        for (String item : measured(pass(results, 0))) {
             b.append("| ").append(item).append(" |");
             for (int p = 1; p <= passes; p++) {
                 b.append(" pass ").append(p).append(" |");
