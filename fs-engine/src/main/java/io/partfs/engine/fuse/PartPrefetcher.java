@@ -31,6 +31,13 @@ import org.slf4j.LoggerFactory;
  * directories again and again while it runs (cleanup of temporary directories), and parts do
  * not change once named, so readahead is for startup, not for every listing. Listing through the
  * mount keeps the kernel's own rules: nothing is cached that a lookup would not have cached.
+ *
+ * <p>One exception: a listing that is the same as the last one this mount served for the
+ * directory. The kernel keeps a listing it read (FOPEN_CACHE_DIR) until the directory changes,
+ * so the same listing asked for again means the kernel dropped it (memory pressure, a drop of
+ * the caches) and with it, most likely, what the last readahead gave it: ClickHouse restarted
+ * then, against a sidecar that kept running, would load every part without readahead. Such a
+ * listing is prefetched again once the readahead before it has finished.
  */
 final class PartPrefetcher implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(PartPrefetcher.class);
@@ -60,7 +67,8 @@ final class PartPrefetcher implements AutoCloseable {
      * take up fast enough are dropped.
      */
     private final ExecutorService afterListing;
-    private final Map<Long, Long> lastListed = new ConcurrentHashMap<>();
+    /** By table directory: its last readahead and the last listing served. */
+    private final Map<Long, Table> tables = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads, ListingLoader loader, PartListed partListed) {
@@ -97,14 +105,40 @@ final class PartPrefetcher implements AutoCloseable {
             return;
         }
         long now = System.nanoTime();
-        Long last = lastListed.get(ino);
-        if (last != null && now - last < minIntervalNanos) {
-            return;
+        long listing = fingerprint(entries);
+        Table t = tables.computeIfAbsent(ino, k -> new Table());
+        synchronized (t) {
+            boolean again = t.lastListing == listing && t.batchesLeft.get() == 0; // the kernel dropped it
+            t.lastListing = listing;
+            if (t.prefetchedAt != 0 && now - t.prefetchedAt < minIntervalNanos && !again) {
+                return;
+            }
+            t.prefetchedAt = now;
+            t.batchesLeft.addAndGet((parts.size() + BATCH - 1) / BATCH);
         }
-        lastListed.put(ino, now);
         for (int i = 0; i < parts.size(); i += BATCH) {
-            pool.execute(new Task(i / BATCH, sequence.getAndIncrement(), path, parts.subList(i, Math.min(parts.size(), i + BATCH))));
+            pool.execute(new Task(i / BATCH, sequence.getAndIncrement(), path, parts.subList(i, Math.min(parts.size(), i + BATCH)), t));
         }
+    }
+
+    /** A table directory's readahead state; guarded by itself. */
+    private static final class Table {
+        /** When its last readahead began (0: never). */
+        long prefetchedAt;
+        /** {@link #fingerprint} of the last listing served. */
+        long lastListing;
+        /** Batches of its readahead not yet done (dropped ones count as done). */
+        final java.util.concurrent.atomic.AtomicInteger batchesLeft = new java.util.concurrent.atomic.AtomicInteger();
+    }
+
+    /** A hash of a listing's names and inodes, in the order served: equal for the same listing. */
+    static long fingerprint(List<DirEntry> entries) {
+        long h = entries.size();
+        for (DirEntry e : entries) {
+            h = h * 1_000_003L + e.name().hashCode();
+            h = h * 1_000_003L + e.ino();
+        }
+        return h;
     }
 
     private final java.util.concurrent.atomic.AtomicLong sequence = new java.util.concurrent.atomic.AtomicLong();
@@ -120,16 +154,26 @@ final class PartPrefetcher implements AutoCloseable {
         final long seq;
         final String dir;
         final List<DirEntry> parts;
+        final Table table;
 
-        Task(int index, long seq, String dir, List<DirEntry> parts) {
+        Task(int index, long seq, String dir, List<DirEntry> parts, Table table) {
             this.index = index;
             this.seq = seq;
             this.dir = dir;
             this.parts = parts;
+            this.table = table;
         }
 
         @Override
         public void run() {
+            try {
+                prefetch();
+            } finally {
+                table.batchesLeft.decrementAndGet();
+            }
+        }
+
+        private void prefetch() {
             if (closed) {
                 return;
             }

@@ -94,6 +94,46 @@ class PartPrefetchTest {
     }
 
     /**
+     * A table listed again soon after its readahead is not read ahead again while the kernel keeps
+     * the listing; once the kernel has dropped it (as under memory pressure) the same listing
+     * comes back to PartFS, and the parts are read ahead again: ClickHouse restarted then would
+     * otherwise load them one request at a time.
+     */
+    @Test
+    void aListingTheKernelDroppedIsReadAheadAgain() throws Exception {
+        try (Mounted m = new Mounted(null)) {
+            Path table = Files.createDirectories(m.mnt.resolve("data/db/t"));
+            for (int p = 0; p < PARTS; p++) {
+                Files.writeString(Files.createDirectory(table.resolve("all_" + p + "_" + p + "_0")).resolve("count.txt"), "1");
+            }
+            m.remount();
+            listAndAwaitReadahead(m, table, PARTS);
+            long listings = calls(m.metrics, "readdirplus");
+            list(table); // still in the kernel: nothing reaches PartFS, nothing is read ahead
+            assertEquals(listings, calls(m.metrics, "readdirplus"), "the kernel did not keep the listing");
+
+            Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3\n"); // the kernel forgets it all
+            listAndAwaitReadahead(m, table, 2 * PARTS);
+        }
+    }
+
+    private static void list(Path dir) throws java.io.IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            assertEquals(PARTS, s.count());
+        }
+    }
+
+    private static void listAndAwaitReadahead(Mounted m, Path table, long partsReadAhead) throws Exception {
+        list(table);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (calls(m.metrics, "partfs_fuse_readahead_parts_total", "") < partsReadAhead) {
+            assertTrue(System.nanoTime() < deadline, "parts read ahead: " + calls(m.metrics, "partfs_fuse_readahead_parts_total", "")
+                    + ", expected " + partsReadAhead);
+            java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
+        }
+    }
+
+    /**
      * The readahead stores each part's cached metadata files into the page cache: ClickHouse's
      * open, read, close and stat of them never reach PartFS for data. A file changed behind the
      * kernel's back (another machine) is read as it is now, not as stored.
