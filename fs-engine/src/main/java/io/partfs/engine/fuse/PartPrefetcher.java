@@ -36,8 +36,12 @@ import org.slf4j.LoggerFactory;
  * directory. The kernel keeps a listing it read (FOPEN_CACHE_DIR) until the directory changes,
  * so the same listing asked for again means the kernel dropped it (memory pressure, a drop of
  * the caches) and with it, most likely, what the last readahead gave it: ClickHouse restarted
- * then, against a sidecar that kept running, would load every part without readahead. Such a
- * listing is prefetched again once the readahead before it has finished.
+ * then, against a sidecar that kept running, would load every part without readahead. The
+ * kernel also drops listings of idle tables while ClickHouse runs, which needs no readahead (a
+ * running ClickHouse holds its parts' metadata itself), so such a table is read ahead again only
+ * when one of its parts is then listed too, as ClickHouse does loading a table, within
+ * {@link #DROPPED_WAIT_NANOS}. A listing that changed (a new part, a temporary directory) keeps
+ * the rule above.
  */
 final class PartPrefetcher implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(PartPrefetcher.class);
@@ -95,6 +99,7 @@ final class PartPrefetcher implements AutoCloseable {
         if (closed || path == null) {
             return;
         }
+        partOfDroppedListing(path);
         List<DirEntry> parts = new ArrayList<>();
         for (DirEntry e : entries) {
             if (e.type() == FileType.DIRECTORY && PART.matcher(e.name()).matches()) {
@@ -108,17 +113,71 @@ final class PartPrefetcher implements AutoCloseable {
         long listing = fingerprint(entries);
         Table t = tables.computeIfAbsent(ino, k -> new Table());
         synchronized (t) {
-            boolean again = t.lastListing == listing && t.batchesLeft.get() == 0; // the kernel dropped it
+            boolean same = t.lastListing == listing;
             t.lastListing = listing;
-            if (t.prefetchedAt != 0 && now - t.prefetchedAt < minIntervalNanos && !again) {
+            t.dropped = null;
+            if (t.prefetchedAt != 0 && now - t.prefetchedAt < minIntervalNanos) {
+                if (same && t.batchesLeft.get() == 0) {
+                    t.dropped = new Dropped(path, parts, now); // read ahead again if its parts are loaded
+                    dropped.put(path, t);
+                }
                 return;
             }
             t.prefetchedAt = now;
-            t.batchesLeft.addAndGet((parts.size() + BATCH - 1) / BATCH);
+            t.batchesLeft.addAndGet(batches(parts));
         }
+        prefetch(path, parts, t);
+    }
+
+    /**
+     * {@code path} is being listed: if it is a part directory of a table whose listing the
+     * kernel dropped, that table's parts are being loaded (ClickHouse restarted), and they are
+     * read ahead again. This prefetcher lists the parts of a table only while it reads it ahead,
+     * and a table's listing counts as dropped only once that is over, so the lister is someone else.
+     */
+    private void partOfDroppedListing(String path) {
+        int slash = path.lastIndexOf('/');
+        if (dropped.isEmpty() || slash < 0 || !PART.matcher(path.substring(slash + 1)).matches()) {
+            return;
+        }
+        Table t = dropped.remove(path.substring(0, slash));
+        if (t == null) {
+            return;
+        }
+        Dropped d;
+        synchronized (t) {
+            d = t.dropped;
+            t.dropped = null;
+            if (d == null || System.nanoTime() - d.atNanos > DROPPED_WAIT_NANOS) {
+                return;
+            }
+            t.prefetchedAt = System.nanoTime();
+            t.batchesLeft.addAndGet(batches(d.parts));
+        }
+        prefetch(d.path, d.parts, t);
+    }
+
+    private static int batches(List<DirEntry> parts) {
+        return (parts.size() + BATCH - 1) / BATCH;
+    }
+
+    private void prefetch(String path, List<DirEntry> parts, Table t) {
         for (int i = 0; i < parts.size(); i += BATCH) {
             pool.execute(new Task(i / BATCH, sequence.getAndIncrement(), path, parts.subList(i, Math.min(parts.size(), i + BATCH)), t));
         }
+    }
+
+    /**
+     * How long after its listing came back unchanged a table waits for one of its parts to be
+     * listed; ClickHouse loading a table lists its parts right after the table.
+     */
+    static final long DROPPED_WAIT_NANOS = TimeUnit.SECONDS.toNanos(60);
+
+    /** Tables whose listing came back unchanged, by path, until one of their parts is listed. */
+    private final Map<String, Table> dropped = new ConcurrentHashMap<>();
+
+    /** A table listing the kernel asked for again unchanged: its parts, for a readahead. */
+    private record Dropped(String path, List<DirEntry> parts, long atNanos) {
     }
 
     /** A table directory's readahead state; guarded by itself. */
@@ -127,6 +186,8 @@ final class PartPrefetcher implements AutoCloseable {
         long prefetchedAt;
         /** {@link #fingerprint} of the last listing served. */
         long lastListing;
+        /** Its listing came back unchanged: read it ahead when one of its parts is listed. */
+        Dropped dropped;
         /** Batches of its readahead not yet done (dropped ones count as done). */
         final java.util.concurrent.atomic.AtomicInteger batchesLeft = new java.util.concurrent.atomic.AtomicInteger();
     }
