@@ -155,10 +155,22 @@ class OperatorManifestsIT {
             for (int start = 1; start <= 3; start++) {
                 sidecar = pb.start();
                 awaitProbe(probeScript, sidecar, dir);
-                if (start == 1) {
-                    Files.write(mnt.resolve("part.bin"), data);
+                try {
+                    if (start == 1) {
+                        Files.write(mnt.resolve("part.bin"), data);
+                    }
+                    assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")), "start " + start);
+                } catch (java.io.IOException | AssertionError e) {
+                    // the sidecar's log goes with its temp directory: keep it in the failure
+                    String listing;
+                    try (java.util.stream.Stream<Path> names = Files.list(mnt)) {
+                        listing = names.map(p -> p.getFileName().toString()).toList().toString();
+                    } catch (java.io.IOException le) {
+                        listing = le.toString();
+                    }
+                    throw new AssertionError("start " + start + ": " + e + "\nmount point holds: " + listing
+                            + "\nsidecar log:\n" + Files.readString(dir.resolve("sidecar.log")), e);
                 }
-                assertArrayEquals(data, Files.readAllBytes(mnt.resolve("part.bin")), "start " + start);
                 if (start == 2) {
                     sidecar.destroyForcibly(); // SIGKILL: the out-of-memory killer, or a grace period run out
                     assertTrue(sidecar.waitFor(30, TimeUnit.SECONDS));
