@@ -197,6 +197,35 @@ class OperatorManifestsIT {
         }
     }
 
+    /**
+     * A restarted sidecar takes down the dead mount its killed predecessor left, and only then
+     * mounts: a probe that read {@code /proc/mounts} just before the takedown still sees the dead
+     * mount's line, while the mount point already shows the bare directory beneath. The probe
+     * must fail on that state (the first version passed: ClickHouse would have started on the
+     * claim's empty directory; this test's restart caught it once in ~20 runs). The state is
+     * made here with a copy of {@code /proc/mounts} that still lists the mount.
+     */
+    @Test
+    void theStartupProbeFailsOnTheBareDirectoryWhileADeadMountIsStillListed() throws Exception {
+        Path dir = Files.createTempDirectory("partfs-k8s-probe-");
+        try {
+            Path mnt = Files.createDirectories(dir.resolve("state/mnt"));
+            Path mounts = dir.resolve("mounts");
+            Files.writeString(mounts, Files.readString(Path.of("/proc/mounts"))
+                    + "partfs " + mnt + " fuse.partfs rw,nosuid,nodev,relatime,user_id=0,group_id=0 0 0\n");
+            List<String> probe = at(sidecar(), "startupProbe", "exec", "command");
+            String script = local(probe.get(2), dir);
+            assertTrue(script.contains("/proc/mounts"), "the probe checks the mount's type: " + script);
+            Process p = new ProcessBuilder("/bin/sh", "-c", script.replace("/proc/mounts", mounts.toString()))
+                    .redirectErrorStream(true).start();
+            String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            assertTrue(p.exitValue() != 0, "the probe passed on a bare directory: " + said);
+        } finally {
+            TempDirs.deleteRecursively(dir);
+        }
+    }
+
     private static Map<String, Object> envVar(Map<String, Object> container, String name) {
         List<Map<String, Object>> env = at(container, "env");
         return env.stream().filter(e -> name.equals(e.get("name"))).findFirst().orElseThrow();
