@@ -212,7 +212,7 @@ final class MountCommand implements Callable<Integer> {
             throw new IllegalArgumentException("cannot read the config file " + config + ": check the path");
         }
         Path mp = mountPoint.toAbsolutePath().normalize();
-        checkMountPoint(mp);
+        boolean deadMount = checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
         config(null, false); // checks the sizes before anything starts
         if (ioRetries < 1 || ioRetries > 100) {
@@ -229,17 +229,26 @@ final class MountCommand implements Callable<Integer> {
         clickhouse.client(); // checks the URL
         io.partfs.cache.TableSelector.parse(metadataCacheTables);
         Sizes.parse(metadataCacheLruSize, "metadata cache LRU size");
-        return background ? startInBackground(mp) : serve(mp, fuse);
+        return background ? startInBackground(mp) : serve(mp, fuse, deadMount);
     }
 
-    private void checkMountPoint(Path mp) throws IOException, InterruptedException {
+    /**
+     * Refuses a mount point that is mounted, not a directory or not empty; returns true if it
+     * holds a dead PartFS mount, which {@link #serve} takes down just before it mounts.
+     */
+    private boolean checkMountPoint(Path mp) throws IOException, InterruptedException {
         String type = Mounts.typeAt(mp);
         if ("fuse.partfs".equals(type) && Mounts.disconnected(mp)) {
-            takeDownDeadMount(mp);
+            return true; // its directory can only be checked once it is taken down
         } else if (type != null) {
             throw new IllegalArgumentException(mp + " is already mounted (" + type + "): unmount it first"
                     + ("fuse.partfs".equals(type) ? " with 'partfs umount " + mp + "'" : ""));
         }
+        checkDirectory(mp);
+        return false;
+    }
+
+    private void checkDirectory(Path mp) throws IOException {
         if (Files.exists(mp) && !Files.isDirectory(mp)) {
             throw new IllegalArgumentException("mount point " + mp + " is not a directory: choose a directory");
         }
@@ -256,8 +265,15 @@ final class MountCommand implements Callable<Integer> {
      * Takes down a PartFS mount whose process exited without unmounting (SIGKILL, out of memory):
      * it only answers ENOTCONN, so a restarted sidecar would otherwise fail on it for ever. Lazily
      * (MNT_DETACH), since ClickHouse may still hold files open there; nothing can be flushed.
+     * Only once the volume is open: until the new mount shows, the path leads to the bare
+     * directory beneath, where a process (ClickHouse) sees an empty disk instead of ENOTCONN,
+     * and a mount that cannot open its volume leaves the dead mount as it found it.
      */
     private void takeDownDeadMount(Path mp) throws IOException, InterruptedException {
+        if (!Mounts.disconnected(mp)) { // since the check: taken down by another, or mounted by another
+            checkMountPoint(mp);
+            return;
+        }
         UmountCommand.detachDeadMount(mp);
         spec.commandLine().getErr().printf("partfs: took down the mount at %s left by a PartFS process that exited "
                 + "without unmounting (its buffered writes were lost with it; fsynced ones were not)%n", mp);
@@ -296,7 +312,7 @@ final class MountCommand implements Callable<Integer> {
     }
 
     /** Runs the mount in this process until unmounted or signalled. */
-    private int serve(Path mp, FuseOptions fuseOpts) throws Exception {
+    private int serve(Path mp, FuseOptions fuseOpts, boolean deadMount) throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         volume.metrics = metrics;
         PartFs fs = volume.openFs(meta -> config(meta.volumeFormat().uuid(),
@@ -311,9 +327,19 @@ final class MountCommand implements Callable<Integer> {
         }
         FuseMount fuse = FuseMount.create(fs, cache, fuseOpts);
         try {
+            if (deadMount) {
+                takeDownDeadMount(mp);
+                checkDirectory(mp);
+            }
             Files.createDirectories(mp); // only now that the volume opened, so a bad --meta leaves nothing behind
-        } catch (IOException e) {
-            fs.close();
+        } catch (Exception e) {
+            try {
+                fs.close();
+            } finally {
+                if (cache != null) {
+                    cache.store().close();
+                }
+            }
             throw e;
         }
         IOException lost = null;
@@ -492,6 +518,11 @@ final class MountCommand implements Callable<Integer> {
                 throw new IllegalStateException("mount did not become ready within 120 s (log: " + logFile + ")");
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
+        }
+        for (String line : Files.readAllLines(logFile)) { // what the mount took down, said here too
+            if (line.startsWith("partfs: took down ")) {
+                spec.commandLine().getErr().println(line);
+            }
         }
         out.printf("partfs: mounted %s in the background (pid %d, log %s); stop it with: partfs umount %s%n",
                 mp, child.pid(), logFile, mp);

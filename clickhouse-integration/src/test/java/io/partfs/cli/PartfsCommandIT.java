@@ -277,7 +277,9 @@ class PartfsCommandIT {
      * A mount process killed without unmounting (SIGKILL, the out-of-memory killer) leaves a
      * mount that answers ENOTCONN; the next mount at that point, as a restarted sidecar's is,
      * takes it down and mounts, and what was fsynced before the kill is there. A live mount is
-     * still refused.
+     * still refused, and so is a mount that cannot open its volume, which leaves the dead mount
+     * as it was: taken down first, the path would show the bare directory beneath, an empty
+     * disk to ClickHouse, until a mount that may never come.
      */
     @Test
     void mountTakesDownAMountWhoseProcessWasKilled() throws Exception {
@@ -295,6 +297,11 @@ class PartfsCommandIT {
         sidecar.destroyForcibly();
         sidecar.onExit().get(30, TimeUnit.SECONDS);
         assertTrue(Mounts.isMounted(mnt) && Mounts.disconnected(mnt), "a dead mount is left behind");
+
+        Partfs.Result unreachable = partfs.run("mount", mnt.toString(), "--meta", "redis://127.0.0.1:1/0");
+        assertEquals(1, unreachable.exit(), unreachable.all());
+        assertFalse(unreachable.all().contains("took down"), unreachable.all());
+        assertTrue(Mounts.isMounted(mnt) && Mounts.disconnected(mnt), "the dead mount stays until a mount can replace it");
 
         Partfs.Result again = partfs.run("mount", mnt.toString(), "--background");
         assertEquals(0, again.exit(), again.all());
