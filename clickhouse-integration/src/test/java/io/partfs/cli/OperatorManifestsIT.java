@@ -202,7 +202,8 @@ class OperatorManifestsIT {
      * mounts: a probe that read {@code /proc/mounts} just before the takedown still sees the dead
      * mount's line, while the mount point already shows the bare directory beneath. The probe
      * must fail on that state (the first version passed: ClickHouse would have started on the
-     * claim's empty directory; this test's restart caught it once in ~20 runs). The state is
+     * claim's empty directory; the restart test above caught it once in 22 runs, with the page
+     * cache dropped every 50 ms beside it). The state is
      * made here with a copy of {@code /proc/mounts} that still lists the mount.
      */
     @Test
