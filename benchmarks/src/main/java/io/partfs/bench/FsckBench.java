@@ -8,6 +8,7 @@ import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.RedisKvStore;
 import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.object.S3ObjectStore;
+import io.partfs.engine.testing.LatencyProxy;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import io.partfs.engine.testing.StoreFill;

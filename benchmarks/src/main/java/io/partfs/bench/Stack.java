@@ -1,6 +1,7 @@
 package io.partfs.bench;
 
 import io.partfs.engine.object.S3ObjectStore;
+import io.partfs.engine.testing.LatencyProxy;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import java.io.IOException;

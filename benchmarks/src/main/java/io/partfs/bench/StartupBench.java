@@ -2,6 +2,7 @@ package io.partfs.bench;
 
 import io.partfs.cli.ClickHouseServer;
 import io.partfs.engine.object.S3ObjectStore;
+import io.partfs.engine.testing.LatencyProxy;
 import io.partfs.engine.testing.TempDirs;
 import java.nio.file.Files;
 import java.nio.file.Path;

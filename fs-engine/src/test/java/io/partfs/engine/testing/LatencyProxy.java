@@ -1,4 +1,4 @@
-package io.partfs.bench;
+package io.partfs.engine.testing;
 
 import java.io.IOException;
 import java.io.InputStream;
