@@ -148,6 +148,18 @@ public final class ClickHouseServer implements AutoCloseable {
         process = null;
     }
 
+    /** Kills the server (SIGKILL, as a pod's restart after its grace period) and waits for it to exit. */
+    public void kill() throws Exception {
+        if (process == null) {
+            return;
+        }
+        process.destroyForcibly();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new IOException("clickhouse-server (pid " + process.pid() + ") did not exit on SIGKILL");
+        }
+        process = null;
+    }
+
     /** Lines of the error log at level Error or worse. */
     public List<String> errors() throws IOException {
         Path err = confDir.resolve("log/server.err.log");
