@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
 import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
 import org.rocksdb.LRUCache;
 import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
@@ -43,6 +44,8 @@ public final class PartMetadataStore implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(PartMetadataStore.class);
     private static final byte VERSION = 1;
     private static final int HEADER = 1 + 8 + 8 + 8 + 4;
+    /** About 1% false positives (RocksDB's usual setting). */
+    private static final double BLOOM_BITS_PER_KEY = 10;
 
     static {
         RocksNative.load();
@@ -74,6 +77,7 @@ public final class PartMetadataStore implements Closeable {
     private final RocksDB db;
     private final Options options;
     private final LRUCache blockCache;
+    private final BloomFilter bloom;
     private final WriteOptions writeOptions = new WriteOptions();
     private final AtomicLong hits = new AtomicLong();
     private final AtomicLong misses = new AtomicLong();
@@ -81,12 +85,13 @@ public final class PartMetadataStore implements Closeable {
 
     private final boolean readOnly;
 
-    private PartMetadataStore(Path dir, RocksDB db, Options options, LRUCache blockCache, boolean readOnly) {
+    private PartMetadataStore(Path dir, RocksDB db, Options options, LRUCache blockCache, BloomFilter bloom, boolean readOnly) {
         this.readOnly = readOnly;
         this.dir = dir;
         this.db = db;
         this.options = options;
         this.blockCache = blockCache;
+        this.bloom = bloom;
         loadCounters();
     }
 
@@ -131,11 +136,13 @@ public final class PartMetadataStore implements Closeable {
             throw new IOException("no part-metadata cache at " + d + ": check --metadata-cache-dir");
         }
         LRUCache cache = new LRUCache(8L << 20);
-        Options options = new Options().setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache));
+        BloomFilter bloom = new BloomFilter(BLOOM_BITS_PER_KEY);
+        Options options = new Options().setTableFormatConfig(tableConfig(cache, bloom));
         try {
-            return new PartMetadataStore(d, RocksDB.openReadOnly(options, d.toString()), options, cache, true);
+            return new PartMetadataStore(d, RocksDB.openReadOnly(options, d.toString()), options, cache, bloom, true);
         } catch (RocksDBException e) {
             options.close();
+            bloom.close();
             cache.close();
             throw new CacheCorruptedException("part-metadata cache " + d + " cannot be opened (" + e.getMessage()
                     + "): it holds only copies, so it can be deleted without losing table data", e);
@@ -144,15 +151,27 @@ public final class PartMetadataStore implements Closeable {
 
     private static PartMetadataStore tryOpen(Path d, long lruCacheSize) throws RocksDBException {
         LRUCache cache = new LRUCache(lruCacheSize);
+        BloomFilter bloom = new BloomFilter(BLOOM_BITS_PER_KEY);
         Options options = new Options().setCreateIfMissing(true).setParanoidChecks(true)
-                .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache));
+                .setTableFormatConfig(tableConfig(cache, bloom));
         try {
-            return new PartMetadataStore(d, RocksDB.open(options, d.toString()), options, cache, false);
+            return new PartMetadataStore(d, RocksDB.open(options, d.toString()), options, cache, bloom, false);
         } catch (RocksDBException e) {
             options.close();
+            bloom.close();
             cache.close();
             throw e;
         }
+    }
+
+    /**
+     * Tables with a Bloom filter per file: most keys the volume asks about are not stored (every
+     * column file of a merged or dropped part is removed, and {@link #delete} looks it up first),
+     * and the filter answers those without reading a data block. Files written before the filter
+     * was added get one when compaction rewrites them.
+     */
+    private static BlockBasedTableConfig tableConfig(LRUCache cache, BloomFilter bloom) {
+        return new BlockBasedTableConfig().setBlockCache(cache).setFilterPolicy(bloom);
     }
 
     public Path dir() {
@@ -514,6 +533,7 @@ public final class PartMetadataStore implements Closeable {
         db.close();
         writeOptions.close();
         options.close();
+        bloom.close();
         blockCache.close();
     }
 }

@@ -23,7 +23,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The part-metadata cache's RocksDB store: get and put by {@code disk:relative_path} key, keys
  * drawn Zipf-distributed over a cache filled like a server's (6 metadata files per part, values
- * of the sizes ClickHouse writes), with the default 256 MiB LRU.
+ * of the sizes ClickHouse writes), with the default 256 MiB LRU; and deletes of keys it does not hold.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -44,6 +44,8 @@ public class PartMetadataCacheBench {
     private Path dir;
     private PartMetadataStore store;
     private String[] keys;
+    /** Keys of files next to the cached ones that the cache never holds (column files). */
+    private String[] absent;
     private byte[][] values;
     private Zipf zipf;
 
@@ -52,6 +54,7 @@ public class PartMetadataCacheBench {
         dir = Files.createTempDirectory("partfs-jmh-cache-");
         store = PartMetadataStore.open(dir.resolve("cache"), 256L << 20, false);
         keys = new String[parts * FILES.length];
+        absent = new String[keys.length];
         values = new byte[FILES.length][];
         SplittableRandom r = new SplittableRandom(1);
         for (int f = 0; f < FILES.length; f++) {
@@ -65,6 +68,7 @@ public class PartMetadataCacheBench {
                 int k = p * FILES.length + f;
                 keys[k] = "default:data/db/t" + (p % 200) + "/" + (20000101 + p / 200) + "_" + p + "_" + p + "_0/" + FILES[f];
                 store.put(keys[k], new PartMetadataStore.Entry(k, SIZES[f], 1, values[f]));
+                absent[k] = keys[k].substring(0, keys[k].lastIndexOf('/') + 1) + "c" + f + ".bin";
             }
         }
         zipf = new Zipf(keys.length, zipfExponent);
@@ -79,6 +83,15 @@ public class PartMetadataCacheBench {
     @Benchmark
     public Object get(ThreadRandom rng) throws Exception {
         return store.get(keys[zipf.next(rng.random)]);
+    }
+
+    /**
+     * The removal of a file the cache never held, as every column file of a merged or dropped
+     * part is: a lookup that finds nothing, and no write.
+     */
+    @Benchmark
+    public void deleteAbsent(ThreadRandom rng) throws Exception {
+        store.delete(absent[zipf.next(rng.random)]);
     }
 
     @Benchmark
