@@ -41,8 +41,14 @@ final class PartFlushes implements Closeable {
         void run() throws IOException;
     }
 
-    /** A close's flush started on the pool, and the flush itself, to run again where it failed. */
-    private record Deferred(CompletableFuture<Void> done, Flush flush) {
+    /**
+     * A close's flush started on the pool, and the flush itself; {@code again}: it failed at an
+     * earlier await, and the next one runs it anew.
+     */
+    private record Deferred(CompletableFuture<Void> done, Flush flush, boolean again) {
+        Deferred(CompletableFuture<Void> done, Flush flush) {
+            this(done, flush, false);
+        }
     }
 
     /** The directories tracked, by inode, each with its files' deferred flushes by inode. */
@@ -54,7 +60,11 @@ final class PartFlushes implements Closeable {
                 return t;
             });
 
-    PartFlushes() {
+    /** Whether a file's last flush failed with nothing written to it since (its data still buffered). */
+    private final java.util.function.LongPredicate failedSinceLastWrite;
+
+    PartFlushes(java.util.function.LongPredicate failedSinceLastWrite) {
+        this.failedSinceLastWrite = failedSinceLastWrite;
         pool.allowCoreThreadTimeOut(true);
     }
 
@@ -115,22 +125,51 @@ final class PartFlushes implements Closeable {
 
     /**
      * Waits for the directory's deferred flushes, then flushes each of its files once more here,
-     * which costs nothing for a file already committed and retries one whose flush failed (its
-     * data stays buffered, as after a failed close); throws the first failure.
+     * which costs nothing for a file already committed and commits what was written after its
+     * close; throws the first failure. A deferred flush that failed has had every attempt its
+     * close would have had, so its failure is reported as it is, not tried again here: a store
+     * that is down costs the rename one flush's retries, not one more per file (a part has
+     * dozens), and the INSERT or merge fails as soon as a close would have failed it. The
+     * data stays buffered, and the next await (a rename tried again) flushes those files anew.
      */
     void await(long dir) throws IOException {
+        Map<Long, Deferred> files = dirs.get(dir);
         IOException first = null;
-        for (Deferred d : waitFor(dir)) {
-            try {
-                d.flush.run();
-            } catch (IOException e) {
-                if (first == null) {
-                    first = e;
+        for (Map.Entry<Long, Deferred> file : waitFor(dir)) {
+            long ino = file.getKey();
+            Deferred d = file.getValue();
+            IOException failed = null;
+            if (!d.again && failedSinceLastWrite.test(ino)) { // a later flush of it may have succeeded: its writer knows
+                failed = failure(d.done);
+                if (failed == null) {
+                    failed = new IOException("the upload of inode " + ino + "'s data failed; its next flush tries again");
                 }
+                synchronized (files) { // the next await flushes it anew, with every attempt
+                    files.replace(ino, d, new Deferred(CompletableFuture.completedFuture(null), d.flush, true));
+                }
+            } else {
+                try {
+                    d.flush.run();
+                } catch (IOException e) {
+                    failed = e;
+                }
+            }
+            if (failed != null && first == null) {
+                first = failed;
             }
         }
         if (first != null) {
             throw first;
+        }
+    }
+
+    /** Why a finished flush failed, or null when it succeeded. */
+    private static IOException failure(CompletableFuture<Void> done) {
+        try {
+            done.join();
+            return null;
+        } catch (java.util.concurrent.CompletionException e) {
+            return e.getCause() instanceof IOException io ? io : new IOException("flush failed: " + e.getCause(), e.getCause());
         }
     }
 
@@ -139,23 +178,27 @@ final class PartFlushes implements Closeable {
         waitFor(dir);
     }
 
-    private List<Deferred> waitFor(long dir) throws InterruptedIOException {
+    /** Waits for every deferred flush of {@code dir}; returns them by file inode. */
+    private List<Map.Entry<Long, Deferred>> waitFor(long dir) throws InterruptedIOException {
         Map<Long, Deferred> files = dirs.get(dir);
         if (files == null) {
             return List.of();
         }
-        List<Deferred> all;
+        List<Map.Entry<Long, Deferred>> all;
         synchronized (files) {
-            all = new ArrayList<>(files.values());
+            all = new ArrayList<>();
+            for (Map.Entry<Long, Deferred> e : files.entrySet()) {
+                all.add(Map.entry(e.getKey(), e.getValue()));
+            }
         }
-        for (Deferred d : all) {
+        for (Map.Entry<Long, Deferred> file : all) {
             try {
-                d.done.get();
+                file.getValue().done.get();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new InterruptedIOException("waiting for the flushes of directory " + dir);
-            } catch (ExecutionException e) {
-                // the caller flushes again where it needs the outcome
+            } catch (ExecutionException ex) {
+                // the caller reads the outcome where it needs it
             }
         }
         return all;

@@ -95,7 +95,7 @@ public final class PartFs implements Closeable {
                     }
                 });
         this.reclaimer = new Reclaimer(meta, chunks, config.reclaimDelay());
-        this.partFlushes = config.deferPartFlushes() && !config.readOnly() ? new PartFlushes() : null;
+        this.partFlushes = config.deferPartFlushes() && !config.readOnly() ? new PartFlushes(chunks::failedSinceLastWrite) : null;
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
             reclaimer.resumePending();

@@ -262,10 +262,15 @@ public final class ChunkStore implements Closeable {
      * for the release that follows a close whose flush already reported the error.
      */
     public void flushUnlessFailed(long ino) throws IOException {
-        FileWriter w = writers.get(ino);
-        if (w != null && !w.failedSinceLastWrite()) {
+        if (!failedSinceLastWrite(ino)) {
             flush(ino);
         }
+    }
+
+    /** Whether the last flush of {@code ino} failed with nothing written to it since: its data is still buffered. */
+    public boolean failedSinceLastWrite(long ino) {
+        FileWriter w = writers.get(ino);
+        return w != null && w.failedSinceLastWrite();
     }
 
     /**
