@@ -26,6 +26,7 @@ public final class LatencyProxy implements AutoCloseable {
     private final AtomicLong requests = new AtomicLong();
     private volatile long delayNanos;
     private volatile boolean closed;
+    private volatile boolean down;
 
     public LatencyProxy(int targetPort) throws IOException {
         this.target = new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort);
@@ -43,6 +44,23 @@ public final class LatencyProxy implements AutoCloseable {
         this.delayNanos = (long) (ms * 1_000_000);
     }
 
+    /**
+     * Takes the server "down" (true): every open connection is cut and every new one closed as
+     * soon as it is accepted, as when the object store is unreachable; false brings it back.
+     */
+    public void setDown(boolean down) {
+        this.down = down;
+        if (down) {
+            for (Socket s : open) {
+                try {
+                    s.close();
+                } catch (IOException e) {
+                    // already closed
+                }
+            }
+        }
+    }
+
     /** Requests seen since start. */
     public long requests() {
         return requests.get();
@@ -52,6 +70,10 @@ public final class LatencyProxy implements AutoCloseable {
         while (!closed) {
             try {
                 Socket client = server.accept();
+                if (down) {
+                    client.close();
+                    continue;
+                }
                 Socket upstream = new Socket(target.getAddress(), target.getPort());
                 client.setTcpNoDelay(true);
                 upstream.setTcpNoDelay(true);
@@ -60,6 +82,9 @@ public final class LatencyProxy implements AutoCloseable {
                 Connection c = new Connection();
                 start(() -> pump(client, upstream, c, true));
                 start(() -> pump(upstream, client, c, false));
+                if (down) { // went down while this one was being set up
+                    client.close();
+                }
             } catch (IOException e) {
                 if (closed) {
                     return;
