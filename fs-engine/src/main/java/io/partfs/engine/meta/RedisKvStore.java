@@ -59,6 +59,18 @@ public final class RedisKvStore implements KvStore {
      * WATCHes: it runs again.
      */
     private final Map<Object, java.util.concurrent.atomic.AtomicLong> reconnects = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * This client's commit log, one hash: a field per transaction connection, holding the number
+     * of the last transaction committed on it, written by that transaction itself (in its
+     * MULTI/EXEC or script). When a connection drops before EXEC's answer comes back, the
+     * transaction may or may not have been applied; once Redis answers again, the field says
+     * which, and update() either returns or runs the transaction again. One small hash per
+     * client, deleted at close (a crashed client leaves its own).
+     */
+    private final String commitLog = "commitlog:" + Long.toHexString(ThreadLocalRandom.current().nextLong());
+    private final java.util.concurrent.atomic.AtomicLong commits = new java.util.concurrent.atomic.AtomicLong();
+    private final Map<Object, String> commitLogFields = new java.util.concurrent.ConcurrentHashMap<>();
+    private final AtomicInteger commitLogFieldsMade = new AtomicInteger();
     private final StatefulRedisConnection<byte[], byte[]> shared;
     private final BlockingQueue<StatefulRedisConnection<byte[], byte[]>> pool = new ArrayBlockingQueue<>(POOL_SIZE);
     private final AtomicInteger created = new AtomicInteger();
@@ -439,7 +451,7 @@ public final class RedisKvStore implements KvStore {
      * its checks and writes as one script ({@link #CHECK_AND_WRITE}) inside the MULTI/EXEC, or
      * alone when it WATCHed nothing: STALE_BELIEF, with nothing written, when a belief was wrong.
      */
-    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf, boolean watched) {
+    private Outcome commit(RedisCommands<byte[], byte[]> cmd, TxnBuffer buf, boolean watched, long number) {
         boolean believed = !buf.beliefsUsed().isEmpty();
         if (buf.isEmpty() && !believed) {
             try {
@@ -449,6 +461,7 @@ public final class RedisKvStore implements KvStore {
             }
             return Outcome.COMMITTED;
         }
+        buf.hset(commitLog, commitLogField(cmd.getStatefulConnection()), Long.toString(number).getBytes(StandardCharsets.US_ASCII));
         io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
         if (believed && !watched) {
             // Every read was answered by a belief, so nothing is WATCHed and the script, atomic
@@ -459,6 +472,7 @@ public final class RedisKvStore implements KvStore {
             } catch (RedisException e) {
                 throw new NotSent(e);
             }
+            throwIfRefusedUnsent(checked);
             try {
                 return Long.valueOf(1).equals(await(checked)) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
             } catch (RedisCommandExecutionException e) {
@@ -491,10 +505,11 @@ public final class RedisKvStore implements KvStore {
             }
             exec = async.exec();
         } catch (RedisException e) {
-            // lettuce refuses a command while disconnected by throwing here, before sending it:
+            // lettuce may refuse a command while disconnected by throwing here, before sending it:
             // EXEC did not go out, so nothing of the transaction can have been applied
             throw new NotSent(e);
         }
+        throwIfRefusedUnsent(exec);
         TransactionResult result;
         try {
             result = await(exec);
@@ -517,6 +532,30 @@ public final class RedisKvStore implements KvStore {
             return Long.valueOf(1).equals(checked) ? Outcome.COMMITTED : Outcome.STALE_BELIEF;
         }
         return Outcome.COMMITTED;
+    }
+
+    /**
+     * Throws NotSent when lettuce refused {@code sent} without sending it. A command written to
+     * a connection that is down (REJECT_COMMANDS, see {@link #txnClient}) comes back already
+     * failed, within the call that wrote it, with one of the client's own messages; a command
+     * that went out can only fail later, with the server's answer or the connection's loss.
+     * Seen when Redis was killed under a running ClickHouse: the drop went unnoticed until the
+     * EXEC was refused, and the create reported "may or may not have been applied" (EIO) where
+     * it could have waited for Redis and run again.
+     */
+    private static void throwIfRefusedUnsent(io.lettuce.core.RedisFuture<?> sent) {
+        if (!sent.isDone()) {
+            return;
+        }
+        try {
+            sent.toCompletableFuture().getNow(null);
+        } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RedisException && !(c instanceof RedisCommandExecutionException)
+                    && String.valueOf(c.getMessage()).matches("(?s)(Currently not connected|Connection is closed|Request queue size exceeded).*")) {
+                throw new NotSent(c);
+            }
+        }
     }
 
     /** Sends {@link #CHECK_AND_WRITE} with the beliefs and writes of {@code buf}. */
@@ -693,6 +732,39 @@ public final class RedisKvStore implements KvStore {
         return false;
     }
 
+    /** The field of {@link #commitLog} that transactions on {@code conn} write their number into. */
+    private String commitLogField(Object conn) {
+        return commitLogFields.computeIfAbsent(conn, c -> "c" + commitLogFieldsMade.getAndIncrement());
+    }
+
+    /**
+     * Whether transaction {@code number}, whose EXEC (or script) went out on {@code conn} and
+     * got no answer ({@code lost}), was applied: waits for the connection to come back (until
+     * {@code deadline}), then reads the number the connection's last commit wrote. Throws when
+     * Redis does not answer by then: only then is the outcome unknown.
+     */
+    private boolean committed(StatefulRedisConnection<byte[], byte[]> conn, long number, long deadline, RedisException lost)
+            throws IOException {
+        byte[] field = b(commitLogField(conn));
+        while (true) {
+            try {
+                awaitConnection(conn, deadline);
+                byte[] last = conn.sync().hget(b(commitLog), field);
+                boolean applied = last != null && new String(last, StandardCharsets.US_ASCII).equals(Long.toString(number));
+                log.info("Redis connection to {} lost while a metadata transaction was committed ({}); it came back, and the"
+                        + " transaction {}", description, rootMessage(lost), applied ? "had been applied" : "had not been applied: running it again");
+                return applied;
+            } catch (IOException | RedisException e) {
+                if (e instanceof RedisCommandExecutionException || System.nanoTime() > deadline) {
+                    throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
+                            + " committed, and Redis did not answer within " + COMMAND_TIMEOUT.toSeconds() + " s: it may or may"
+                            + " not have been applied (" + rootMessage(lost) + ")", lost);
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // dropped again: wait for it once more
+            }
+        }
+    }
+
     /** A commit lettuce refused to send, the connection being down: its EXEC (or script) never went out. */
     private static final class NotSent extends RuntimeException {
         NotSent(Throwable cause) {
@@ -751,19 +823,24 @@ public final class RedisKvStore implements KvStore {
                     throw e;
                 }
                 Outcome outcome;
+                long number = commits.incrementAndGet();
                 try {
                     if (connectionLost(conn, generation)) {
                         throw new NotSent(null); // its WATCHes (if any) died with the old connection
                     }
-                    outcome = commit(cmd, tx, reader.watchedAny);
+                    outcome = commit(cmd, tx, reader.watchedAny, number);
                 } catch (NotSent e) {
                     deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
                     awaitConnection(conn, deadline);
                     continue;
                 } catch (RedisException e) {
                     if (connectionLost(conn, generation) || connectionTrouble(e)) {
-                        throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
-                                + " committed: it may or may not have been applied (" + rootMessage(e) + ")", e);
+                        deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                        if (committed(conn, number, deadline, e)) {
+                            healthy = true;
+                            return result;
+                        }
+                        continue; // not applied: all again, on fresh reads
                     }
                     throw wrap("EXEC", e);
                 }
@@ -831,6 +908,15 @@ public final class RedisKvStore implements KvStore {
         StatefulRedisConnection<byte[], byte[]> c;
         while ((c = pool.poll()) != null) {
             c.close();
+        }
+        if (commits.get() > 0 && shared.isOpen()) {
+            try { // a few seconds at most: Redis may be the reason for closing
+                shared.async().del(b(commitLog)).get(2, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                log.debug("commit log {} not deleted: {}", commitLog, e.toString());
+            }
         }
         shared.close();
         shutdownClients();

@@ -7,6 +7,7 @@ import io.partfs.engine.Attr;
 import io.partfs.engine.FileType;
 import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.testing.Pipes;
 import io.partfs.engine.testing.RedisServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,6 +16,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** Redis connections lost in the middle of a transaction, and a Sentinel failover under a mounted volume. */
 class RedisReconnectTest {
@@ -53,6 +56,114 @@ class RedisReconnectTest {
             });
             assertEquals("101", value(kv, "n"), "the other client's change is not lost");
             assertEquals(2, runs.get(), "the transaction ran again on the new connection");
+        }
+    }
+
+    /**
+     * The connection drops after a transaction's EXEC went out and before its answer came
+     * back: Redis applied it (AFTER) or never saw it (BEFORE). The client cannot tell from the
+     * connection; it reads its commit log once Redis answers again, and either returns (the
+     * body ran once, its write applied once) or runs the transaction again. Before the commit
+     * log, both ended in "may or may not have been applied" (EIO to ClickHouse, seen when Redis
+     * was killed under a running INSERT).
+     */
+    @ParameterizedTest
+    @EnumSource(CutProxy.Cut.class)
+    void aCommitWhoseAnswerWasLostIsFoundAppliedOrRunAgain(CutProxy.Cut cut) throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             CutProxy proxy = new CutProxy(redis.port());
+             KvStore kv = new RedisKvStore("redis://127.0.0.1:" + proxy.port() + "/0")) {
+            kv.update(tx -> {
+                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            AtomicInteger runs = new AtomicInteger();
+            proxy.cutAtNextExec(cut);
+            String returned = kv.update(tx -> {
+                runs.incrementAndGet();
+                long n = Long.parseLong(new String(tx.get("n"), StandardCharsets.UTF_8));
+                tx.put("n", Long.toString(n + 1).getBytes(StandardCharsets.UTF_8));
+                return "done";
+            });
+            assertEquals("done", returned);
+            assertEquals(1, proxy.cuts(), "the connection was cut at the EXEC");
+            assertEquals("1", value(kv, "n"), "applied exactly once");
+            assertEquals(cut == CutProxy.Cut.AFTER ? 1 : 2, runs.get(), "found applied, or run again");
+        }
+    }
+
+    /**
+     * A loopback proxy in front of Redis that cuts the connection at the next EXEC or script
+     * (EVAL, EVALSHA) a client sends: before passing it on, or after passing it on and taking
+     * the server's answer, which the client then never gets.
+     */
+    static final class CutProxy implements AutoCloseable {
+        enum Cut { BEFORE, AFTER }
+
+        private final java.net.ServerSocket server = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+        private final int target;
+        private final java.util.concurrent.atomic.AtomicReference<Cut> next = new java.util.concurrent.atomic.AtomicReference<>();
+        private final AtomicInteger cuts = new AtomicInteger();
+        private final java.util.Set<Socket> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+        CutProxy(int target) throws IOException {
+            this.target = target;
+            Thread t = new Thread(this::accept, "redis-cut-proxy");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        int port() {
+            return server.getLocalPort();
+        }
+
+        void cutAtNextExec(Cut cut) {
+            next.set(cut);
+        }
+
+        int cuts() {
+            return cuts.get();
+        }
+
+        private void accept() {
+            while (!server.isClosed()) {
+                try {
+                    Socket client = server.accept();
+                    Socket redis = new Socket("127.0.0.1", target);
+                    open.add(client);
+                    open.add(redis);
+                    java.util.concurrent.atomic.AtomicBoolean swallow = new java.util.concurrent.atomic.AtomicBoolean();
+                    Pipes.start("redis-cut-proxy-pump", client, redis, open, (buf, n) -> {
+                        String sent = new String(buf, 0, n, StandardCharsets.US_ASCII);
+                        if (sent.contains("\r\nEXEC\r\n") || sent.contains("\r\nEVAL")) {
+                            Cut cut = next.getAndSet(null);
+                            if (cut == Cut.BEFORE) {
+                                cuts.incrementAndGet();
+                                return false; // closes both: the server never sees it
+                            }
+                            swallow.compareAndSet(false, cut == Cut.AFTER);
+                        }
+                        return true;
+                    });
+                    Pipes.start("redis-cut-proxy-pump", redis, client, open, (buf, n) -> {
+                        if (swallow.get()) {
+                            cuts.incrementAndGet();
+                            return false; // the server answered: it applied the transaction; the client never hears of it
+                        }
+                        return true;
+                    });
+                } catch (IOException e) {
+                    // closed
+                }
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            for (Socket s : open) {
+                s.close();
+            }
         }
     }
 

@@ -1,8 +1,6 @@
 package io.partfs.engine.testing;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -80,8 +78,21 @@ public final class LatencyProxy implements AutoCloseable {
                 open.add(client);
                 open.add(upstream);
                 Connection c = new Connection();
-                start(() -> pump(client, upstream, c, true));
-                start(() -> pump(upstream, client, c, false));
+                Pipes.start("latency-proxy-pump", client, upstream, open, (buf, n) -> {
+                    if (c.answered) {
+                        c.answered = false;
+                        requests.incrementAndGet();
+                        long d = delayNanos;
+                        if (d > 0) {
+                            LockSupport.parkNanos(d); // the injected latency, once per request
+                        }
+                    }
+                    return true;
+                });
+                Pipes.start("latency-proxy-pump", upstream, client, open, (buf, n) -> {
+                    c.answered = true;
+                    return true;
+                });
                 if (down) { // went down while this one was being set up
                     client.close();
                 }
@@ -96,40 +107,6 @@ public final class LatencyProxy implements AutoCloseable {
     /** Per-connection state: whether the server answered since the client last sent. */
     private static final class Connection {
         volatile boolean answered = true;
-    }
-
-    private static void start(Runnable r) {
-        Thread t = new Thread(r, "latency-proxy-pump");
-        t.setDaemon(true);
-        t.start();
-    }
-
-    private void pump(Socket from, Socket to, Connection c, boolean fromClient) {
-        byte[] buf = new byte[64 << 10];
-        try (from; to) {
-            InputStream in = from.getInputStream();
-            OutputStream out = to.getOutputStream();
-            int n;
-            while ((n = in.read(buf)) >= 0) {
-                if (fromClient && c.answered) {
-                    c.answered = false;
-                    requests.incrementAndGet();
-                    long d = delayNanos;
-                    if (d > 0) {
-                        LockSupport.parkNanos(d); // the injected latency, once per request
-                    }
-                } else if (!fromClient) {
-                    c.answered = true;
-                }
-                out.write(buf, 0, n);
-                out.flush();
-            }
-        } catch (IOException e) {
-            // connection closed by either side
-        } finally {
-            open.remove(from);
-            open.remove(to);
-        }
     }
 
     @Override
