@@ -10,9 +10,6 @@ import io.partfs.engine.testing.S3Server;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.TreeMap;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -21,51 +18,44 @@ import org.junit.jupiter.api.Test;
  * make the part exist reports EIO) and leaves nothing behind; the INSERTs before it are intact,
  * the first one after the store is back succeeds, nothing is found broken when ClickHouse
  * restarts, and fsck finds every block. The outage is real: the proxy in front of s3proxy cuts
- * every connection and refuses new ones. The mount has the default retries: the failing INSERT
- * took 57 s here; when the rename tried each file of the part again, one after another, it had
- * not failed within the 120 s of the test's HTTP request.
+ * every connection and refuses new ones. The mount tries each request twice (--io-retries 2):
+ * with the default ten, the failing INSERT took 57 s in one run and more than the 120 s of the
+ * test's HTTP request in another (not yet explained; perhaps a merge's uploads holding the
+ * upload threads too), so the test does not depend on the defaults' timing.
  */
 class ObjectStoreOutageIT {
-    private static final int ROWS = 20_000;
-
     @Test
     void anInsertDuringAnOutageFailsCleanlyAndTheTableCarriesOnAfterIt() throws Exception {
         Path dir = Files.createTempDirectory("partfs-outage-");
         Path mnt = dir.resolve("mnt");
-        Partfs partfs = new Partfs(dir.resolve("home"))
-                .env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+        Partfs partfs = new Partfs(dir.resolve("home"));
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
              LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
              ClickHouseServer ch = new ClickHouseServer(dir.resolve("ch"), mnt)) {
             String meta = redis.url(0);
-            String storage = "s3://partfs-outage/vol?endpoint=http://127.0.0.1:" + proxy.port() + "&path-style=true";
-            partfs.ok("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol");
-            partfs.ok("mount", mnt.toString(), "--meta", meta, "--background", "--http-address", "none");
+            partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-outage", "vol");
+            partfs.ok("mount", mnt.toString(), "--meta", meta, "--background", "--http-address", "none", "--io-retries", "2");
             ch.start();
-            ch.query("CREATE TABLE t (batch UInt32, i UInt32, s String) ENGINE = MergeTree"
-                    + " PARTITION BY batch % 3 ORDER BY (batch, i)");
+            Batches.createTable(ch);
             for (int batch = 1; batch <= 4; batch++) {
-                insert(ch, batch);
+                Batches.insert(ch, batch);
             }
 
             proxy.setDown(true);
             long started = System.nanoTime();
-            IOException failed = assertThrows(IOException.class, () -> insert(ch, 5), "an INSERT with S3 unreachable");
+            IOException failed = assertThrows(IOException.class, () -> Batches.insert(ch, 5), "an INSERT with S3 unreachable");
             double seconds = (System.nanoTime() - started) / 1e9;
             System.out.printf("the INSERT during the outage failed after %.1f s: %s%n", seconds, failed.getMessage());
             assertTrue(failed.getMessage().contains("I/O error"),
                     "ClickHouse reports the I/O error: " + failed.getMessage());
             proxy.setDown(false);
 
-            insert(ch, 6);
-            assertEquals(batches(1, 2, 3, 4, 6), rows(ch), "the failed INSERT left nothing, the others are whole");
+            Batches.insert(ch, 6);
+            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(ch), "the failed INSERT left nothing, the others are whole");
             ch.stop();
             ch.start();
-            assertEquals(batches(1, 2, 3, 4, 6), rows(ch), "after a restart of ClickHouse");
-            Path detached = mnt.resolve("data/default/t/detached");
-            try (Stream<Path> s = Files.exists(detached) ? Files.list(detached) : Stream.empty()) {
-                assertEquals(List.of(), s.map(p -> p.getFileName().toString()).toList(), "no part found broken");
-            }
+            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(ch), "after a restart of ClickHouse");
+            Batches.assertNothingDetached(mnt, "after the outage");
             ch.stop();
 
             Partfs.Result u = partfs.run("umount", mnt.toString());
@@ -76,31 +66,5 @@ class ObjectStoreOutageIT {
         } finally {
             partfs.unmountAndDelete(mnt, dir);
         }
-    }
-
-    private static void insert(ClickHouseServer ch, int batch) throws IOException {
-        ch.query("INSERT INTO t SELECT " + batch + ", toUInt32(number), toString(number * " + batch
-                + ") FROM system.numbers LIMIT " + ROWS);
-    }
-
-    /** Each batch's row count, sum of i and sum of s as numbers, as the table should hold them. */
-    private static TreeMap<Integer, String> batches(int... present) {
-        long sumI = (long) ROWS * (ROWS - 1) / 2;
-        TreeMap<Integer, String> m = new TreeMap<>();
-        for (int b : present) {
-            m.put(b, ROWS + " " + sumI + " " + sumI * b);
-        }
-        return m;
-    }
-
-    private static TreeMap<Integer, String> rows(ClickHouseServer ch) throws IOException {
-        TreeMap<Integer, String> m = new TreeMap<>();
-        for (String line : ch.query("SELECT batch, count(), sum(i), sum(toUInt64(s)) FROM t GROUP BY batch").split("\n")) {
-            if (!line.isBlank()) {
-                String[] f = line.split("\t");
-                m.put(Integer.parseInt(f[0]), f[1] + " " + f[2] + " " + f[3]);
-            }
-        }
-        return m;
     }
 }

@@ -71,6 +71,17 @@ final class Partfs {
         return new Result(p.exitValue(), outText, errText.get());
     }
 
+    /**
+     * Formats volume {@code name} (1 MiB blocks) in {@code bucket} of the S3 server at
+     * {@code endpoint} (path-style, the test server's keys), metadata at {@code meta}.
+     */
+    void formatOnS3(String meta, java.net.URI endpoint, String bucket, String name) throws Exception {
+        env("PARTFS_ACCESS_KEY", io.partfs.engine.testing.S3Server.ACCESS_KEY)
+                .env("PARTFS_SECRET_KEY", io.partfs.engine.testing.S3Server.SECRET_KEY);
+        ok("format", "--meta", meta, "--storage", "s3://" + bucket + "/" + name + "?endpoint=" + endpoint + "&path-style=true",
+                "--block-size", "1M", name);
+    }
+
     /** Runs and requires exit 0. */
     Result ok(String... args) throws Exception {
         Result r = run(args);

@@ -1,27 +1,20 @@
 package io.partfs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.testing.LatencyProxy;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
-import io.partfs.engine.testing.TempDirs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
-import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -53,8 +46,6 @@ class SidecarKillIT {
         }
     }
 
-    /** Rows per INSERT: a few hundred KiB a part, several files per column. */
-    private static final int ROWS = 20_000;
     /** INSERTs acknowledged before the kill; merges of the first ones run by then. */
     private static final int ACKNOWLEDGED_BEFORE_KILL = 16;
 
@@ -63,8 +54,7 @@ class SidecarKillIT {
     void everyAcknowledgedInsertSurvivesKillingTheSidecarThenClickHouse(Mode mode) throws Exception {
         Path dir = Files.createTempDirectory("partfs-kill-");
         Path mnt = dir.resolve("mnt");
-        Partfs partfs = new Partfs(dir.resolve("home"))
-                .env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+        Partfs partfs = new Partfs(dir.resolve("home"));
         Process sidecar = null;
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
              LatencyProxy wan = new LatencyProxy(s3.endpoint().getPort());
@@ -73,66 +63,35 @@ class SidecarKillIT {
             // INSERT's acknowledgement and the kill, had the rename not waited for them
             wan.setDelayMillis(20);
             String meta = redis.url(0);
-            String storage = "s3://partfs-kill/vol?endpoint=http://127.0.0.1:" + wan.port() + "&path-style=true";
-            partfs.ok("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol");
+            partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + wan.port()), "partfs-kill", "vol");
             List<String> mount = new ArrayList<>(List.of("mount", mnt.toString(), "--meta", meta, "--http-address", "none"));
             mount.addAll(mode.options);
 
             sidecar = startSidecar(partfs, mount, mnt, dir.resolve("sidecar-1.log"));
             ch.start();
-            ch.query("CREATE TABLE t (batch UInt32, i UInt32, s String) ENGINE = MergeTree"
-                    + " PARTITION BY batch % 3 ORDER BY (batch, i)");
+            Batches.createTable(ch);
 
-            Set<Integer> acknowledged = new ConcurrentSkipListSet<>();
-            AtomicInteger attempted = new AtomicInteger();
-            AtomicBoolean stop = new AtomicBoolean();
-            CompletableFuture<String> writer = CompletableFuture.supplyAsync(() -> {
-                for (int batch = 1; !stop.get(); batch++) {
-                    attempted.set(batch);
-                    try {
-                        ch.query("INSERT INTO t SELECT " + batch + ", toUInt32(number), toString(number * " + batch
-                                + ") FROM system.numbers LIMIT " + ROWS);
-                    } catch (Exception e) {
-                        return "batch " + batch + " failed: " + e.getMessage();
-                    }
-                    acknowledged.add(batch);
-                }
-                return "stopped";
-            });
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-            while (acknowledged.size() < ACKNOWLEDGED_BEFORE_KILL && !writer.isDone()) {
-                assertTrue(System.nanoTime() < deadline, "ClickHouse acknowledged only " + acknowledged.size()
-                        + " INSERTs in 180 s");
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5)); // poll interval
-            }
-            assertFalse(writer.isDone(), "the INSERTs stopped before the kill: " + (writer.isDone() ? writer.join() : ""));
+            Batches.Writer writer = new Batches.Writer(ch);
+            writer.awaitAcknowledged(ACKNOWLEDGED_BEFORE_KILL);
 
             sidecar.destroyForcibly(); // an INSERT is (almost certainly) in flight
             assertTrue(sidecar.waitFor(30, TimeUnit.SECONDS), "the sidecar exits on SIGKILL");
-            stop.set(true);
-            String writerEnd = writer.get(150, TimeUnit.SECONDS);
+            String writerEnd = writer.stop();
             ch.kill();
             assertTrue(Mounts.isMounted(mnt) && Mounts.disconnected(mnt), "a dead mount is left behind");
-            int inFlight = attempted.get();
-            Set<Integer> acked = Set.copyOf(acknowledged);
+            int inFlight = writer.attempted.get();
+            Set<Integer> acked = Set.copyOf(writer.acknowledged);
 
             sidecar = startSidecar(partfs, mount, mnt, dir.resolve("sidecar-2.log"));
             assertTrue(Files.readString(dir.resolve("sidecar-2.log")).contains("took down the mount at " + mnt),
                     "the restarted sidecar replaced the dead mount");
             ch.start();
-            TreeMap<Integer, String> batches = new TreeMap<>();
-            for (String line : ch.query("SELECT batch, count(), sum(i), sum(toUInt64(s)) FROM t GROUP BY batch").split("\n")) {
-                if (!line.isBlank()) {
-                    String[] f = line.split("\t");
-                    batches.put(Integer.parseInt(f[0]), f[1] + " " + f[2] + " " + f[3]);
-                }
-            }
+            TreeMap<Integer, String> batches = Batches.read(ch);
             String what = "after the kill (" + mode + "; " + acked.size() + " INSERTs acknowledged, batch "
                     + inFlight + " in flight, the writer: " + writerEnd + "): batches found " + batches.keySet();
             System.out.println(what);
-            long sumI = (long) ROWS * (ROWS - 1) / 2;
             for (var b : batches.entrySet()) {
-                assertEquals(ROWS + " " + sumI + " " + sumI * b.getKey(), b.getValue(), "batch " + b.getKey() + " whole: " + what);
+                assertEquals(Batches.whole(b.getKey()), b.getValue(), "batch " + b.getKey() + " whole: " + what);
             }
             for (int b : acked) {
                 assertTrue(batches.containsKey(b), "acknowledged batch " + b + " is lost: " + what);
@@ -140,10 +99,7 @@ class SidecarKillIT {
             for (int b : batches.keySet()) {
                 assertTrue(acked.contains(b) || b == inFlight, "batch " + b + " was never inserted: " + what);
             }
-            Path detached = mnt.resolve("data/default/t/detached");
-            try (Stream<Path> s = Files.exists(detached) ? Files.list(detached) : Stream.empty()) {
-                assertEquals(List.of(), s.map(p -> p.getFileName().toString()).toList(), "no part found broken: " + what);
-            }
+            Batches.assertNothingDetached(mnt, what);
             assertEquals(List.of(), ch.logLines("broken", 5), "ClickHouse found no broken part at its start: " + what);
             ch.stop();
 

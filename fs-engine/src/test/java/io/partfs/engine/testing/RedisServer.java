@@ -17,9 +17,11 @@ import java.util.concurrent.TimeUnit;
  * for tests. Stopped by its own process handle in {@link #close()}.
  */
 public final class RedisServer implements AutoCloseable {
-    private final Process process;
+    private Process process;
     private final int port;
     private final Path dir;
+    /** The command line it was started with, for {@link #restart}; null for a sentinel. */
+    private java.util.List<String> command;
 
     private RedisServer(Process process, int port, Path dir) {
         this.process = process;
@@ -44,7 +46,26 @@ public final class RedisServer implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile())
                 .start();
-        return awaitStarted(new RedisServer(p, port, dir), p, dir);
+        RedisServer server = awaitStarted(new RedisServer(p, port, dir), p, dir);
+        server.command = cmd;
+        return server;
+    }
+
+    /**
+     * Starts the server again after {@link #kill}, on the same port and directory, as a
+     * supervisor restarts a crashed Redis: what it had persisted (start it with
+     * {@code --appendonly yes}) is loaded again. Waits until it answers.
+     */
+    public void restart() throws IOException {
+        if (process.isAlive()) {
+            throw new IllegalStateException("redis-server on port " + port + " is still running");
+        }
+        Process p = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("redis.log").toFile()))
+                .start();
+        process = p;
+        awaitStarted(this, p, dir);
     }
 
     private static RedisServer awaitStarted(RedisServer server, Process p, Path dir) throws IOException {
