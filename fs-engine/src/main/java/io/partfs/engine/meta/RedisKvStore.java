@@ -65,11 +65,17 @@ public final class RedisKvStore implements KvStore {
      * MULTI/EXEC or script). When a connection drops before EXEC's answer comes back, the
      * transaction may or may not have been applied; once Redis answers again, the field says
      * which, and update() either returns or runs the transaction again. One small hash per
-     * client, deleted at close (a crashed client leaves its own).
+     * client, deleted at close; it expires {@link #COMMIT_LOG_TTL} after the client's last
+     * commit (pushed back at most every {@link #COMMIT_LOG_REFRESH}), so a crashed client's goes too.
      */
     private final String commitLog = "commitlog:" + Long.toHexString(ThreadLocalRandom.current().nextLong());
     private final java.util.concurrent.atomic.AtomicLong commits = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Object, String> commitLogFields = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final Duration COMMIT_LOG_TTL = Duration.ofDays(1);
+    private static final Duration COMMIT_LOG_REFRESH = Duration.ofMinutes(10);
+    /** When the commit log's expiry was last pushed back ({@link System#nanoTime}); unset before the first commit. */
+    private final java.util.concurrent.atomic.AtomicLong commitLogKept = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicBoolean commitLogKeptOnce = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicInteger commitLogFieldsMade = new AtomicInteger();
     private final StatefulRedisConnection<byte[], byte[]> shared;
     private final BlockingQueue<StatefulRedisConnection<byte[], byte[]>> pool = new ArrayBlockingQueue<>(POOL_SIZE);
@@ -732,6 +738,21 @@ public final class RedisKvStore implements KvStore {
         return false;
     }
 
+    /**
+     * Pushes the commit log's expiry back after a commit (which made the key exist), at most
+     * every {@link #COMMIT_LOG_REFRESH}, so it always has nearly a day left when a commit's
+     * outcome is looked up in it. Sent without waiting for the answer.
+     */
+    private void keepCommitLog() {
+        long now = System.nanoTime();
+        long last = commitLogKept.get();
+        boolean due = !commitLogKeptOnce.get() || now - last > COMMIT_LOG_REFRESH.toNanos();
+        if (due && commitLogKept.compareAndSet(last, now)) {
+            commitLogKeptOnce.set(true);
+            shared.async().expire(b(commitLog), COMMIT_LOG_TTL.toSeconds());
+        }
+    }
+
     /** The field of {@link #commitLog} that transactions on {@code conn} write their number into. */
     private String commitLogField(Object conn) {
         return commitLogFields.computeIfAbsent(conn, c -> "c" + commitLogFieldsMade.getAndIncrement());
@@ -846,6 +867,7 @@ public final class RedisKvStore implements KvStore {
                 }
                 if (outcome == Outcome.COMMITTED) {
                     healthy = true;
+                    keepCommitLog();
                     return result;
                 }
                 if (outcome == Outcome.STALE_BELIEF) {

@@ -93,6 +93,37 @@ class RedisReconnectTest {
     }
 
     /**
+     * The commit log (see the test above) is one hash per client: it expires a day after the
+     * client's last commit, so a crashed client's goes too, and a client that closes deletes it.
+     */
+    @Test
+    void theCommitLogExpiresAndGoesAtClose() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            KvStore kv = new RedisKvStore(redis.url(0));
+            kv.update(tx -> {
+                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            java.util.List<String> logs = new java.util.ArrayList<>();
+            kv.read(r -> {
+                r.scanKeys("commitlog:", logs::addAll);
+                return null;
+            });
+            assertEquals(1, logs.size(), "one commit log: " + logs);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String ttl;
+            while ((ttl = redis.command("TTL " + logs.get(0))).equals(":-1")) { // the expiry is sent without waiting
+                assertTrue(System.nanoTime() < deadline, "no expiry set on " + logs.get(0));
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10)); // poll interval
+            }
+            long seconds = Long.parseLong(ttl.substring(1));
+            assertTrue(seconds > 86_000 && seconds <= 86_400, "expires in a day: " + ttl);
+            kv.close();
+            assertEquals(":0", redis.command("EXISTS " + logs.get(0)), "deleted at close");
+        }
+    }
+
+    /**
      * A loopback proxy in front of Redis that cuts the connection at the next EXEC or script
      * (EVAL, EVALSHA) a client sends: before passing it on, or after passing it on and taking
      * the server's answer, which the client then never gets.
