@@ -19,6 +19,9 @@ public final class MeteredObjectStore implements ObjectStore {
         this.inner = inner;
         this.ops = new OperationMetrics(metrics, "partfs_object_requests", "Object store requests");
         this.bytes = metrics.counter("partfs_object_bytes_total", "Bytes uploaded (put) and downloaded (get).", "op");
+        metrics.gauge("partfs_object_store_unreachable", "1 while the object store is unreachable: a request failed all "
+                + "its attempts and none succeeded since (requests are then tried once each), else 0.",
+                () -> inner.unreachable() ? 1 : 0);
     }
 
     /** A missing key is an answer, not a failed request. */
@@ -77,6 +80,11 @@ public final class MeteredObjectStore implements ObjectStore {
     @Override
     public String describe() {
         return inner.describe();
+    }
+
+    @Override
+    public boolean unreachable() {
+        return inner.unreachable();
     }
 
     @Override

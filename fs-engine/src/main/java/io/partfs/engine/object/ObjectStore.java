@@ -73,6 +73,15 @@ public interface ObjectStore extends java.io.Closeable {
         return null;
     }
 
+    /**
+     * Whether the store is known to be unreachable now: a request failed all its attempts for
+     * want of a connection or an answer, and none has succeeded since. Requests are then tried
+     * once each, so that they fail fast until the store answers again. Local stores: never.
+     */
+    default boolean unreachable() {
+        return false;
+    }
+
     /** Every key under {@code prefix}; for tests and small prefixes. */
     default List<ObjectInfo> listAll(String prefix) throws IOException {
         List<ObjectInfo> all = new ArrayList<>();

@@ -49,11 +49,23 @@ public final class S3ObjectStore implements ObjectStore {
 
     private final S3Config config;
     private final S3Client s3;
+    private final OutageRetries retries;
     /** False once the store refused a DeleteObjects request: then one DELETE per object. */
     private volatile boolean multiDelete = true;
 
     public S3ObjectStore(S3Config config) {
         this.config = config;
+        // The SDK's own circuit breaker (a token bucket that a run of failures empties) is off:
+        // it would refuse the retries of many parallel uploads to a slow but working store.
+        // OutageRetries stops retrying only once a request has failed all its attempts.
+        this.retries = new OutageRetries(AwsRetryStrategy.standardRetryStrategy().toBuilder()
+                .maxAttempts(config.maxAttempts())
+                .backoffStrategy(BackoffStrategy.exponentialDelay(
+                        java.time.Duration.ofMillis(50), java.time.Duration.ofSeconds(5)))
+                .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(
+                        java.time.Duration.ofMillis(200), java.time.Duration.ofSeconds(10)))
+                .circuitBreakerEnabled(false)
+                .build(), config.describe(), System::nanoTime);
         AwsCredentialsProvider credentials = config.accessKey() == null
                 ? DefaultCredentialsProvider.builder().build()
                 : StaticCredentialsProvider.create(AwsBasicCredentials.create(config.accessKey(), config.secretKey()));
@@ -79,14 +91,7 @@ public final class S3ObjectStore implements ObjectStore {
                         .apiCallAttemptTimeout(config.requestTimeout())
                         // all attempts of one call together: a store that hangs costs one timeout, not one per retry
                         .apiCallTimeout(config.requestTimeout())
-                        .retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
-                                .maxAttempts(config.maxAttempts())
-                                .backoffStrategy(BackoffStrategy.exponentialDelay(
-                                        java.time.Duration.ofMillis(50), java.time.Duration.ofSeconds(5)))
-                                .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(
-                                        java.time.Duration.ofMillis(200), java.time.Duration.ofSeconds(10)))
-                                .circuitBreakerEnabled(false)
-                                .build())
+                        .retryStrategy(retries)
                         .build());
         if (config.endpoint() != null) {
             builder.endpointOverride(config.endpoint());
@@ -455,6 +460,12 @@ public final class S3ObjectStore implements ObjectStore {
     @Override
     public String describe() {
         return config.describe();
+    }
+
+    /** Whether a request failed all its attempts on the store being unreachable and none succeeded since (see {@link OutageRetries}). */
+    @Override
+    public boolean unreachable() {
+        return retries.unreachable();
     }
 
     @Override

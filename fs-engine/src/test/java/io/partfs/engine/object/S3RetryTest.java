@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.testing.FaultyProxy;
 import io.partfs.engine.testing.FaultyProxy.Fault;
+import io.partfs.engine.testing.LatencyProxy;
 import io.partfs.engine.testing.S3Server;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -123,6 +124,39 @@ class S3RetryTest {
             assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), "retried like any dropped connection");
             assertTrue(e.getMessage().contains("closed the connection while the data was being sent"), e.getMessage());
             assertTrue(e.getMessage().contains("check the access key"), e.getMessage());
+        }
+    }
+
+    /**
+     * Once a request has failed all its attempts for want of a connection, the next ones are
+     * tried once each (an INSERT during an outage fails in one round of retries, not several);
+     * the first answer from the store ends that, and a later outage gets all attempts again.
+     */
+    @Test
+    void aStoreThatFailedAllTheAttemptsOfARequestIsTriedOnceARequestUntilItAnswers() throws Exception {
+        try (LatencyProxy proxy = new LatencyProxy(server.endpoint().getPort());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries")
+                     .endpoint(java.net.URI.create("http://127.0.0.1:" + proxy.port())).maxAttempts(4).build())) {
+            proxy.setDown(true);
+            assertThrows(ObjectStoreException.class, () -> s3.get("outage", 0, -1));
+            assertEquals(4, proxy.refused(), "the first request makes all its attempts");
+            assertTrue(s3.unreachable());
+            for (int i = 1; i <= 3; i++) {
+                ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.put("outage", new byte[10]));
+                assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), e.getMessage());
+                assertEquals(4 + i, proxy.refused(), "then one attempt a request");
+            }
+
+            proxy.setDown(false);
+            assertThrows(ObjectNotFoundException.class, () -> s3.get("outage", 0, -1));
+            assertFalse(s3.unreachable(), "a 404 is an answer: the store is back");
+            s3.put("outage", new byte[10]);
+            assertEquals(10, s3.get("outage", 0, -1).length);
+
+            proxy.setDown(true);
+            assertThrows(ObjectStoreException.class, () -> s3.head("outage"));
+            // the first attempt may go to the pooled connection that the outage cut, not to the proxy's accept
+            assertTrue(proxy.refused() - 7 >= 3, "a new outage: all attempts again, " + (proxy.refused() - 7) + " refused");
         }
     }
 }

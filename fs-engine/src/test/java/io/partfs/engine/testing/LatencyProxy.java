@@ -22,6 +22,7 @@ public final class LatencyProxy implements AutoCloseable {
     private final InetSocketAddress target;
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
     private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
     private volatile long delayNanos;
     private volatile boolean closed;
     private volatile boolean down;
@@ -59,6 +60,11 @@ public final class LatencyProxy implements AutoCloseable {
         }
     }
 
+    /** Connections closed at once because the server was down: one a request attempt. */
+    public long refused() {
+        return refused.get();
+    }
+
     /** Requests seen since start. */
     public long requests() {
         return requests.get();
@@ -69,6 +75,7 @@ public final class LatencyProxy implements AutoCloseable {
             try {
                 Socket client = server.accept();
                 if (down) {
+                    refused.incrementAndGet();
                     client.close();
                     continue;
                 }
