@@ -78,6 +78,12 @@ final class MountCommand implements Callable<Integer> {
                     "bytes, so --cache-size alone would let millions of them fill the heap."})
     long cacheItems;
 
+    @Option(names = "--free-space-ratio", paramLabel = "RATIO", defaultValue = "0.1",
+            description = {"Share of the cache directory's disk to leave free (default: ${DEFAULT-VALUE}): the block cache",
+                    "evicts to keep it, and with --writeback a block that would go under it is uploaded before fsync",
+                    "returns instead of staged, so a full disk slows writes down and fails none."})
+    double freeSpaceRatio;
+
     @Option(names = "--fuse-driver", paramLabel = "kernel|libfuse",
             description = "FUSE implementation: 'kernel' (PartFS on /dev/fuse; needs root, the default for root) "
                     + "or 'libfuse' (libfuse 2 through jnr-fuse and fusermount; the default for other users).")
@@ -303,7 +309,7 @@ final class MountCommand implements Callable<Integer> {
         long cache = cacheSize != null ? Sizes.parse(cacheSize, "cache size") : s3 ? 10L << 30 : 0;
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
-        return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).blockCacheBlocks(cacheItems).ioThreads(ioThreads)
+        return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).blockCacheBlocks(cacheItems).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
                 .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).writeBack(writeBack).deferPartFlushes(deferPartClose)
                 .uploadDelay(java.time.Duration.ofMillis(Math.round(uploadDelay * 1000)))
                 .metaBackupInterval(java.time.Duration.ofMillis(Math.round(backupMeta * 1000)))

@@ -62,11 +62,12 @@ public final class PartFs implements Closeable {
             meta.enableCache(ttl);
         }
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
-                ? BlockCache.disabled() : new BlockCache(config.blockCacheDir(), config.blockCacheSize(), config.blockCacheBlocks());
+                ? BlockCache.disabled()
+                : new BlockCache(config.blockCacheDir(), config.blockCacheSize(), config.blockCacheBlocks(), config.freeSpaceRatio());
         // Staged blocks an earlier write-back mount left are uploaded whether or not this one writes back.
         io.partfs.engine.data.Staging staging = config.readOnly() || config.stagingDir() == null
                 || !(config.writeBack() || java.nio.file.Files.isDirectory(config.stagingDir())) ? null : new io.partfs.engine.data.Staging(config.stagingDir(), objects, cache,
-                Math.min(8, config.ioThreads()), config.uploadDelay(), config.writeBackUploadWait());
+                Math.min(8, config.ioThreads()), config.uploadDelay(), config.writeBackUploadWait(), config.freeSpaceRatio());
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile(),
                 config.writeBufferTotal(), staging, config.writeBack());
         if (staging != null) {
@@ -75,6 +76,9 @@ public final class PartFs implements Closeable {
                     staging::pendingBlocks);
             config.metrics().gauge("partfs_writeback_staged_bytes", "Bytes written in write-back mode and not yet uploaded.",
                     staging::pendingBytes);
+            config.metrics().gauge("partfs_writeback_unstaged_blocks", "Blocks written in write-back mode since the mount that the "
+                    + "local disk had no room to stage (--free-space-ratio), so uploaded before fsync returned.",
+                    staging::turnedAway);
         }
         registerCacheMetrics(config.metrics(), cache);
         config.metrics().gauge("partfs_write_buffer_bytes", "Bytes written and not yet uploaded and committed, all files.",

@@ -10,6 +10,7 @@ public final class PartFsConfig {
     private final Path blockCacheDir;
     private final long blockCacheSize;
     private final long blockCacheBlocks;
+    private final double freeSpaceRatio;
     private final int ioThreads;
     private final long writeBufferPerFile;
     private final long writeBufferTotal;
@@ -40,6 +41,7 @@ public final class PartFsConfig {
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.blockCacheBlocks = b.blockCacheBlocks;
+        this.freeSpaceRatio = b.freeSpaceRatio;
         this.ioThreads = b.ioThreads;
         this.writeBufferPerFile = b.writeBufferPerFile;
         this.writeBufferTotal = b.writeBufferTotal;
@@ -58,6 +60,13 @@ public final class PartFsConfig {
 
     /** The most blocks the block cache holds, whatever their size (its index is on the heap). */
     public long blockCacheBlocks() { return blockCacheBlocks; }
+
+    /**
+     * The share of the cache directory's filesystem the block cache and write-back staging leave
+     * free (0.1 by default): the cache evicts to keep it, and a block staging cannot fit under
+     * it is uploaded before fsync returns.
+     */
+    public double freeSpaceRatio() { return freeSpaceRatio; }
 
     public int ioThreads() { return ioThreads; }
 
@@ -155,7 +164,7 @@ public final class PartFsConfig {
     public io.partfs.engine.metrics.Metrics metrics() { return metrics; }
 
     public Builder toBuilder() {
-        return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).ioThreads(ioThreads)
+        return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
                 .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
@@ -163,6 +172,7 @@ public final class PartFsConfig {
         private Path blockCacheDir;
         private long blockCacheSize;
         private long blockCacheBlocks = io.partfs.engine.data.BlockCache.DEFAULT_MAX_BLOCKS;
+        private double freeSpaceRatio = 0.1;
         private int ioThreads = 16;
         private long writeBufferPerFile = 64L << 20;
         private long writeBufferTotal = 256L << 20;
@@ -217,6 +227,9 @@ public final class PartFsConfig {
         /** The most blocks the block cache may hold (~150 bytes of heap each). */
         public Builder blockCacheBlocks(long n) { this.blockCacheBlocks = n; return this; }
 
+        /** The share of the cache directory's filesystem to leave free, from 0 to below 1. */
+        public Builder freeSpaceRatio(double ratio) { this.freeSpaceRatio = ratio; return this; }
+
         public Builder ioThreads(int n) { this.ioThreads = n; return this; }
 
         public Builder writeBufferPerFile(long bytes) { this.writeBufferPerFile = bytes; return this; }
@@ -233,6 +246,10 @@ public final class PartFsConfig {
             }
             if (blockCacheBlocks < 1) {
                 throw new IllegalArgumentException("the block cache must be allowed at least one block, not " + blockCacheBlocks);
+            }
+            if (!(freeSpaceRatio >= 0 && freeSpaceRatio < 1)) {
+                throw new IllegalArgumentException("the free space ratio must be at least 0 and below 1 (0.1 leaves a tenth of "
+                        + "the cache directory's disk free), not " + freeSpaceRatio);
             }
             if (ioThreads < 1 || ioThreads > 1024) {
                 throw new IllegalArgumentException("io threads must be between 1 and 1024, not " + ioThreads);

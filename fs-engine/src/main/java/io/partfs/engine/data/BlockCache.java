@@ -19,7 +19,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A bounded cache of whole data blocks in files on local disk, least recently used evicted
- * first, bounded in bytes and in blocks (its index lives on the heap, ~150 bytes a block).
+ * first, bounded in bytes and in blocks (its index lives on the heap, ~150 bytes a block), and
+ * by the free space its filesystem must keep ({@link DiskSpace}): it evicts to stay above that
+ * floor and caches nothing that would go under it.
  * It survives restarts: a background thread indexes what is on disk, oldest first by
  * modification time, then trims to the bounds; until it is done a block the index does not
  * know yet is looked for on disk, so a mount never waits for the walk. Blocks are immutable,
@@ -39,6 +41,7 @@ public final class BlockCache {
     private final Path dir;
     private final long capacity;
     private final long maxBlocks;
+    private final DiskSpace space;
     private final Object lock = new Object();
     /** Access-ordered index of cached blocks: key to size. Guarded by {@link #lock}. */
     private LinkedHashMap<String, Long> index = new LinkedHashMap<>(1024, 0.75f, true);
@@ -56,7 +59,15 @@ public final class BlockCache {
 
     /** A cache under {@code dir} of at most {@code capacity} bytes and {@code maxBlocks} blocks. */
     public BlockCache(Path dir, long capacity, long maxBlocks) throws IOException {
-        this(dir, capacity, maxBlocks, task -> {
+        this(dir, capacity, maxBlocks, 0);
+    }
+
+    /**
+     * A cache under {@code dir} of at most {@code capacity} bytes and {@code maxBlocks} blocks,
+     * keeping {@code freeRatio} of its filesystem free.
+     */
+    public BlockCache(Path dir, long capacity, long maxBlocks, double freeRatio) throws IOException {
+        this(dir, capacity, maxBlocks, freeRatio, task -> {
             Thread t = new Thread(task, "partfs-block-cache-index");
             t.setDaemon(true);
             t.start();
@@ -64,7 +75,7 @@ public final class BlockCache {
     }
 
     /** As above, indexing what is on disk on {@code indexer} (tests hold it to see the cache while it loads). */
-    BlockCache(Path dir, long capacity, long maxBlocks, java.util.concurrent.Executor indexer) throws IOException {
+    BlockCache(Path dir, long capacity, long maxBlocks, double freeRatio, java.util.concurrent.Executor indexer) throws IOException {
         if (maxBlocks < 1) {
             throw new IllegalArgumentException("a block cache must be allowed at least one block, not " + maxBlocks);
         }
@@ -73,9 +84,11 @@ public final class BlockCache {
         this.maxBlocks = maxBlocks;
         if (capacity > 0) {
             Files.createDirectories(this.dir);
+            this.space = DiskSpace.keepFree(this.dir, freeRatio);
             loading = true;
             indexer.execute(this::load);
         } else {
+            this.space = DiskSpace.unbounded();
             loaded.countDown();
         }
     }
@@ -315,6 +328,10 @@ public final class BlockCache {
                 return;
             }
         }
+        long missing = space.shortfall(data.length);
+        if (missing > 0 && evictBytes(missing) < missing) {
+            return; // not under the free-space floor, even with every block evicted
+        }
         Path f = file(key);
         Path tmp = f.resolveSibling(f.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP);
         try {
@@ -399,13 +416,29 @@ public final class BlockCache {
         }
     }
 
+    /** Evicts down to the bounds and above the free-space floor. */
     private void evict() {
+        evict(space.shortfall(0));
+    }
+
+    /**
+     * Evicts least recently used blocks until at least {@code bytes} are freed (or the cache is
+     * empty), for what must go on the same disk (a staged block); returns the bytes freed.
+     */
+    public long evictBytes(long bytes) {
+        return bytes <= 0 || capacity <= 0 ? 0 : evict(bytes);
+    }
+
+    /** Evicts down to the bounds and at least {@code bytes} more; returns the bytes freed. */
+    private long evict(long bytes) {
         List<String> victims = new ArrayList<>();
+        long freed = 0;
         synchronized (lock) {
             Iterator<Map.Entry<String, Long>> it = index.entrySet().iterator();
-            while ((used > capacity || index.size() > maxBlocks) && it.hasNext()) {
+            while ((used > capacity || index.size() > maxBlocks || freed < bytes) && it.hasNext()) {
                 Map.Entry<String, Long> e = it.next();
                 used -= e.getValue();
+                freed += e.getValue();
                 victims.add(e.getKey());
                 it.remove();
             }
@@ -413,6 +446,7 @@ public final class BlockCache {
         for (String k : victims) {
             deleteQuietly(file(k));
         }
+        return freed;
     }
 
     private static void deleteQuietly(Path p) {

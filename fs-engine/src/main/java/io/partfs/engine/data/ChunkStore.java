@@ -383,9 +383,8 @@ public final class ChunkStore implements Closeable {
                 return;
             }
             try {
-                if (writeBack) {
-                    staging.stage(key, data);
-                } else {
+                // write-back stages the block on local disk, unless the disk has no room for it
+                if (!writeBack || !staging.stage(key, data)) {
                     objectPuts.incrementAndGet();
                     objects.put(key, data);
                     // A block just written is likely read soon (ClickHouse reads back what it merged),

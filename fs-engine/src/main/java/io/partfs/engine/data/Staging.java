@@ -41,6 +41,11 @@ import org.slf4j.LoggerFactory;
  * deleted. Where the filesystem has no user extended attributes, every block gets a new file
  * and a directory fsync, as before.
  *
+ * <p>A full disk: a block that would take the filesystem under its free-space floor
+ * ({@link DiskSpace}), after the block cache evicted what it could, or whose write fails for
+ * want of space, is not staged: {@link #stage} says so and the caller uploads it directly, so
+ * writes go on at the object store's pace and nothing fails for the local disk.
+ *
  * <p>Until a block is uploaded only this machine can read it: another client of a shared
  * volume gets an error for it, as with JuiceFS's {@code --writeback}.
  *
@@ -77,6 +82,10 @@ public final class Staging implements Closeable {
     private final java.util.concurrent.atomic.AtomicLong namesCreated = new java.util.concurrent.atomic.AtomicLong();
     private volatile long namesSynced;
     private final Object dirSync = new Object();
+    private final DiskSpace space;
+    /** Blocks {@link #stage} turned away for want of space, and whether the last one was (for the log). */
+    private final java.util.concurrent.atomic.AtomicLong turnedAway = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
      * A staging area in {@code dir} uploading with {@code threads} threads; call {@link #recover}
@@ -86,12 +95,19 @@ public final class Staging implements Closeable {
      */
     public Staging(Path dir, ObjectStore objects, BlockCache cache, int threads, java.time.Duration uploadDelay,
                    java.time.Duration drainStall) throws IOException {
+        this(dir, objects, cache, threads, uploadDelay, drainStall, 0);
+    }
+
+    /** As above, keeping {@code freeRatio} of the filesystem free (blocks that would not fit are not staged). */
+    public Staging(Path dir, ObjectStore objects, BlockCache cache, int threads, java.time.Duration uploadDelay,
+                   java.time.Duration drainStall, double freeRatio) throws IOException {
         this.dir = dir.toAbsolutePath().normalize();
         this.uploadDelayMs = uploadDelay.toMillis();
         this.drainStallMs = drainStall.toMillis();
         this.objects = objects;
         this.cache = cache;
         Files.createDirectories(this.dir);
+        this.space = DiskSpace.keepFree(this.dir, freeRatio);
         this.uploaders = new ScheduledThreadPoolExecutor(threads, ChunkStore.daemon("partfs-writeback"));
         uploaders.setRemoveOnCancelPolicy(true);
     }
@@ -185,22 +201,57 @@ public final class Staging implements Closeable {
     /**
      * Writes a block to local disk and fsyncs it, then queues its upload. In a spare file the
      * block is durable when this returns; in a file created here its name is durable only after
-     * {@link #syncDir}, which a flush calls once before it commits.
+     * {@link #syncDir}, which a flush calls once before it commits. False, with nothing staged,
+     * when the disk has no room for it (the caller then uploads it itself).
      */
-    public void stage(String key, byte[] data) throws IOException {
+    public boolean stage(String key, byte[] data) throws IOException {
+        long missing = space.shortfall(data.length);
+        if (missing > 0 && cache.evictBytes(missing) < missing) {
+            return turnAway(key, "it would leave less than " + (space.minFree() >> 20) + " MiB free (--free-space-ratio)");
+        }
         Path f = file(key);
         Path spare = sparesWork ? takeSpare() : null;
-        if (spare == null || !stageInSpare(spare, key, data, f)) {
-            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                    StandardOpenOption.TRUNCATE_EXISTING)) {
-                LocalFiles.writeAll(ch, data);
-                ch.force(true);
+        try {
+            if (spare == null || !stageInSpare(spare, key, data, f)) {
+                try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                        StandardOpenOption.TRUNCATE_EXISTING)) {
+                    LocalFiles.writeAll(ch, data);
+                    ch.force(true);
+                } catch (IOException e) {
+                    Files.deleteIfExists(f); // torn: nothing may find it, now or after a restart
+                    throw e;
+                }
+                namesCreated.incrementAndGet();
             }
-            namesCreated.incrementAndGet();
+        } catch (IOException e) {
+            if (!DiskSpace.full(e)) {
+                throw e;
+            }
+            return turnAway(key, e.getMessage());
+        }
+        if (full.compareAndSet(true, false)) {
+            log.info("write-back staging in {} has room again: blocks are staged, not uploaded before fsync returns", dir);
         }
         if (pending.put(key, data.length) == null) {
             schedule(key, uploadDelayMs, 0);
         }
+        return true;
+    }
+
+    /** Counts (and the first time in a row, logs) a block not staged for want of space; false. */
+    private boolean turnAway(String key, String why) {
+        turnedAway.incrementAndGet();
+        if (full.compareAndSet(false, true)) {
+            log.warn("write-back staging in {} is full ({} MiB free): block {} and the next ones are uploaded before "
+                    + "fsync returns, until staged blocks are uploaded or space is freed; {}", dir,
+                    Math.max(0, space.usable()) >> 20, key, why);
+        }
+        return false;
+    }
+
+    /** Blocks not staged for want of local disk space (uploaded directly instead). */
+    public long turnedAway() {
+        return turnedAway.get();
     }
 
     /** A spare file, or null when none is ready; starts making more when few are left. */
@@ -400,7 +451,12 @@ public final class Staging implements Closeable {
             try {
                 data = LocalFiles.readRange(f, 0, size);
             } catch (NoSuchFileException e) {
-                return; // removed meanwhile
+                // removed meanwhile; or a write of the same block again failed for want of space and
+                // its caller uploads it itself: nothing left to upload either way
+                if (pending.remove(key, size)) {
+                    signal();
+                }
+                return;
             }
             objects.put(key, data);
             if (pending.remove(key) == null) {

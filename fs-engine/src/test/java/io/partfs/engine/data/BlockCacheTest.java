@@ -125,7 +125,7 @@ class BlockCacheTest {
             first.put("k" + i, new byte[] {(byte) i, 1, 2});
         }
         java.util.List<Runnable> held = new java.util.ArrayList<>();
-        BlockCache c = new BlockCache(dir, 3 * 3, BlockCache.DEFAULT_MAX_BLOCKS, held::add); // room for 3 of the 4
+        BlockCache c = new BlockCache(dir, 3 * 3, BlockCache.DEFAULT_MAX_BLOCKS, 0, held::add); // room for 3 of the 4
         assertEquals(1, held.size(), "the index is loaded off the constructing thread");
         assertArrayEquals(new byte[] {0, 1}, c.read("k0", 0, 2), "the oldest block, found on disk while loading");
         assertNull(c.read("nope", 0, 1));
@@ -143,5 +143,28 @@ class BlockCacheTest {
         BlockCache again = new BlockCache(dir, 10_000);
         again.awaitLoaded();
         assertEquals(3, again.stats().blocks(), "evicted and removed blocks are gone from disk");
+    }
+
+    /**
+     * On a disk that fills up (an 8 MiB tmpfs) the cache evicts to keep a quarter of it free,
+     * whatever its own capacity, and gives way when asked (for a staged block).
+     */
+    @Test
+    void theCacheKeepsItsDisksFreeSpaceFloorAndGivesWayWhenAsked() throws Exception {
+        try (io.partfs.engine.testing.SmallDisk disk = new io.partfs.engine.testing.SmallDisk(8)) {
+            BlockCache c = new BlockCache(disk.dir().resolve("cache"), 1L << 30, BlockCache.DEFAULT_MAX_BLOCKS, 0.25);
+            c.awaitLoaded();
+            byte[] block = new byte[1 << 20];
+            for (int i = 0; i < 20; i++) {
+                c.put("k" + i, block);
+                assertTrue(disk.free() >= disk.total() / 4, "after block " + i + ": " + disk.free() + " bytes free");
+            }
+            assertTrue(c.contains("k19") && !c.contains("k0"), "the newest kept, the oldest evicted");
+            long before = c.stats().bytes();
+            assertTrue(before >= 3 << 20, before + " bytes cached: the disk above the floor is used");
+            assertTrue(c.evictBytes(2 << 20) >= 2 << 20);
+            assertEquals(before - (2 << 20), c.stats().bytes(), "two blocks evicted for what needs the room");
+            assertTrue(c.contains("k19"));
+        }
     }
 }

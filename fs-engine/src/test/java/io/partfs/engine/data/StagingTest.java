@@ -119,4 +119,44 @@ class StagingTest {
         assertEquals(List.of(), names());
         assertEquals(0, objects.listAll("vol/").size());
     }
+
+    /**
+     * On a disk that fills up (an 8 MiB tmpfs): blocks that would go under the floor are turned
+     * away, and without a floor the write that fails for want of space is, leaving no torn file
+     * behind; {@link Staging#stage} never throws for it.
+     */
+    @Test
+    void aBlockTheDiskHasNoRoomForIsTurnedAwayAndLeavesNothingTorn() throws Exception {
+        byte[] block = new byte[1 << 20];
+        new java.util.Random(5).nextBytes(block);
+        for (double ratio : new double[] {0.25, 0}) {
+            try (io.partfs.engine.testing.SmallDisk disk = new io.partfs.engine.testing.SmallDisk(8)) {
+                Path d = disk.dir().resolve("staging");
+                int staged = 0;
+                try (Staging staging = new Staging(d, objects, BlockCache.disabled(), 2, Duration.ofHours(1), Duration.ofMillis(1), ratio)) {
+                    for (int i = 0; i < 10; i++) {
+                        if (staging.stage("vol/chunks/0/0/" + (100 + i) + "_0_" + block.length, block)) {
+                            assertEquals(i, staged, "blocks fit until one does not, then none");
+                            staged++;
+                        }
+                    }
+                    assertEquals(staged, staging.pendingBlocks());
+                    assertEquals(10 - staged, staging.turnedAway());
+                    if (ratio > 0) {
+                        assertTrue(staged >= 4 && staged <= 6, staged + " of 1 MiB above a floor of 2 MiB on 8 MiB");
+                        assertTrue(disk.free() >= disk.total() / 4, disk.free() + " bytes left free");
+                    } else {
+                        assertTrue(staged >= 6, staged + " staged until the disk was full");
+                    }
+                    try (Stream<Path> files = Files.list(d)) {
+                        List<Path> blocks = files.filter(p -> !p.getFileName().toString().startsWith(Staging.SPARE_PREFIX)).toList();
+                        assertEquals(staged, blocks.size(), "no file of a block turned away: " + blocks);
+                        for (Path p : blocks) {
+                            assertEquals(block.length, Files.size(p), p + " whole");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

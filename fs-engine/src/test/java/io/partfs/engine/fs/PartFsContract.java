@@ -722,6 +722,52 @@ abstract class PartFsContract extends OnBackends {
         assertArrayEquals(a, readFromObjectStoreOnly("wb.bin"));
     }
 
+    /**
+     * A local disk without room for the free-space floor (--free-space-ratio): write-back uploads
+     * each block before fsync returns instead of staging it, and fails nothing.
+     */
+    @Test
+    void writeBackWithoutRoomOnTheLocalDiskUploadsBeforeFsyncReturns() throws IOException {
+        // a floor of all but a ten-thousandth of the disk: no test machine's disk is that empty
+        var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().writeBack(true)
+                .uploadDelay(java.time.Duration.ofHours(1)).freeSpaceRatio(0.9999).build());
+        byte[] a = random(2 * fs.format().blockSize() + 7, 21);
+        writeFsynced("full.bin", a);
+        assertEquals(0, fs.chunks().staging().pendingBlocks(), "nothing staged");
+        assertEquals(3, fs.chunks().staging().turnedAway());
+        assertEquals(3, store.puts(), "every block uploaded before fsync returned, the upload delay notwithstanding");
+        assertArrayEquals(a, readFromObjectStoreOnly("full.bin"));
+    }
+
+    /**
+     * The same on a disk that really fills up (an 8 MiB tmpfs as the cache directory, so root):
+     * 40 MiB written back with the default floor, every write succeeds, what fitted is staged,
+     * the rest uploaded, and all of it reads back from the object store.
+     */
+    @Test
+    void writeBackOntoASmallDiskStagesWhatFitsAndUploadsTheRest() throws Exception {
+        try (io.partfs.engine.testing.SmallDisk disk = new io.partfs.engine.testing.SmallDisk(8)) {
+            var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().blockCache(disk.dir(), 1L << 30)
+                    .writeBack(true).uploadDelay(java.time.Duration.ofHours(1)).build());
+            byte[][] files = new byte[10][];
+            for (int i = 0; i < files.length; i++) {
+                files[i] = random(4 << 20, 30 + i);
+                writeFsynced("small-disk-" + i, files[i]);
+            }
+            long floor = disk.total() / 10;
+            assertTrue(disk.free() >= floor, "the disk keeps its floor: " + disk.free() + " bytes free of " + disk.total());
+            int staged = fs.chunks().staging().pendingBlocks();
+            long turnedAway = fs.chunks().staging().turnedAway();
+            assertTrue(staged > 0 && turnedAway > 0, staged + " staged, " + turnedAway + " uploaded directly");
+            assertEquals(turnedAway, store.puts(), "only the blocks that did not fit went to the store before the delay");
+            fs.close(); // uploads what is staged
+            fs = volume.openAs(PartFsConfig.builder().ioThreads(4).build());
+            for (int i = 0; i < files.length; i++) {
+                assertArrayEquals(files[i], readAll(ino("small-disk-" + i)), "file " + i + " from the object store");
+            }
+        }
+    }
+
     @Test
     void writeBackBlocksLeftAtCloseAreUploadedAtTheNextOpenAndTornOnesDropped() throws IOException {
         PartFsConfig wb = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).writeBackUploadWait(java.time.Duration.ZERO).build();

@@ -1,0 +1,57 @@
+package io.partfs.engine.testing;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real filesystem of a few MiB that fills up: a tmpfs mounted on a new temporary directory,
+ * unmounted and removed at close. For what a full disk does (ENOSPC, free-space floors). Needs
+ * root, as the FUSE tests do.
+ */
+public final class SmallDisk implements AutoCloseable {
+    private final Path dir;
+
+    public SmallDisk(int mib) throws IOException, InterruptedException {
+        dir = Files.createTempDirectory("partfs-small-disk-");
+        try {
+            run("mount", "-t", "tmpfs", "-o", "size=" + mib + "m", "partfs-small-disk", dir.toString());
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(dir);
+            throw e;
+        }
+    }
+
+    /** Where the small filesystem is mounted. */
+    public Path dir() {
+        return dir;
+    }
+
+    /** Free bytes, as statfs says. */
+    public long free() throws IOException {
+        return Files.getFileStore(dir).getUsableSpace();
+    }
+
+    public long total() throws IOException {
+        return Files.getFileStore(dir).getTotalSpace();
+    }
+
+    private static void run(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IOException(String.join(" ", cmd) + " did not finish within 30 s");
+        }
+        String out = new String(p.getInputStream().readAllBytes()).trim();
+        if (p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed (" + p.exitValue() + "): " + out);
+        }
+    }
+
+    @Override
+    public void close() throws IOException, InterruptedException {
+        run("umount", dir.toString());
+        Files.deleteIfExists(dir);
+    }
+}
