@@ -83,7 +83,9 @@ public final class LocalObjectStore implements ObjectStore {
                     Files.createDirectories(f.getParent());
                 }
                 return FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-            } catch (NoSuchFileException e) {
+            } catch (NoSuchFileException | FileAlreadyExistsException e) {
+                // FileAlreadyExists: createDirectories found the directory, and a delete removed
+                // it before createDirectories could check that it is one
                 if (attempt == 10) {
                     throw e;
                 }
