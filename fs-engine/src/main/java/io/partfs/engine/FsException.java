@@ -45,6 +45,15 @@ public abstract class FsException extends IOException {
         }
     }
 
+    /** ENOSPC: no room left where the write must go (the metadata engine's memory, say). */
+    public static final class NoSpace extends FsException {
+        private static final long serialVersionUID = 1L;
+
+        public NoSpace(String what) {
+            super(Errno.ENOSPC, what);
+        }
+    }
+
     /** EEXIST: the name is taken. */
     public static final class Exists extends FsException {
         private static final long serialVersionUID = 1L;

@@ -12,7 +12,9 @@ import io.lettuce.core.codec.ByteArrayCodec;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -70,6 +72,8 @@ public final class RedisKvStore implements KvStore {
      */
     private final String commitLog = "commitlog:" + Long.toHexString(ThreadLocalRandom.current().nextLong());
     private final java.util.concurrent.atomic.AtomicLong commits = new java.util.concurrent.atomic.AtomicLong();
+    /** When the last out-of-memory error was logged (nanoTime), 0 for never. */
+    private final java.util.concurrent.atomic.AtomicLong outOfMemoryLogged = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Object, String> commitLogFields = new java.util.concurrent.ConcurrentHashMap<>();
     private static final Duration COMMIT_LOG_TTL = Duration.ofDays(1);
     private static final Duration COMMIT_LOG_REFRESH = Duration.ofMinutes(10);
@@ -112,6 +116,55 @@ public final class RedisKvStore implements KvStore {
             shutdownClients();
             throw wrap("connect", e);
         }
+        try {
+            checkEvictionPolicy(memoryInfo());
+        } catch (IOException | RuntimeException e) {
+            shared.close();
+            shutdownClients();
+            throw e instanceof RuntimeException re ? wrap("INFO", re) : (IOException) e;
+        }
+    }
+
+    /** INFO memory, or "" where the user may not run INFO (it is @dangerous: managed services may deny it). */
+    private String memoryInfo() {
+        try {
+            return shared.sync().info("memory");
+        } catch (RedisCommandExecutionException e) {
+            log.debug("cannot check the eviction policy of {}: {}", description, e.getMessage());
+            return "";
+        }
+    }
+
+    /**
+     * Refuses a Redis that evicts any key when it reaches its maxmemory: it would drop inodes,
+     * directory entries and chunk lists, and with them files. A policy that evicts only keys with
+     * an expiry (volatile-*) touches nothing but the commit logs, and is only warned about.
+     */
+    private void checkEvictionPolicy(String memoryInfo) throws IOException {
+        String policy = infoField(memoryInfo, "maxmemory_policy");
+        String max = infoField(memoryInfo, "maxmemory");
+        boolean limited = max != null && !"0".equals(max);
+        if (policy == null || "noeviction".equals(policy)) {
+            return;
+        }
+        if (policy.startsWith("allkeys-") && limited) {
+            throw new IOException("Redis at " + description + " evicts keys at its maxmemory (maxmemory-policy " + policy
+                    + "), which would lose PartFS metadata and the files with it: set maxmemory-policy noeviction "
+                    + "(CONFIG SET maxmemory-policy noeviction, and in redis.conf)");
+        }
+        log.warn("Redis at {} has maxmemory-policy {}{}: PartFS wants noeviction (CONFIG SET maxmemory-policy noeviction)",
+                description, policy, policy.startsWith("allkeys-") ? " and no maxmemory yet, so it evicts nothing for now"
+                        : ", which evicts only keys with an expiry (its transaction logs)");
+    }
+
+    /** A field of an INFO answer ({@code name:value} lines), or null. */
+    private static String infoField(String info, String name) {
+        for (String line : info.split("\r?\n")) {
+            if (line.startsWith(name + ":")) {
+                return line.substring(name.length() + 1).trim();
+            }
+        }
+        return null;
     }
 
     /**
@@ -154,6 +207,16 @@ public final class RedisKvStore implements KvStore {
     }
 
     private IOException wrap(String op, RuntimeException e) {
+        if (outOfMemory(e)) {
+            long now = System.nanoTime(), last = outOfMemoryLogged.get();
+            if ((last == 0 || now - last > 60_000_000_000L) && outOfMemoryLogged.compareAndSet(last, now)) { // once a minute
+                log.error("Redis at {} is out of memory: it refuses every write past its maxmemory, so files can be neither "
+                        + "created nor written (ENOSPC) until Redis gets more memory (CONFIG SET maxmemory) "
+                        + "or a larger instance", description);
+            }
+            return new io.partfs.engine.FsException.NoSpace("Redis at " + description + " reached its maxmemory and refused " + op
+                    + ": give Redis more memory");
+        }
         if (e instanceof RedisConnectionException) {
             return new IOException("cannot reach Redis at " + description + " (" + rootMessage(e)
                     + "): check that it runs and the URL is right", e);
@@ -166,6 +229,22 @@ public final class RedisKvStore implements KvStore {
             return new IOException("Redis at " + description + " rejected " + op + ": " + m, e);
         }
         return new IOException("Redis " + op + " failed at " + description + ": " + rootMessage(e), e);
+    }
+
+    /** How Redis refuses a write past maxmemory (noeviction): "OOM command not allowed when used memory > 'maxmemory'". */
+    private static final String OUT_OF_MEMORY = "OOM command not allowed";
+
+    /** Whether {@code e}, or the queued command's error it carries, is Redis refusing a write for want of memory. */
+    private static boolean outOfMemory(Throwable e) {
+        if (String.valueOf(e.getMessage()).contains(OUT_OF_MEMORY)) {
+            return true;
+        }
+        for (Throwable s : e.getSuppressed()) {
+            if (String.valueOf(s.getMessage()).contains(OUT_OF_MEMORY)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String rootMessage(Throwable t) {
@@ -487,6 +566,7 @@ public final class RedisKvStore implements KvStore {
         }
         io.lettuce.core.RedisFuture<String> multi;
         io.lettuce.core.RedisFuture<Object> checking = null;
+        List<io.lettuce.core.RedisFuture<?>> queued = new ArrayList<>(believed ? 0 : buf.ops().size());
         io.lettuce.core.RedisFuture<TransactionResult> exec;
         try {
             multi = async.multi();
@@ -495,17 +575,17 @@ public final class RedisKvStore implements KvStore {
             } else {
                 for (TxnBuffer.Op op : buf.ops()) {
                     if (op instanceof TxnBuffer.Put p) {
-                        async.set(b(p.key()), p.value());
+                        queued.add(async.set(b(p.key()), p.value()));
                     } else if (op instanceof TxnBuffer.Delete d) {
-                        async.del(b(d.key()));
+                        queued.add(async.del(b(d.key())));
                     } else if (op instanceof TxnBuffer.HSet h) {
-                        async.hset(b(h.hash()), b(h.field()), h.value());
+                        queued.add(async.hset(b(h.hash()), b(h.field()), h.value()));
                     } else if (op instanceof TxnBuffer.HDel h) {
-                        async.hdel(b(h.hash()), b(h.field()));
+                        queued.add(async.hdel(b(h.hash()), b(h.field())));
                     } else if (op instanceof TxnBuffer.HDelAll h) {
-                        async.del(b(h.hash()));
+                        queued.add(async.del(b(h.hash())));
                     } else if (op instanceof TxnBuffer.Add a) {
-                        async.incrby(b(a.counter()), a.delta());
+                        queued.add(async.incrby(b(a.counter()), a.delta()));
                     }
                 }
             }
@@ -521,6 +601,13 @@ public final class RedisKvStore implements KvStore {
             result = await(exec);
         } catch (RedisCommandExecutionException e) {
             if (!believed) {
+                for (io.lettuce.core.RedisFuture<?> q : queued) {
+                    String why = queueError(q);
+                    if (!why.isEmpty()) { // EXEC only says "EXECABORT": the reason is the queued command's
+                        e.addSuppressed(new RedisCommandExecutionException(why));
+                        break;
+                    }
+                }
                 throw e;
             }
             // EXEC aborts the transaction when the script was refused: nothing was written
@@ -577,6 +664,12 @@ public final class RedisKvStore implements KvStore {
      */
     private Outcome refused(RedisCommandExecutionException e, String queueError) {
         String m = e.getMessage() + " " + queueError;
+        if (m.contains(OUT_OF_MEMORY)) {
+            if (!queueError.isEmpty()) {
+                e.addSuppressed(new RedisCommandExecutionException(queueError));
+            }
+            throw e; // the script ran into maxmemory at its first write, so it wrote nothing
+        }
         if (m.contains("NOPERM") || m.contains("unknown command") || m.contains("not allowed") || m.contains("disabled")) {
             if (scripts) {
                 scripts = false;

@@ -196,14 +196,25 @@ class RedisBeliefTest {
         }
     }
 
+    /**
+     * A volume on this test's database through a metadata engine that caches (and so believes):
+     * a directory "part" holding a file "warm", with the slice id batches already taken (their
+     * INCRBYs are not what the tests count).
+     */
+    private MetaEngine cachingVolume() throws IOException {
+        MetaEngine meta = new MetaEngine(new RedisKvStore(redis.url(db)), System::nanoTime);
+        meta.enableCache(java.time.Duration.ofSeconds(60));
+        meta.format(VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
+        long dir = meta.mknod(MetaEngine.ROOT, "part", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino();
+        meta.nextSliceId();
+        meta.mknod(dir, "warm", FileType.FILE, 0644, 0, 0, 0, null);
+        return meta;
+    }
+
     @Test
     void creatingAFileAndCommittingItsWriteCostOneRoundTripEach() throws Exception {
-        try (MetaEngine meta = new MetaEngine(new RedisKvStore(redis.url(db)), System::nanoTime)) {
-            meta.enableCache(java.time.Duration.ofSeconds(60));
-            meta.format(VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
-            long dir = meta.mknod(MetaEngine.ROOT, "part", FileType.DIRECTORY, 0755, 0, 0, 0, null).ino();
-            meta.nextSliceId(); // the id batches are taken: their INCRBYs are not what this counts
-            meta.mknod(dir, "warm", FileType.FILE, 0644, 0, 0, 0, null);
+        try (MetaEngine meta = cachingVolume()) {
+            long dir = meta.lookup(MetaEngine.ROOT, "part").ino();
             long reads = realReads();
             long evals = calls("eval");
             long execs = calls("exec");
@@ -346,6 +357,53 @@ class RedisBeliefTest {
                 assertEquals(round == 1 ? 2 : 1, runs.get(), "refused once, then no script is tried");
                 assertArrayEquals(next, kv.read(r -> r.get("k")));
             }
+        }
+    }
+
+    /**
+     * Redis at its maxmemory (noeviction) refuses writes: a create fails with ENOSPC whether it
+     * goes as a script or as MULTI/EXEC, writes nothing, and the client keeps its scripts (it
+     * took the refusal for "no scripts here" before); with memory again all goes on as before.
+     */
+    @Test
+    void aServerOutOfMemoryFailsWritesWithNoSpaceAndTheClientKeepsItsScripts() throws Exception {
+        try (MetaEngine meta = cachingVolume()) {
+            long dir = meta.lookup(MetaEngine.ROOT, "part").ino();
+            adminConn.sync().configSet("maxmemory", "1"); // far below what it uses
+            try {
+                long evals = calls("eval");
+                assertThrows(FsException.NoSpace.class, () -> meta.mknod(dir, "f", FileType.FILE, 0644, 0, 0, 0, null));
+                assertEquals(evals + 1, calls("eval"), "tried as one script, which wrote nothing");
+                assertThrows(FsException.NoSpace.class, () -> kv.update(tx -> {
+                    tx.get("plain"); // WATCHed: MULTI/EXEC
+                    tx.put("plain", b("v"));
+                    return null;
+                }));
+            } finally {
+                adminConn.sync().configSet("maxmemory", "0");
+            }
+            meta.mknod(dir, "f", FileType.FILE, 0644, 0, 0, 0, null); // on real reads: the failure dropped what it knew
+            long evals = calls("eval");
+            meta.mknod(dir, "g", FileType.FILE, 0644, 0, 0, 0, null);
+            assertEquals(evals + 1, calls("eval"), "still one script per create");
+            assertEquals(List.of("f", "g", "warm"), meta.readdir(dir).stream().map(io.partfs.engine.DirEntry::name).sorted().toList());
+            assertNull(kv.read(r -> r.get("plain")));
+        }
+    }
+
+    /** A Redis that may evict any key at its maxmemory would lose files: refused at connect, with what to set. */
+    @Test
+    void aServerThatEvictsAnyKeyIsRefusedAtConnect() throws Exception {
+        adminConn.sync().configSet("maxmemory-policy", "allkeys-lru");
+        adminConn.sync().configSet("maxmemory", "1gb");
+        try {
+            IOException e = assertThrows(IOException.class, () -> new RedisKvStore(redis.url(db)).close());
+            org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("maxmemory-policy noeviction"), e.getMessage());
+            adminConn.sync().configSet("maxmemory-policy", "volatile-lru");
+            new RedisKvStore(redis.url(db)).close(); // only its commit logs expire: a warning
+        } finally {
+            adminConn.sync().configSet("maxmemory", "0");
+            adminConn.sync().configSet("maxmemory-policy", "noeviction");
         }
     }
 }
