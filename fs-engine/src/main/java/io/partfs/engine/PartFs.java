@@ -584,12 +584,23 @@ public final class PartFs implements Closeable {
     public record StatFs(long blockSize, long totalBlocks, long freeBlocks, long files, long freeFiles, int nameMax) {
     }
 
+    /**
+     * The volume's capacity less what its files use; for objects kept on this machine's disk
+     * (an embedded volume) that disk's own size and free space, so that ClickHouse's free-space
+     * checks (merges, {@code keep_free_space_bytes}) see the disk fill as they would a local one.
+     */
     public StatFs statfs() throws IOException {
         MetaEngine.Usage u = meta.usage();
         long total = config.capacity() / 4096;
         long used = Math.min(total, u.usedBytes() / 4096);
+        long free = total - used;
+        java.util.Optional<ObjectStore.LocalSpace> disk = objects.localSpace();
+        if (disk.isPresent()) {
+            total = Math.min(total, disk.get().total() / 4096);
+            free = Math.min(total, disk.get().available() / 4096);
+        }
         long files = Math.max(u.inodes(), 0);
-        return new StatFs(4096, total, total - used, files + (1L << 30), 1L << 30, MetaEngine.MAX_NAME_BYTES);
+        return new StatFs(4096, total, free, files + (1L << 30), 1L << 30, MetaEngine.MAX_NAME_BYTES);
     }
 
     /** Deletes, in the background, what has been in the trash long enough; for tests (mounts do it every few minutes). */

@@ -83,6 +83,11 @@ public final class MeteredObjectStore implements ObjectStore {
     }
 
     @Override
+    public Optional<LocalSpace> localSpace() {
+        return inner.localSpace();
+    }
+
+    @Override
     public boolean unreachable() {
         return inner.unreachable();
     }

@@ -73,6 +73,19 @@ public interface ObjectStore extends java.io.Closeable {
         return null;
     }
 
+    /** A local disk's size and the bytes objects may still take of it. */
+    record LocalSpace(long total, long available) {
+    }
+
+    /**
+     * For a store that keeps objects on this machine's disk: that disk's size and what objects
+     * may still use of it (statfs reports them, so ClickHouse sees the disk fill as it would a
+     * local one); empty for remote stores.
+     */
+    default Optional<LocalSpace> localSpace() {
+        return Optional.empty();
+    }
+
     /**
      * Whether the store is known to be unreachable now: a request failed all its attempts for
      * want of a connection or an answer, and none has succeeded since. Requests are then tried

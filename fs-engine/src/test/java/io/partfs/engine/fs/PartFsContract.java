@@ -1245,10 +1245,15 @@ abstract class PartFsContract extends OnBackends {
 
     @Test
     void statfsReportsUsage() throws IOException {
+        if (store() == TestVolume.Store.LOCAL) { // objects on this machine's disk: that disk's numbers
+            assertEquals(java.nio.file.Files.getFileStore(dir).getTotalSpace() / 4096, fs.statfs().totalBlocks());
+            return;
+        }
         long before = fs.statfs().freeBlocks();
         long fh = create("f");
         fs.write(fh, 0, new byte[1 << 20], 0, 1 << 20);
         fs.release(fh);
         assertEquals(256, before - fs.statfs().freeBlocks());
     }
+
 }
