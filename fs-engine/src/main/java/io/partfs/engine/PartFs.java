@@ -673,9 +673,26 @@ public final class PartFs implements Closeable {
             if (sessionTicks % TRASH_TICKS == 1 && !config.readOnly()) {
                 reclaimer.expireTrash(); // at the first tick, then every few minutes: trash time is counted in hours
             }
+            if (!config.readOnly() && localDiskFull()) {
+                relieveFullDisk();
+            }
         } catch (IOException | RuntimeException e) {
             log.warn("session heartbeat failed (retried in {}s): {}", MetaEngine.HEARTBEAT.toSeconds(), e.toString());
         }
+    }
+
+    /**
+     * Whether the objects are on this machine's disk and it has less than 1% of its size (and
+     * than four blocks) left for them, the share kept for the metadata aside: then the trash
+     * gives up its objects early.
+     */
+    private boolean localDiskFull() {
+        return objects.localSpace().map(d -> d.available() < Math.max(d.total() / 100, 4L * format.blockSize())).orElse(false);
+    }
+
+    /** Empties the trash, oldest first, while the local disk holding the objects is full; what a mount's session does every 20 s. */
+    public void relieveFullDisk() {
+        reclaimer.relieveFullDisk(this::localDiskFull);
     }
 
     /** Stops the heartbeat and unregisters the session; at unmount, once no file is open. */

@@ -138,6 +138,25 @@ public final class Reclaimer implements Closeable {
         });
     }
 
+    /**
+     * While {@code full} says the local disk holding the objects has no room (an embedded
+     * volume), empties the trash oldest hour first, in the background: its freed objects would
+     * otherwise keep the disk full for the trash's hours, and deleting files would make no room.
+     */
+    public void relieveFullDisk(java.util.function.BooleanSupplier full) {
+        submit(() -> {
+            while (full.getAsBoolean()) {
+                long moved = meta.expireOldestTrash();
+                if (moved == 0) {
+                    return;
+                }
+                log.warn("trash: the local disk holding the objects is full: {} slices of the oldest hour in the trash are"
+                        + " deleted now, before their {} hours are over", moved, meta.trashHours());
+                drainSlices();
+            }
+        });
+    }
+
     /** Deletes the objects of every freed slice; the worker thread's own, so no drain runs twice at once. */
     private void drainSlices() throws IOException {
         if (drainLater != null) {

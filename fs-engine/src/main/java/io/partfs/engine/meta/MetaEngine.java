@@ -1399,25 +1399,42 @@ public final class MetaEngine implements Closeable {
                 .filter(h -> hours == 0 || (h + 1 + hours) * HOUR_NANOS <= now).sorted().toList());
         long moved = 0;
         for (long hour : due) {
-            String bucket = trashKey(hour);
-            for (Map<String, byte[]> some; !(some = kv.read(r -> r.hgetSome(bucket, TRASH_BATCH))).isEmpty(); ) {
-                Map<String, byte[]> batch = some;
-                mutate(tx -> { // no reads: nothing to conflict on, and the same move twice is harmless
-                    for (Map.Entry<String, byte[]> e : batch.entrySet()) {
-                        tx.hset(DELSLICES, e.getKey(), e.getValue());
-                        tx.hdel(bucket, e.getKey());
-                    }
-                    return null;
-                });
-                moved += batch.size();
-            }
-            mutate(tx -> {
-                if (tx.hlen(bucket) == 0) { // a slice freed meanwhile by a client whose clock is far behind stays listed
-                    tx.hdel(TRASH, String.valueOf(hour));
+            moved += emptyTrashHour(hour);
+        }
+        return moved;
+    }
+
+    /**
+     * Moves the slices of the oldest hour in the trash to the deletion list, whatever their time
+     * (a local disk that the objects filled needs the room more than the trash its time);
+     * returns how many, 0 when the trash is empty.
+     */
+    public long expireOldestTrash() throws IOException {
+        java.util.Optional<Long> oldest = kv.read(r -> r.hgetAll(TRASH).keySet().stream().map(Long::parseLong).min(Long::compare));
+        return oldest.isPresent() ? Math.max(1, emptyTrashHour(oldest.get())) : 0;
+    }
+
+    /** Moves every slice of the trash's hour {@code hour} to the deletion list; returns how many. */
+    private long emptyTrashHour(long hour) throws IOException {
+        String bucket = trashKey(hour);
+        long moved = 0;
+        for (Map<String, byte[]> some; !(some = kv.read(r -> r.hgetSome(bucket, TRASH_BATCH))).isEmpty(); ) {
+            Map<String, byte[]> batch = some;
+            mutate(tx -> { // no reads: nothing to conflict on, and the same move twice is harmless
+                for (Map.Entry<String, byte[]> e : batch.entrySet()) {
+                    tx.hset(DELSLICES, e.getKey(), e.getValue());
+                    tx.hdel(bucket, e.getKey());
                 }
                 return null;
             });
+            moved += batch.size();
         }
+        mutate(tx -> {
+            if (tx.hlen(bucket) == 0) { // a slice freed meanwhile by a client whose clock is far behind stays listed
+                tx.hdel(TRASH, String.valueOf(hour));
+            }
+            return null;
+        });
         return moved;
     }
 

@@ -2,6 +2,7 @@ package io.partfs.engine.fs;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.FsException;
@@ -31,7 +32,8 @@ class PartFsRocksLocalTest extends PartFsContract {
     /**
      * Objects on this machine's disk (an embedded volume, RocksDB beside them on a real 64 MiB
      * tmpfs): statfs reports that disk; writes that would eat into the share kept for the
-     * metadata fail with ENOSPC, deleting files still works and makes room, and writes then go on.
+     * metadata fail with ENOSPC, deleting files still works, the trash gives up its objects
+     * early while the disk is full, and writes then go on.
      */
     @Test
     void aFullLocalDiskFailsWritesWithNoSpaceAndDeletesMakeRoom() throws Exception {
@@ -56,10 +58,16 @@ class PartFsRocksLocalTest extends PartFsContract {
             }
             assertTrue(full != null && written >= 40, written + " MiB written before ENOSPC: " + full);
             assertTrue(fs.statfs().freeBlocks() < 256, "statfs says it is full: " + fs.statfs().freeBlocks() + " blocks");
+            fs.meta().setTrashHours(24); // as a volume partfs formats keeps them (2 hours there)
             for (int i = 0; i < 8; i++) {
                 fs.unlink(ROOT, "fill-" + i); // metadata writes, in the space kept for them
             }
-            fs.awaitReclaim(); // no trash on this volume: the objects go at once
+            fs.awaitReclaim();
+            assertTrue(fs.meta().trash().slices() >= 8, "the freed objects wait in the trash, the disk still full");
+            assertThrows(FsException.NoSpace.class, () -> writeFsynced("after", mib));
+            fs.relieveFullDisk(); // what the mount's session does every 20 s
+            fs.awaitReclaim();
+            assertEquals(0, fs.meta().trash().slices(), "the trash gave its objects up early for the full disk");
             writeFsynced("after", mib);
             assertArrayEquals(mib, readAll(ino("after")));
             assertArrayEquals(mib, readAll(ino("fill-" + (written - 1))));
