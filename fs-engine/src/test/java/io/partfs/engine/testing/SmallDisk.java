@@ -49,9 +49,14 @@ public final class SmallDisk implements AutoCloseable {
         }
     }
 
+    /** Unmounts it; lazily if something still uses it (a mount that failed a test), which then lets go of it. */
     @Override
     public void close() throws IOException, InterruptedException {
-        run("umount", dir.toString());
+        try {
+            run("umount", dir.toString());
+        } catch (IOException busy) {
+            run("umount", "-l", dir.toString());
+        }
         Files.deleteIfExists(dir);
     }
 }
