@@ -99,6 +99,15 @@ public final class PartFs implements Closeable {
                     }
                 });
         this.reclaimer = new Reclaimer(meta, chunks, config.reclaimDelay());
+        if (!config.readOnly()) {
+            reclaimer.whenDiskFull(this::localDiskFull);
+            chunks.onNoSpace(() -> { // at once, not at the next session tick; at most once a second
+                long now = System.nanoTime(), last = lastRelief.get();
+                if (now - last > 1_000_000_000L && lastRelief.compareAndSet(last, now)) {
+                    relieveFullDisk();
+                }
+            });
+        }
         this.partFlushes = config.deferPartFlushes() && !config.readOnly() ? new PartFlushes(chunks::failedSinceLastWrite) : null;
         meta.setOrphanListener(reclaimer::fileOrphaned);
         if (!config.readOnly()) {
@@ -690,9 +699,16 @@ public final class PartFs implements Closeable {
         return objects.localSpace().map(d -> d.available() < Math.max(d.total() / 100, 4L * format.blockSize())).orElse(false);
     }
 
-    /** Empties the trash, oldest first, while the local disk holding the objects is full; what a mount's session does every 20 s. */
+    /** When an upload that found the local disk full last asked for the trash to make room (nanoTime). */
+    private final java.util.concurrent.atomic.AtomicLong lastRelief = new java.util.concurrent.atomic.AtomicLong(System.nanoTime() - 2_000_000_000L);
+
+    /**
+     * Empties the trash, oldest first, while the local disk holding the objects is full: what an
+     * upload that finds no room asks for, and a mount's session checks every 20 s (the deletion
+     * of files does it too, after each batch).
+     */
     public void relieveFullDisk() {
-        reclaimer.relieveFullDisk(this::localDiskFull);
+        reclaimer.relieveFullDisk();
     }
 
     /** Stops the heartbeat and unregisters the session; at unmount, once no file is open. */

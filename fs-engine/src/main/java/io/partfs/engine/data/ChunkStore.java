@@ -56,6 +56,8 @@ public final class ChunkStore implements Closeable {
     private final Map<String, CompletableFuture<byte[]>> fetching = new ConcurrentHashMap<>();
     /** Write-back staging, or null: staged blocks are read from it until they are uploaded. */
     private final Staging staging;
+    /** Told when an upload finds no room on the disk of a local object store (the mount then makes room). */
+    private volatile Runnable onNoSpace = () -> { };
     /** Whether writes are staged on local disk (fsync returns then) instead of uploaded first. */
     private final boolean writeBack;
     /** Block-sized write buffers for reuse: a file's worth of blocks ({@code writeBufferPerFile}), 16 at most. */
@@ -393,6 +395,9 @@ public final class ChunkStore implements Closeable {
                     cache.put(key, data);
                 }
             } catch (IOException | RuntimeException e) {
+                if (e instanceof io.partfs.engine.FsException.NoSpace) {
+                    onNoSpace.run();
+                }
                 done.completeExceptionally(e);
                 return;
             } catch (Error e) {
@@ -407,6 +412,11 @@ public final class ChunkStore implements Closeable {
             run();
             done.get();
         }
+    }
+
+    /** Runs {@code r} (quickly: it hands the work on) whenever an upload finds the disk of a local object store full. */
+    public void onNoSpace(Runnable r) {
+        this.onNoSpace = r;
     }
 
     /** Called by a flush after its blocks are stored and before it commits them. */

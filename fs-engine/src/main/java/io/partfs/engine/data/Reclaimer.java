@@ -139,31 +139,49 @@ public final class Reclaimer implements Closeable {
     }
 
     /**
-     * While {@code full} says the local disk holding the objects has no room (an embedded
-     * volume), empties the trash oldest hour first, in the background: its freed objects would
+     * Tells the reclaimer how to see that the local disk holding the objects has no room (an
+     * embedded volume): then every drain, and {@link #relieveFullDisk}, also empties the trash,
+     * oldest hour first, until there is room or the trash is empty. Its freed objects would
      * otherwise keep the disk full for the trash's hours, and deleting files would make no room.
      */
-    public void relieveFullDisk(java.util.function.BooleanSupplier full) {
-        submit(() -> {
-            while (full.getAsBoolean()) {
-                long moved = meta.expireOldestTrash();
-                if (moved == 0) {
-                    return;
-                }
-                log.warn("trash: the local disk holding the objects is full: {} slices of the oldest hour in the trash are"
-                        + " deleted now, before their {} hours are over", moved, meta.trashHours());
-                drainSlices();
-            }
-        });
+    public void whenDiskFull(java.util.function.BooleanSupplier full) {
+        this.diskFull = full;
     }
 
-    /** Deletes the objects of every freed slice; the worker thread's own, so no drain runs twice at once. */
+    private volatile java.util.function.BooleanSupplier diskFull = () -> false;
+
+    /** Empties the trash, oldest hour first, in the background while the local disk is full (see {@link #whenDiskFull}). */
+    public void relieveFullDisk() {
+        submit(this::emptyTrashWhileFull);
+    }
+
+    private void emptyTrashWhileFull() throws IOException {
+        while (diskFull.getAsBoolean()) {
+            long moved = meta.expireOldestTrash();
+            if (moved == 0) {
+                return;
+            }
+            log.warn("trash: the local disk holding the objects is full: {} slices of the oldest hour in the trash are"
+                    + " deleted now, before their {} hours are over", moved, meta.trashHours());
+            deleteFreedSlices();
+        }
+    }
+
+    /**
+     * Deletes the objects of every freed slice, then, on a full local disk, those the trash
+     * holds; the worker thread's own, so no drain runs twice at once.
+     */
     private void drainSlices() throws IOException {
         if (drainLater != null) {
             drainLater.cancel(false); // a no-op when it is the drain running now
             drainLater = null;
         }
         sinceDrain = 0;
+        deleteFreedSlices();
+        emptyTrashWhileFull();
+    }
+
+    private void deleteFreedSlices() throws IOException {
         while (chunks.reclaimSlices(1000) > 0) {
             // keep going until the list is empty
         }
