@@ -328,10 +328,24 @@ public final class BlockCache {
                 return;
             }
         }
-        long missing = space.shortfall(data.length);
-        if (missing > 0 && evictBytes(missing) < missing) {
-            return; // not under the free-space floor, even with every block evicted
+        // blocks being cached side by side count as written already: together they must not pass the floor
+        long reserved = writing.addAndGet(data.length);
+        try {
+            long missing = space.shortfall(reserved);
+            if (missing > 0 && evictBytes(missing) < missing) {
+                return; // not under the free-space floor, even with every block evicted
+            }
+            write(key, data);
+        } finally {
+            writing.addAndGet(-data.length);
         }
+        evict();
+    }
+
+    /** Bytes {@link #put} calls are writing now. */
+    private final java.util.concurrent.atomic.AtomicLong writing = new java.util.concurrent.atomic.AtomicLong();
+
+    private void write(String key, byte[] data) {
         Path f = file(key);
         Path tmp = f.resolveSibling(f.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP);
         try {
@@ -358,7 +372,6 @@ public final class BlockCache {
                 used += data.length;
             }
         }
-        evict();
     }
 
     private static void writeNew(Path f, byte[] data) throws IOException {

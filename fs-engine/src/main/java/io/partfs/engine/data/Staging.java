@@ -205,10 +205,24 @@ public final class Staging implements Closeable {
      * when the disk has no room for it (the caller then uploads it itself).
      */
     public boolean stage(String key, byte[] data) throws IOException {
-        long missing = space.shortfall(data.length);
-        if (missing > 0 && cache.evictBytes(missing) < missing) {
-            return turnAway(key, "it would leave less than " + (space.minFree() >> 20) + " MiB free (--free-space-ratio)");
+        // what other blocks are being written counts as used already: blocks staged side by side
+        // (a file's blocks upload in parallel) must not pass the floor together
+        long reserved = writing.addAndGet(data.length);
+        try {
+            long missing = space.shortfall(reserved);
+            if (missing > 0 && cache.evictBytes(missing) < missing) {
+                return turnAway(key, "it would leave less than " + (space.minFree() >> 20) + " MiB free (--free-space-ratio)");
+            }
+            return write(key, data);
+        } finally {
+            writing.addAndGet(-data.length);
         }
+    }
+
+    /** Bytes {@link #stage} calls are writing now. */
+    private final java.util.concurrent.atomic.AtomicLong writing = new java.util.concurrent.atomic.AtomicLong();
+
+    private boolean write(String key, byte[] data) throws IOException {
         Path f = file(key);
         Path spare = sparesWork ? takeSpare() : null;
         try {
