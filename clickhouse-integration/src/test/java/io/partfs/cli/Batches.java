@@ -40,6 +40,22 @@ final class Batches {
                 + ") FROM system.numbers LIMIT " + ROWS);
     }
 
+    /** A table {@code pad} of hashes in hex, which compress only to half: for filling a disk. */
+    static void createPad(ClickHouseServer ch) throws IOException {
+        ch.query("CREATE TABLE pad (k UInt64, h String) ENGINE = MergeTree ORDER BY k");
+    }
+
+    /** 20,000 rows of {@code pad} from key {@code from} on: ~0.6 MiB on disk. */
+    static void insertPad(ClickHouseServer ch, long from) throws IOException {
+        ch.query("INSERT INTO pad SELECT number, concat(hex(MD5(toString(number))), hex(MD5(toString(number + 1))))"
+                + " FROM system.numbers LIMIT " + from + ", 20000");
+    }
+
+    /** The row count and a sum of hashes of {@code pad}: equal only if every row reads back as written. */
+    static String padSum(ClickHouseServer ch) throws IOException {
+        return ch.query("SELECT count(), sum(cityHash64(h)) FROM pad");
+    }
+
     /** What a whole batch reads back as (see {@link #read}). */
     static String whole(int batch) {
         long sumI = (long) ROWS * (ROWS - 1) / 2;

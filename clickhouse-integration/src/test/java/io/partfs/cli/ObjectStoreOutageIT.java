@@ -8,8 +8,6 @@ import io.partfs.engine.testing.LatencyProxy;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,15 +24,12 @@ import org.junit.jupiter.api.Test;
 class ObjectStoreOutageIT {
     @Test
     void anInsertDuringAnOutageFailsCleanlyAndTheTableCarriesOnAfterIt() throws Exception {
-        Path dir = Files.createTempDirectory("partfs-outage-");
-        Path mnt = dir.resolve("mnt");
-        Partfs partfs = new Partfs(dir.resolve("home"));
-        try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
+        try (Workdir w = Workdir.create("partfs-outage-"); RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
              LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
-             ClickHouseServer ch = new ClickHouseServer(dir.resolve("ch"), mnt)) {
+             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
             String meta = redis.url(0);
-            partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-outage", "vol");
-            partfs.ok("mount", mnt.toString(), "--meta", meta, "--background", "--http-address", "none");
+            w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-outage", "vol");
+            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none");
             ch.start();
             Batches.createTable(ch);
             for (int batch = 1; batch <= 4; batch++) {
@@ -58,16 +53,14 @@ class ObjectStoreOutageIT {
             ch.stop();
             ch.start();
             assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(ch), "after a restart of ClickHouse");
-            Batches.assertNothingDetached(mnt, "after the outage");
+            Batches.assertNothingDetached(w.mnt, "after the outage");
             ch.stop();
 
-            Partfs.Result u = partfs.run("umount", mnt.toString());
+            Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
             assertEquals(0, u.exit(), "umount has nothing left to upload: " + u.all());
-            Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
+            Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
             assertEquals(0, fsck.exit(), fsck.all());
             assertTrue(fsck.out().contains("fsck: OK"), fsck.out());
-        } finally {
-            partfs.unmountAndDelete(mnt, dir);
         }
     }
 }

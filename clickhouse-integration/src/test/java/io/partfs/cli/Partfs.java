@@ -82,6 +82,17 @@ final class Partfs {
                 "--block-size", "1M", name);
     }
 
+    /** What the background mounts of this home logged, all their log files together. */
+    String mountLogs() throws IOException {
+        StringBuilder all = new StringBuilder();
+        try (java.util.stream.Stream<Path> logs = Files.list(home.resolve("logs"))) {
+            for (Path p : logs.filter(p -> p.getFileName().toString().startsWith("mount-")).sorted().toList()) {
+                all.append(Files.readString(p));
+            }
+        }
+        return all.toString();
+    }
+
     /** Runs and requires exit 0. */
     Result ok(String... args) throws Exception {
         Result r = run(args);
