@@ -154,7 +154,9 @@ final class MountCommand implements Callable<Integer> {
 
     @Option(names = "--io-retries", paramLabel = "N", defaultValue = "10",
             description = {"Attempts per object request before it fails, with exponential backoff (default:",
-                    "${DEFAULT-VALUE}; a write is then tried twice more before fsync or close reports EIO)."})
+                    "${DEFAULT-VALUE}; a write is then tried twice more before fsync or close reports EIO). Once one",
+                    "request has failed all its attempts for want of a connection, requests are tried once each",
+                    "until the store answers again, so an outage fails callers in one round of retries."})
     int ioRetries;
 
     @Option(names = "--io-threads", paramLabel = "N", defaultValue = "16", description = "Parallel object uploads and downloads (default: ${DEFAULT-VALUE}).")
