@@ -51,7 +51,20 @@ final class StatsCommand implements Callable<Integer> {
                 d.rate("partfs_meta_transactions_total", ""), d.meanMillis("partfs_meta_transactions_seconds", ""),
                 hits + misses == 0 ? "-" : String.format(java.util.Locale.ROOT, "%.0f%%", 100 * hits / (hits + misses)),
                 Sizes.human((long) d.now("partfs_write_buffer_bytes", "")),
-                Sizes.human((long) d.now("partfs_writeback_staged_bytes", "")));
+                Sizes.human((long) d.now("partfs_writeback_staged_bytes", "")))
+                + warnings(d);
+    }
+
+    /** What needs the operator, after the numbers: the object store down, write-back staging out of room. */
+    private static String warnings(Delta d) {
+        StringBuilder w = new StringBuilder();
+        if (d.now("partfs_object_store_unreachable", "") > 0) {
+            w.append("  ! object store unreachable");
+        }
+        if (d.diff("partfs_writeback_unstaged_blocks", "") > 0) {
+            w.append("  ! staging disk full: uploading before fsync");
+        }
+        return w.toString();
     }
 
     /** Prometheus text format: {@code name{labels} value} per line, comments skipped. */

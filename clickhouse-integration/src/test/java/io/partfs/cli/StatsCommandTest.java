@@ -57,4 +57,17 @@ class StatsCommandTest {
         assertEquals("75%", cols[9], "30 hits of 40 lookups in the interval: " + line);
         assertEquals("2.0", cols[10], "the write buffer as it is now: " + line);
     }
+
+    @Test
+    void aStoreDownAndAFullStagingDiskAreSaidAfterTheNumbers() {
+        String up = BEFORE + "partfs_object_store_unreachable 0\npartfs_writeback_unstaged_blocks 3\n";
+        String down = AFTER + "partfs_object_store_unreachable 1\npartfs_writeback_unstaged_blocks 3\n";
+        String line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(up), StatsCommand.parse(down), 1.0));
+        assertEquals(true, line.endsWith("  ! object store unreachable"), line);
+        String more = AFTER + "partfs_object_store_unreachable 0\npartfs_writeback_unstaged_blocks 5\n";
+        line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(up), StatsCommand.parse(more), 1.0));
+        assertEquals(true, line.endsWith("  ! staging disk full: uploading before fsync"), line);
+        assertEquals(false, StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE), StatsCommand.parse(AFTER), 1.0))
+                .contains("!"), "nothing to say: no warning");
+    }
 }
