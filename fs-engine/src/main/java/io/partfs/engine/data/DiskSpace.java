@@ -25,11 +25,16 @@ public final class DiskSpace {
 
     /** Keeps {@code ratio} (0 to 1) of the filesystem that holds {@code dir} free; {@code dir} must exist. */
     public static DiskSpace keepFree(Path dir, double ratio) throws IOException {
+        return keepFree(dir, ratio, Long.MAX_VALUE);
+    }
+
+    /** As {@link #keepFree(Path, double)}, keeping at most {@code maxBytes} free. */
+    public static DiskSpace keepFree(Path dir, double ratio, long maxBytes) throws IOException {
         if (!(ratio >= 0 && ratio < 1)) {
             throw new IllegalArgumentException("the free space ratio must be at least 0 and below 1, not " + ratio);
         }
         FileStore store = Files.getFileStore(dir);
-        return ratio == 0 ? new DiskSpace(store, 0) : new DiskSpace(store, (long) (store.getTotalSpace() * ratio));
+        return new DiskSpace(store, ratio == 0 ? 0 : Math.min(maxBytes, (long) (store.getTotalSpace() * ratio)));
     }
 
     /** No floor and no filesystem: every question answers "room enough" (caches without a directory, tests). */
@@ -55,6 +60,21 @@ public final class DiskSpace {
         } catch (IOException e) {
             return 0;
         }
+    }
+
+    /** The filesystem's size in bytes; -1 when unknown. */
+    public long total() {
+        try {
+            return store == null ? -1 : store.getTotalSpace();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    /** Bytes that may still be written above the floor (0 when at or under it); -1 when unknown. */
+    public long room() {
+        long free = usable();
+        return free < 0 ? -1 : Math.max(0, free - minFree);
     }
 
     /** Free bytes of the filesystem, for messages; -1 when unknown. */

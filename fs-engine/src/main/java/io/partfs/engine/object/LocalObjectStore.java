@@ -24,7 +24,7 @@ import java.util.stream.Stream;
  * file that is fsynced and renamed into place, so a reader sees the whole object or none.
  * Thread-safe: each call works on its own files.
  *
- * <p>A put that would leave less than {@link #reserve} free on the directory's filesystem fails
+ * <p>A put that would leave less than the disk's reserve free on the directory's filesystem fails
  * with ENOSPC, as one that finds the disk full does: the rest is kept for the metadata, which on
  * an embedded volume (RocksDB) shares the disk, so that files can still be deleted to make room.
  * A RocksDB whose log write once failed for want of space refuses every write until reopened.
@@ -33,9 +33,8 @@ public final class LocalObjectStore implements ObjectStore {
     private static final String TMP_SUFFIX = ".partfs-tmp";
 
     private final Path root;
-    private final java.nio.file.FileStore disk;
-    /** Bytes a put leaves free: 2% of the disk, at most 1 GiB. */
-    private final long reserve;
+    /** The disk, and what a put leaves free on it: 2% of it, at most 1 GiB. */
+    private final io.partfs.engine.data.DiskSpace disk;
 
     public LocalObjectStore(Path root) throws IOException {
         this.root = root.toAbsolutePath().normalize();
@@ -44,23 +43,21 @@ public final class LocalObjectStore implements ObjectStore {
                     "object directory " + this.root + " is not a directory: choose another --storage path", null);
         }
         Files.createDirectories(this.root);
-        this.disk = Files.getFileStore(this.root);
-        this.reserve = Math.min(1L << 30, disk.getTotalSpace() / 50);
+        this.disk = io.partfs.engine.data.DiskSpace.keepFree(this.root, 0.02, 1L << 30);
     }
 
     /** The disk holding the objects, and what puts may still use of it (its free space less the reserve). */
     @Override
     public Optional<LocalSpace> localSpace() {
-        try {
-            return Optional.of(new LocalSpace(disk.getTotalSpace(), Math.max(0, disk.getUsableSpace() - reserve)));
-        } catch (IOException e) {
-            return Optional.empty();
-        }
+        long total = disk.total();
+        long room = disk.room();
+        return total < 0 || room < 0 ? Optional.empty() : Optional.of(new LocalSpace(total, room));
     }
 
-    private io.partfs.engine.FsException noSpace(String key, long free) {
-        return new io.partfs.engine.FsException.NoSpace("no room for object " + key + " in " + root + " (" + (free >> 20)
-                + " MiB free, " + (reserve >> 20) + " MiB of it kept for the metadata): free space on that disk");
+    private io.partfs.engine.FsException noSpace(String key) {
+        return new io.partfs.engine.FsException.NoSpace("no room for object " + key + " in " + root + " ("
+                + (Math.max(0, disk.usable()) >> 20) + " MiB free, " + (disk.minFree() >> 20)
+                + " MiB of it kept for the metadata): free space on that disk");
     }
 
     /** Objects are whole files, written aside and renamed in, never rewritten. */
@@ -79,9 +76,8 @@ public final class LocalObjectStore implements ObjectStore {
 
     @Override
     public void put(String key, byte[] data) throws IOException {
-        long free = disk.getUsableSpace();
-        if (free - data.length < reserve) {
-            throw noSpace(key, free);
+        if (disk.shortfall(data.length) > 0) {
+            throw noSpace(key);
         }
         Path target = file(key);
         Path tmp = target.resolveSibling(target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP_SUFFIX);
@@ -94,7 +90,7 @@ public final class LocalObjectStore implements ObjectStore {
         } catch (IOException e) {
             Files.deleteIfExists(tmp);
             if (io.partfs.engine.data.DiskSpace.full(e)) {
-                throw noSpace(key, disk.getUsableSpace());
+                throw noSpace(key);
             }
             throw e;
         }
