@@ -99,6 +99,15 @@ public final class ChunkStore implements Closeable {
         retrier.scheduleWithFixedDelay(buffers::trim, RETRY_SECONDS, RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
     }
 
+    /**
+     * Whether the object store counts as unreachable: a request failed all its attempts, or its
+     * time, for want of an answer and none got one since. Its requests are then tried once, and
+     * so are flushes.
+     */
+    boolean storeUnreachable() {
+        return objects.unreachable();
+    }
+
     /** How often writes whose flush failed are tried again. */
     static final int RETRY_SECONDS = 15;
 
@@ -114,7 +123,8 @@ public final class ChunkStore implements Closeable {
      * Flushes again every file whose last flush failed (its close or fsync returned EIO and its
      * data stayed buffered), so that the data reaches the object store once it is back instead
      * of waiting in memory for the next fsync or the unmount. Runs every
-     * {@value #RETRY_SECONDS} s; returns how many files it committed.
+     * {@value #RETRY_SECONDS} s; returns how many files it committed. While the store is
+     * unreachable a round ends at its first failure: that flush was the probe.
      */
     public int retryFailed() {
         int committed = 0;
@@ -126,6 +136,9 @@ public final class ChunkStore implements Closeable {
                     log.info("buffered writes of inode {} uploaded after an earlier failure", e.getKey());
                 } catch (IOException x) {
                     log.warn("buffered writes of inode {} still not uploaded: {}", e.getKey(), x.getMessage());
+                    if (storeUnreachable()) {
+                        break; // the others would fail the same way, each holding its file's lock meanwhile
+                    }
                 }
             }
         }

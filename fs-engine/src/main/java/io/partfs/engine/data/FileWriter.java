@@ -146,7 +146,9 @@ final class FileWriter {
     /**
      * Waits for every upload of every slice. Failed ones are tried again all at once, so an
      * object store that is down costs {@value #UPLOAD_ATTEMPTS} rounds of the client's own
-     * retries for the whole file, not that many per block, one block after another.
+     * retries for the whole file, not that many per block, one block after another; and one
+     * round once the store counts as unreachable (see {@link ChunkStore#storeUnreachable}), as
+     * its requests then are tried once.
      */
     private void awaitUploads() throws IOException {
         List<Upload> waiting = new ArrayList<>();
@@ -171,7 +173,7 @@ final class FileWriter {
             if (failedUploads.isEmpty()) {
                 return;
             }
-            if (attempt >= UPLOAD_ATTEMPTS) {
+            if (attempt >= UPLOAD_ATTEMPTS || store.storeUnreachable()) {
                 for (Upload u : failedUploads) {
                     u.failedBefore = true;
                 }

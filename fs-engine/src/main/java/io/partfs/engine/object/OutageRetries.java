@@ -1,10 +1,7 @@
 package io.partfs.engine.object;
 
 import java.io.IOException;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongSupplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.retries.api.AcquireInitialTokenRequest;
@@ -19,10 +16,9 @@ import software.amazon.awssdk.retries.api.TokenAcquisitionFailedException;
 /**
  * The SDK's retries, cut short while the object store is down. A request that used all its
  * attempts on failures that say the store cannot be reached (no connection, a connection cut,
- * a timeout, HTTP 500, 502 or 504) marks the store unreachable; from then on every request is
- * tried once, and those already waiting to retry stop at their next failure. The first answer
- * from the store (a success, or a refusal such as 404) marks it reachable again, so each request
- * during an outage is also the probe that ends it.
+ * a timeout, HTTP 500, 502 or 504) marks the store unreachable ({@link StoreOutage}); from then
+ * on a request is tried once, and those already waiting to retry stop at their next failure.
+ * The first answer from the store (a success, or a refusal such as 404) marks it reachable.
  *
  * <p>Why: a part's rename waits for all its files' uploads, a few dozen at a time on the upload
  * threads. With every upload making all its attempts (ten, with up to 16 s of backoff), an
@@ -31,23 +27,12 @@ import software.amazon.awssdk.retries.api.TokenAcquisitionFailedException;
  * waited for, not given up on.
  */
 final class OutageRetries implements RetryStrategy {
-    private static final Logger log = LoggerFactory.getLogger(OutageRetries.class);
-
     private final RetryStrategy standard;
-    private final String where;
-    private final LongSupplier clock;
-    /** When the store was marked unreachable ({@link #clock}, ns), or 0 while it is reachable. */
-    private final AtomicLong downSince = new AtomicLong();
+    private final StoreOutage outage;
 
-    OutageRetries(RetryStrategy standard, String where, LongSupplier clock) {
+    OutageRetries(RetryStrategy standard, StoreOutage outage) {
         this.standard = standard;
-        this.where = where;
-        this.clock = clock;
-    }
-
-    /** Whether a request used all its attempts on the store being unreachable, and none succeeded since. */
-    boolean unreachable() {
-        return downSince.get() != 0;
+        this.outage = outage;
     }
 
     @Override
@@ -58,18 +43,17 @@ final class OutageRetries implements RetryStrategy {
     @Override
     public RefreshRetryTokenResponse refreshRetryToken(RefreshRetryTokenRequest request) {
         Throwable failure = request.failure();
-        boolean outage = storeUnreachable(failure);
-        if (!outage && failure instanceof SdkServiceException) {
-            reachable(); // it answered, if only to refuse this request or to ask for a slower pace
-        } else if (outage && unreachable()) {
-            throw new TokenAcquisitionFailedException("not retried: " + where + " is unreachable", request.token(), failure);
+        boolean unreachable = storeUnreachable(failure);
+        if (!unreachable && failure instanceof SdkServiceException) {
+            outage.answered(); // it answered, if only to refuse this request or to ask for a slower pace
+        } else if (unreachable && outage.unreachable()) {
+            throw new TokenAcquisitionFailedException("not retried: " + outage.where() + " is unreachable", request.token(), failure);
         }
         try {
             return standard.refreshRetryToken(request);
         } catch (TokenAcquisitionFailedException e) {
-            if (outage && downSince.compareAndSet(0, Math.max(1, clock.getAsLong()))) {
-                log.warn("{} is unreachable: a request failed all its attempts ({}); every request is tried once "
-                        + "until one succeeds", where, failure.getMessage());
+            if (unreachable) {
+                outage.down("a request failed all its attempts (" + failure.getMessage() + ")");
             }
             throw e;
         }
@@ -77,16 +61,8 @@ final class OutageRetries implements RetryStrategy {
 
     @Override
     public RecordSuccessResponse recordSuccess(RecordSuccessRequest request) {
-        reachable();
+        outage.answered();
         return standard.recordSuccess(request);
-    }
-
-    private void reachable() {
-        long since = downSince.get();
-        if (since != 0 && downSince.compareAndSet(since, 0)) {
-            log.info("{} answers again, after {} s unreachable", where,
-                    String.format("%.1f", (clock.getAsLong() - since) / 1e9));
-        }
     }
 
     @Override
@@ -117,6 +93,9 @@ final class OutageRetries implements RetryStrategy {
             }
             int status = service.statusCode();
             return status == 500 || status == 502 || status == 504;
+        }
+        if (failure instanceof ApiCallAttemptTimeoutException) {
+            return true; // no answer in time: see StoreOutage for what follows
         }
         if (failure instanceof SdkClientException) {
             for (Throwable c = failure.getCause(); c != null; c = c.getCause() == c ? null : c.getCause()) {

@@ -12,6 +12,8 @@ import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
+import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.core.exception.RetryableException;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
@@ -49,7 +51,7 @@ public final class S3ObjectStore implements ObjectStore {
 
     private final S3Config config;
     private final S3Client s3;
-    private final OutageRetries retries;
+    private final StoreOutage outage;
     /** False once the store refused a DeleteObjects request: then one DELETE per object. */
     private volatile boolean multiDelete = true;
 
@@ -58,14 +60,15 @@ public final class S3ObjectStore implements ObjectStore {
         // The SDK's own circuit breaker (a token bucket that a run of failures empties) is off:
         // it would refuse the retries of many parallel uploads to a slow but working store.
         // OutageRetries stops retrying only once a request has failed all its attempts.
-        this.retries = new OutageRetries(AwsRetryStrategy.standardRetryStrategy().toBuilder()
+        this.outage = new StoreOutage(config.describe(), System::nanoTime, this::probe);
+        OutageRetries retries = new OutageRetries(AwsRetryStrategy.standardRetryStrategy().toBuilder()
                 .maxAttempts(config.maxAttempts())
                 .backoffStrategy(BackoffStrategy.exponentialDelay(
                         java.time.Duration.ofMillis(50), java.time.Duration.ofSeconds(5)))
                 .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(
                         java.time.Duration.ofMillis(200), java.time.Duration.ofSeconds(10)))
                 .circuitBreakerEnabled(false)
-                .build(), config.describe(), System::nanoTime);
+                .build(), outage);
         AwsCredentialsProvider credentials = config.accessKey() == null
                 ? DefaultCredentialsProvider.builder().build()
                 : StaticCredentialsProvider.create(AwsBasicCredentials.create(config.accessKey(), config.secretKey()));
@@ -89,7 +92,8 @@ public final class S3ObjectStore implements ObjectStore {
                 .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).expectContinueEnabled(false).build())
                 .overrideConfiguration(ClientOverrideConfiguration.builder()
                         .apiCallAttemptTimeout(config.requestTimeout())
-                        // all attempts of one call together: a store that hangs costs one timeout, not one per retry
+                        // all attempts of one call together: a store that hangs costs one timeout, not one per
+                        // retry, and marks the store unreachable (StoreOutage)
                         .apiCallTimeout(config.requestTimeout())
                         .retryStrategy(retries)
                         .build());
@@ -97,6 +101,29 @@ public final class S3ObjectStore implements ObjectStore {
             builder.endpointOverride(config.endpoint());
         }
         this.s3 = builder.build();
+    }
+
+    /** The longest a probe of an unreachable store waits for its answer. */
+    static final java.time.Duration PROBE_TIMEOUT = java.time.Duration.ofSeconds(5);
+
+    /**
+     * A HEAD of the bucket, as {@link StoreOutage}'s probe: true on any answer, a refusal (403,
+     * 404) too. It waits at most {@link #PROBE_TIMEOUT}, or the request timeout if shorter: a
+     * store that is back answers a HEAD in far less, and a store that hangs then costs the
+     * requests waiting for the probe that long, not a whole request timeout.
+     */
+    private boolean probe() {
+        java.time.Duration timeout = config.requestTimeout().compareTo(PROBE_TIMEOUT) < 0 ? config.requestTimeout() : PROBE_TIMEOUT;
+        try {
+            s3.headBucket(b -> b.bucket(config.bucket())
+                    .overrideConfiguration(o -> o.apiCallTimeout(timeout).apiCallAttemptTimeout(timeout)));
+            return true;
+        } catch (software.amazon.awssdk.core.exception.SdkServiceException e) {
+            return true;
+        } catch (SdkException e) {
+            log.debug("probe of {} got no answer: {}", config.describe(), e.toString());
+            return false;
+        }
     }
 
     public S3Config config() {
@@ -122,6 +149,7 @@ public final class S3ObjectStore implements ObjectStore {
 
     /** Creates the bucket when it does not exist yet (as {@code partfs format} does). */
     public void ensureBucket() throws IOException {
+        outage.admit("check bucket " + config.bucket());
         try {
             s3.headBucket(b -> b.bucket(config.bucket()));
         } catch (NoSuchBucketException e) {
@@ -149,6 +177,7 @@ public final class S3ObjectStore implements ObjectStore {
     @Override
     public void put(String key, byte[] data) throws IOException {
         String k = fullKey(key);
+        outage.admit("put " + key);
         try {
             if (data.length > config.multipartThreshold()) {
                 putMultipart(k, data);
@@ -203,6 +232,7 @@ public final class S3ObjectStore implements ObjectStore {
         if (offset > 0 || length > 0) {
             req.range("bytes=" + offset + "-" + (length < 0 ? "" : String.valueOf(offset + length - 1)));
         }
+        outage.admit("get " + key);
         try {
             return s3.getObject(req.build(), S3ObjectStore::readBody);
         } catch (NoSuchKeyException e) {
@@ -246,6 +276,7 @@ public final class S3ObjectStore implements ObjectStore {
     @Override
     public Optional<ObjectInfo> head(String key) throws IOException {
         String k = fullKey(key);
+        outage.admit("head " + key);
         try {
             HeadObjectResponse r = s3.headObject(b -> b.bucket(config.bucket()).key(k));
             return Optional.of(new ObjectInfo(key, r.contentLength(), millis(r.lastModified())));
@@ -264,6 +295,7 @@ public final class S3ObjectStore implements ObjectStore {
     @Override
     public void delete(String key) throws IOException {
         String k = fullKey(key);
+        outage.admit("delete " + key);
         try {
             s3.deleteObject(b -> b.bucket(config.bucket()).key(k));
         } catch (NoSuchKeyException e) {
@@ -291,6 +323,7 @@ public final class S3ObjectStore implements ObjectStore {
                 ids.add(ObjectIdentifier.builder().key(fullKey(k)).build());
             }
             DeleteObjectsResponse r;
+            outage.admit("delete " + batch.get(0) + " (and " + (batch.size() - 1) + " more)");
             try {
                 r = s3.deleteObjects(b -> b.bucket(config.bucket()).delete(d -> d.objects(ids).quiet(true)));
             } catch (S3Exception e) {
@@ -320,6 +353,7 @@ public final class S3ObjectStore implements ObjectStore {
     @Override
     public List<ObjectInfo> list(String prefix, String startAfter, int limit) throws IOException {
         String p = config.prefix() + prefix;
+        outage.admit("list " + prefix);
         try {
             ListObjectsV2Response r = s3.listObjectsV2(b -> {
                 b.bucket(config.bucket()).prefix(p).maxKeys(Math.min(limit, 1000));
@@ -356,6 +390,7 @@ public final class S3ObjectStore implements ObjectStore {
     private ParallelScan.Level listLevel(String prefix, String token) throws IOException {
         String p = config.prefix() + prefix;
         int strip = config.prefix().length();
+        outage.admit("list " + prefix);
         try {
             ListObjectsV2Response r = s3.listObjectsV2(b -> {
                 b.bucket(config.bucket()).prefix(p).delimiter("/").maxKeys(1000);
@@ -387,6 +422,12 @@ public final class S3ObjectStore implements ObjectStore {
     private ObjectStoreException wrap(String op, String key, SdkException e) {
         String where = config.describe();
         String what = key.isEmpty() ? op : op + " " + key;
+        if (timedOut(e)) {
+            String waited = "no answer from " + where + " within " + config.requestTimeout().toSeconds() + " s";
+            outage.down("a request got " + waited);
+            return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE, what + " failed: " + waited
+                    + ": check the endpoint and the network (a slow link may need a longer --io-timeout)", e);
+        }
         if (e instanceof NoSuchBucketException) {
             return new ObjectStoreException(ObjectStoreException.Kind.NO_SUCH_BUCKET,
                     "bucket '" + config.bucket() + "' does not exist at " + where + ": create it or run 'partfs format'", e);
@@ -427,6 +468,12 @@ public final class S3ObjectStore implements ObjectStore {
         return new ObjectStoreException(ObjectStoreException.Kind.OTHER, what + " failed at " + where + ": " + e.getMessage(), e);
     }
 
+    /** The request's time ran out: the call's or an attempt's timer, or the socket's. */
+    private static boolean timedOut(Throwable t) {
+        return anyCause(t, c -> c instanceof ApiCallTimeoutException || c instanceof ApiCallAttemptTimeoutException
+                || c instanceof java.net.SocketTimeoutException);
+    }
+
     /** A write to a connection the server closed: "Broken pipe" or "Connection reset". */
     private static boolean cutOffMidBody(Throwable t) {
         return anyCause(t, c -> c instanceof java.net.SocketException && c.getMessage() != null
@@ -462,10 +509,10 @@ public final class S3ObjectStore implements ObjectStore {
         return config.describe();
     }
 
-    /** Whether a request failed all its attempts on the store being unreachable and none succeeded since (see {@link OutageRetries}). */
+    /** Whether a request failed all its attempts, or its time, on the store being unreachable and none got an answer since (see {@link StoreOutage}). */
     @Override
     public boolean unreachable() {
-        return retries.unreachable();
+        return outage.unreachable();
     }
 
     @Override

@@ -156,18 +156,24 @@ public final class StorageUrl {
      * Opens the store; for S3, creates the bucket when {@code createBucket} and it is missing.
      */
     public ObjectStore open(Credentials credentials, boolean createBucket) throws IOException {
-        return open(credentials, createBucket, s3 == null ? 1 : s3.maxAttempts());
+        return s3 == null ? new LocalObjectStore(localDir) : open(credentials, createBucket, s3.maxAttempts(), s3.requestTimeout());
     }
 
-    /** As {@link #open(Credentials, boolean)}, trying each S3 request at most {@code attempts} times. */
-    public ObjectStore open(Credentials credentials, boolean createBucket, int attempts) throws IOException {
+    /**
+     * As {@link #open(Credentials, boolean)}, trying each S3 request at most {@code attempts}
+     * times, all of them within {@code timeout}.
+     */
+    public ObjectStore open(Credentials credentials, boolean createBucket, int attempts, java.time.Duration timeout) throws IOException {
         if (s3 == null) {
             return new LocalObjectStore(localDir);
         }
         if (attempts < 1) {
             throw new IllegalArgumentException("S3 request attempts must be at least 1, not " + attempts);
         }
-        S3Config.Builder b = s3.toBuilder().maxAttempts(attempts);
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("the S3 request timeout must be positive, not " + timeout);
+        }
+        S3Config.Builder b = s3.toBuilder().maxAttempts(attempts).requestTimeout(timeout);
         if (credentials.caBundle() != null && s3.tls()) {
             b.trust(CaBundle.trustManagers(credentials.caBundle()));
         }

@@ -21,8 +21,9 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  * cannot time, a request already retrying when another one finds the store down.
  */
 class OutageRetriesTest {
+    private final StoreOutage outage = new StoreOutage("the store", System::nanoTime, () -> false);
     private final OutageRetries retries = new OutageRetries(AwsRetryStrategy.standardRetryStrategy().toBuilder()
-            .maxAttempts(3).circuitBreakerEnabled(false).build(), "the store", System::nanoTime);
+            .maxAttempts(3).circuitBreakerEnabled(false).build(), outage);
 
     private RetryToken start() {
         return retries.acquireInitialToken(AcquireInitialTokenRequest.create("test")).token();
@@ -46,10 +47,10 @@ class OutageRetriesTest {
         RetryToken waiting = fail(start(), refused()); // retried once, as before
         RetryToken other = fail(start(), refused());
         other = fail(other, refused());
-        assertFalse(retries.unreachable(), "not before a request has used all its attempts");
+        assertFalse(outage.unreachable(), "not before a request has used all its attempts");
         RetryToken last = other;
         assertThrows(TokenAcquisitionFailedException.class, () -> fail(last, refused()));
-        assertTrue(retries.unreachable());
+        assertTrue(outage.unreachable());
         assertThrows(TokenAcquisitionFailedException.class, () -> fail(waiting, refused()),
                 "the request still retrying gives up at its next failure");
     }
@@ -60,15 +61,15 @@ class OutageRetriesTest {
         t = fail(t, status(503, "SlowDown"));
         RetryToken last = t;
         assertThrows(TokenAcquisitionFailedException.class, () -> fail(last, status(503, "SlowDown")));
-        assertFalse(retries.unreachable(), "a busy store is waited for, not given up on");
+        assertFalse(outage.unreachable(), "a busy store is waited for, not given up on");
         assertThrows(TokenAcquisitionFailedException.class, () -> fail(start(), status(403, "AccessDenied")));
-        assertFalse(retries.unreachable());
+        assertFalse(outage.unreachable());
 
         RetryToken down = fail(fail(start(), status(502, "BadGateway")), status(502, "BadGateway"));
         assertThrows(TokenAcquisitionFailedException.class, () -> fail(down, status(502, "BadGateway")));
-        assertTrue(retries.unreachable(), "a gateway that cannot reach the store: down");
+        assertTrue(outage.unreachable(), "a gateway that cannot reach the store: down");
         assertThrows(TokenAcquisitionFailedException.class, () -> fail(start(), status(404, "NoSuchKey")));
-        assertFalse(retries.unreachable(), "a 404 is an answer");
+        assertFalse(outage.unreachable(), "a 404 is an answer");
         fail(start(), refused()); // and a retry again, without exception
     }
 

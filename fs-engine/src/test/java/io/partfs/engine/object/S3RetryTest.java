@@ -128,12 +128,13 @@ class S3RetryTest {
     }
 
     /**
-     * Once a request has failed all its attempts for want of a connection, the next ones are
-     * tried once each (an INSERT during an outage fails in one round of retries, not several);
-     * the first answer from the store ends that, and a later outage gets all attempts again.
+     * Once a request has failed all its attempts for want of a connection, requests are not
+     * sent until a probe gets an answer: an INSERT during an outage fails in one round of
+     * retries, not one per request queued. The first answer ends that, and a later outage gets
+     * all attempts again.
      */
     @Test
-    void aStoreThatFailedAllTheAttemptsOfARequestIsTriedOnceARequestUntilItAnswers() throws Exception {
+    void aStoreThatFailedAllTheAttemptsOfARequestGetsRequestsOnlyOnceAProbeIsAnswered() throws Exception {
         try (LatencyProxy proxy = new LatencyProxy(server.endpoint().getPort());
              S3ObjectStore s3 = new S3ObjectStore(server.config("retries")
                      .endpoint(java.net.URI.create("http://127.0.0.1:" + proxy.port())).maxAttempts(4).build())) {
@@ -144,19 +145,72 @@ class S3RetryTest {
             for (int i = 1; i <= 3; i++) {
                 ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.put("outage", new byte[10]));
                 assertEquals(ObjectStoreException.Kind.UNAVAILABLE, e.kind(), e.getMessage());
-                assertEquals(4 + i, proxy.refused(), "then one attempt a request");
+                assertTrue(e.getMessage().contains("did not answer a probe, so the request was not sent"), e.getMessage());
             }
+            assertTrue(proxy.refused() <= 5 + 3, "one attempt, the probe's, at most each request: " + proxy.refused());
 
             proxy.setDown(false);
-            assertThrows(ObjectNotFoundException.class, () -> s3.get("outage", 0, -1));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (true) { // the next probe goes out a second after the last one failed
+                try {
+                    s3.get("outage", 0, -1);
+                    break;
+                } catch (ObjectNotFoundException e) {
+                    break; // an answer
+                } catch (ObjectStoreException e) {
+                    assertTrue(System.nanoTime() < deadline, "a probe gets through once the store is back: " + e.getMessage());
+                    Thread.sleep(50);
+                }
+            }
             assertFalse(s3.unreachable(), "a 404 is an answer: the store is back");
             s3.put("outage", new byte[10]);
             assertEquals(10, s3.get("outage", 0, -1).length);
 
+            long before = proxy.refused();
             proxy.setDown(true);
             assertThrows(ObjectStoreException.class, () -> s3.head("outage"));
             // the first attempt may go to the pooled connection that the outage cut, not to the proxy's accept
-            assertTrue(proxy.refused() - 7 >= 3, "a new outage: all attempts again, " + (proxy.refused() - 7) + " refused");
+            assertTrue(proxy.refused() - before >= 3, "a new outage: all attempts again, " + (proxy.refused() - before) + " refused");
+        }
+    }
+
+    /**
+     * A store that accepts connections and never answers: the first request costs one timeout
+     * (not one per attempt) and marks the store unreachable; the next one sends a probe, which
+     * gets no answer either, and fails without being sent. Once the store answers, a probe gets
+     * through and requests go out again.
+     */
+    @Test
+    void aStoreThatHangsCostsOneTimeoutThenRequestsWaitOnlyForAProbe() throws Exception {
+        try (LatencyProxy proxy = new LatencyProxy(server.endpoint().getPort());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries")
+                     .endpoint(java.net.URI.create("http://127.0.0.1:" + proxy.port())).maxAttempts(4)
+                     .requestTimeout(java.time.Duration.ofSeconds(2)).build())) {
+            s3.put("hang", new byte[10]); // leaves a pooled connection, which the hang holds too
+            proxy.setHung(true);
+            ObjectStoreException first = assertThrows(ObjectStoreException.class, () -> s3.get("hang", 0, -1));
+            assertEquals(ObjectStoreException.Kind.UNAVAILABLE, first.kind(), first.getMessage());
+            assertTrue(first.getMessage().contains("no answer from") && first.getMessage().contains("within 2 s"), first.getMessage());
+            assertTrue(s3.unreachable(), "a request that timed out marks the store unreachable");
+            assertEquals(1, proxy.heldRequests(), "one attempt: the request's time covers all its attempts");
+
+            ObjectStoreException probed = assertThrows(ObjectStoreException.class, () -> s3.put("other", new byte[10]));
+            assertTrue(probed.getMessage().contains("did not answer a probe, so the request was not sent"), probed.getMessage());
+            assertEquals(2, proxy.heldRequests(), "the probe, not the request");
+
+            proxy.setHung(false);
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (true) {
+                try {
+                    assertEquals(10, s3.get("hang", 0, -1).length);
+                    break;
+                } catch (ObjectStoreException e) {
+                    assertTrue(System.nanoTime() < deadline, "a probe gets through once the store answers: " + e.getMessage());
+                    Thread.sleep(50);
+                }
+            }
+            assertFalse(s3.unreachable());
+            s3.put("other", new byte[10]);
         }
     }
 }

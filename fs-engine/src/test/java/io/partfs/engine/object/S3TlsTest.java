@@ -65,7 +65,7 @@ class S3TlsTest {
     @Test
     void anUntrustedCertificateIsRefusedWithWhatToDo() {
         IOException e = assertThrows(IOException.class, () -> {
-            try (ObjectStore s = url("tls-refused").open(new StorageUrl.Credentials(S3Server.ACCESS_KEY, S3Server.SECRET_KEY), true, 1)) {
+            try (ObjectStore s = url("tls-refused").open(new StorageUrl.Credentials(S3Server.ACCESS_KEY, S3Server.SECRET_KEY), true, 1, java.time.Duration.ofSeconds(60))) {
                 s.put("k", new byte[] {1});
             }
         });
@@ -77,7 +77,7 @@ class S3TlsTest {
     @Test
     void theCertificateGivenAsCaBundleIsTrusted() throws IOException {
         StorageUrl.Credentials c = new StorageUrl.Credentials(S3Server.ACCESS_KEY, S3Server.SECRET_KEY).withCaBundle(pem);
-        try (ObjectStore s = url("tls-trusted").open(c, true, 1)) {
+        try (ObjectStore s = url("tls-trusted").open(c, true, 1, java.time.Duration.ofSeconds(60))) {
             byte[] data = "over https".getBytes();
             s.put("a/b", data);
             assertArrayEquals(data, s.get("a/b", 0, -1));
@@ -87,10 +87,10 @@ class S3TlsTest {
     @Test
     void aMissingOrEmptyBundleIsRefusedInOneLine() throws IOException {
         StorageUrl.Credentials keys = new StorageUrl.Credentials(S3Server.ACCESS_KEY, S3Server.SECRET_KEY);
-        IOException missing = assertThrows(IOException.class, () -> url("tls-bad").open(keys.withCaBundle(dir.resolve("none.pem")), false, 1));
+        IOException missing = assertThrows(IOException.class, () -> url("tls-bad").open(keys.withCaBundle(dir.resolve("none.pem")), false, 1, java.time.Duration.ofSeconds(60)));
         assertTrue(missing.getMessage().contains("does not exist"), missing.getMessage());
         Path empty = Files.writeString(dir.resolve("empty.pem"), "not a certificate\n");
-        IOException notPem = assertThrows(IOException.class, () -> url("tls-bad").open(keys.withCaBundle(empty), false, 1));
+        IOException notPem = assertThrows(IOException.class, () -> url("tls-bad").open(keys.withCaBundle(empty), false, 1, java.time.Duration.ofSeconds(60)));
         assertTrue(notPem.getMessage().contains("CA bundle"), notPem.getMessage());
         assertEquals(1, notPem.getMessage().lines().count(), notPem.getMessage());
     }
@@ -101,7 +101,7 @@ class S3TlsTest {
             StorageUrl http = StorageUrl.parse("s3://tls-http/vol?endpoint=" + plain.endpoint() + "&path-style=true");
             StorageUrl.Credentials c = new StorageUrl.Credentials(S3Server.ACCESS_KEY, S3Server.SECRET_KEY)
                     .withCaBundle(dir.resolve("none.pem"));
-            try (ObjectStore s = http.open(c, true, 1)) {
+            try (ObjectStore s = http.open(c, true, 1, java.time.Duration.ofSeconds(60))) {
                 s.put("k", new byte[] {7});
                 assertArrayEquals(new byte[] {7}, s.get("k", 0, -1));
             }

@@ -23,9 +23,13 @@ public final class LatencyProxy implements AutoCloseable {
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
+    private final AtomicLong heldRequests = new AtomicLong();
     private volatile long delayNanos;
     private volatile boolean closed;
     private volatile boolean down;
+    private volatile boolean hung;
+    /** Connections accepted while hung: held open, never connected to the server, closed when the hang ends. */
+    private final Set<Socket> held = ConcurrentHashMap.newKeySet();
 
     public LatencyProxy(int targetPort) throws IOException {
         this.target = new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort);
@@ -60,6 +64,34 @@ public final class LatencyProxy implements AutoCloseable {
         }
     }
 
+    /**
+     * Makes the server "hang" (true): connections are accepted but nothing more happens on them,
+     * and requests on connections already open are never passed on, so no request is answered,
+     * as with a store whose process or network is wedged rather than gone. false lets held
+     * requests through and closes the connections accepted meanwhile.
+     */
+    public void setHung(boolean hung) {
+        this.hung = hung;
+        if (!hung) {
+            for (Socket s : held) {
+                try {
+                    s.close();
+                } catch (IOException e) {
+                    // already closed
+                }
+            }
+            held.clear();
+        }
+    }
+
+    /**
+     * Request attempts the hang has held since start: one for each connection accepted while
+     * hung, and one for each request held on a connection that was open before.
+     */
+    public long heldRequests() {
+        return heldRequests.get();
+    }
+
     /** Connections closed at once because the server was down: one a request attempt. */
     public long refused() {
         return refused.get();
@@ -79,6 +111,11 @@ public final class LatencyProxy implements AutoCloseable {
                     client.close();
                     continue;
                 }
+                if (hung) {
+                    held.add(client);
+                    heldRequests.incrementAndGet();
+                    continue;
+                }
                 Socket upstream = new Socket(target.getAddress(), target.getPort());
                 client.setTcpNoDelay(true);
                 upstream.setTcpNoDelay(true);
@@ -86,6 +123,12 @@ public final class LatencyProxy implements AutoCloseable {
                 open.add(upstream);
                 Connection c = new Connection();
                 Pipes.start("latency-proxy-pump", client, upstream, open, (buf, n) -> {
+                    if (hung) {
+                        heldRequests.incrementAndGet();
+                        while (hung && !closed) {
+                            LockSupport.parkNanos(5_000_000); // held, as the server would hold it
+                        }
+                    }
                     if (c.answered) {
                         c.answered = false;
                         requests.incrementAndGet();
@@ -120,6 +163,7 @@ public final class LatencyProxy implements AutoCloseable {
     public void close() throws IOException {
         closed = true;
         server.close();
+        setHung(false);
         for (Socket s : open) {
             s.close();
         }
