@@ -65,7 +65,7 @@ final class CheckCommands {
             PrintWriter err = spec.commandLine().getErr();
             beforeCheck(spec.commandLine().getOut(), err);
             try (MetaEngine meta = volume.openMetaReadOnly();
-                 ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
+                 ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts, volume.ioTimeout)) {
                 store.checkAccess();
                 VolumeCheck.Options options = options(meta);
                 VolumeCheck check = new VolumeCheck(meta, store, every2s(err, name));
@@ -234,7 +234,7 @@ final class CheckCommands {
                 return;
             }
             try (MetaEngine meta = volume.openMeta(false);
-                 ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts)) {
+                 ObjectStore store = StorageUrl.parse(meta.volumeFormat().storage()).open(volume.credentials(), false, volume.ioAttempts, volume.ioTimeout)) {
                 VolumeCheck.Finished f = new VolumeCheck(meta, store, every2s(err, "gc")).finishDeletions();
                 out.printf("gc: finished the deletions mounts left: the data of %d files, %d objects of %d slices%n",
                         f.files(), f.objects(), f.slices());

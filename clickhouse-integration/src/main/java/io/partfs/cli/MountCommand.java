@@ -155,9 +155,17 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--io-retries", paramLabel = "N", defaultValue = "10",
             description = {"Attempts per object request before it fails, with exponential backoff (default:",
                     "${DEFAULT-VALUE}; a write is then tried twice more before fsync or close reports EIO). Once one",
-                    "request has failed all its attempts for want of a connection, requests are tried once each",
-                    "until the store answers again, so an outage fails callers in one round of retries."})
+                    "request has failed all its attempts for want of a connection, requests are tried once each,",
+                    "and only after a short probe got an answer, until the store answers again, so an outage",
+                    "fails callers in one round of retries."})
     int ioRetries;
+
+    @Option(names = "--io-timeout", paramLabel = "SECONDS", defaultValue = "60",
+            description = {"Longest wait for one object request, all its attempts together (default: ${DEFAULT-VALUE}).",
+                    "A request that gets no answer in time marks the store unreachable: then requests are sent",
+                    "only after a short probe got an answer, and fail at once (EIO) otherwise, so a store that",
+                    "hangs costs callers one timeout, not one per request. Raise it for a slow link."})
+    int ioTimeout;
 
     @Option(names = "--io-threads", paramLabel = "N", defaultValue = "16", description = "Parallel object uploads and downloads (default: ${DEFAULT-VALUE}).")
     int ioThreads;
@@ -227,6 +235,10 @@ final class MountCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--io-retries must be between 1 and 100, not " + ioRetries);
         }
         volume.ioAttempts = ioRetries;
+        if (ioTimeout < 1 || ioTimeout > 3600) {
+            throw new IllegalArgumentException("--io-timeout must be between 1 and 3600 seconds, not " + ioTimeout);
+        }
+        volume.ioTimeout = java.time.Duration.ofSeconds(ioTimeout);
         if (storage != null) {
             io.partfs.engine.object.StorageUrl.parse(storage); // a malformed URL fails before anything starts
             volume.formatStorage = storage;

@@ -48,6 +48,9 @@ final class VolumeOptions {
     /** Attempts per S3 request of a filesystem this opens (mount's --io-retries). */
     int ioAttempts = 10;
 
+    /** Longest wait for one S3 request, all its attempts (mount's --io-timeout). */
+    java.time.Duration ioTimeout = java.time.Duration.ofSeconds(60);
+
     Path home() {
         return home != null ? home : EmbeddedVolume.defaultHome();
     }
@@ -197,7 +200,7 @@ final class VolumeOptions {
         MetaEngine m = openMeta(formatEmbedded);
         try {
             PartFsConfig c = config.apply(m);
-            ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false, ioAttempts);
+            ObjectStore objects = StorageUrl.parse(m.volumeFormat().storage()).open(credentials(), false, ioAttempts, ioTimeout);
             try {
                 objects.checkAccess();
             } catch (IOException | RuntimeException e) {

@@ -63,4 +63,53 @@ class ObjectStoreOutageIT {
             assertTrue(fsck.out().contains("fsck: OK"), fsck.out());
         }
     }
+
+    /**
+     * The store hangs instead: it takes connections and never answers. An INSERT into a table
+     * of 41 columns (some 90 files a part, six rounds of the sixteen upload threads) must fail
+     * after about one request timeout, not one per round: the first uploads to time out mark
+     * the store unreachable, and then requests are sent only after a probe got an answer. With
+     * a 3 s timeout it failed after 27 s when each request waited for a probe, and after 6.1-9.2
+     * s now. Once the store answers again the next INSERT succeeds: its requests made together
+     * wait for the first one's probe rather than fail.
+     */
+    @Test
+    void anInsertWhileTheStoreHangsFailsAfterAboutOneTimeoutAndTheNextOneAfterItSucceeds() throws Exception {
+        int timeout = 3;
+        try (Workdir w = Workdir.create("partfs-hang-"); RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
+             LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
+             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
+            String meta = redis.url(0);
+            w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-hang", "vol");
+            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
+                    "--io-timeout", String.valueOf(timeout));
+            ch.start();
+            StringBuilder columns = new StringBuilder("k UInt32");
+            StringBuilder values = new StringBuilder("number");
+            for (int c = 1; c <= 40; c++) {
+                columns.append(", c").append(c).append(" String");
+                values.append(", toString(number * ").append(c).append(')');
+            }
+            ch.query("CREATE TABLE wide (" + columns + ") ENGINE = MergeTree ORDER BY k");
+            String insert = "INSERT INTO wide SELECT " + values + " FROM system.numbers LIMIT 1000";
+            ch.query(insert);
+
+            proxy.setHung(true);
+            long started = System.nanoTime();
+            IOException failed = assertThrows(IOException.class, () -> ch.query(insert), "an INSERT while S3 hangs");
+            double seconds = (System.nanoTime() - started) / 1e9;
+            System.out.printf("the INSERT while the store hung failed after %.1f s: %s%n", seconds, failed.getMessage());
+            assertTrue(seconds < 5 * timeout, "the INSERT failed after about one timeout of " + timeout + " s, not " + seconds + " s");
+            assertTrue(w.partfs.mountLogs().contains("requests fail without being sent until a probe request gets an answer"), "the mount logged the outage");
+            proxy.setHung(false);
+
+            ch.query(insert);
+            assertEquals("2000", ch.query("SELECT count() FROM wide").trim(), "the first and the last INSERT, nothing of the failed one");
+            ch.stop();
+            Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
+            assertEquals(0, u.exit(), "umount has nothing left to upload: " + u.all());
+            Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
+            assertEquals(0, fsck.exit(), fsck.all());
+        }
+    }
 }
