@@ -17,6 +17,7 @@ import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.core.exception.RetryableException;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
@@ -42,7 +43,8 @@ import software.amazon.awssdk.services.s3.model.S3Object;
 /**
  * Objects in an S3-compatible bucket through the AWS SDK v2 (Apache HTTP client). Works with
  * any endpoint, path-style or virtual-hosted. The SDK retries 5xx, throttling and dropped
- * connections with exponential backoff; authentication errors fail at once. Every SDK
+ * connections with exponential backoff; authentication errors fail at once. While the store
+ * does not answer, requests are sent only after a probe got an answer ({@link StoreOutage}). Every SDK
  * exception is turned into an {@link ObjectStoreException} here and goes no further.
  * Thread-safe: the client is shared by all callers.
  */
@@ -109,8 +111,8 @@ public final class S3ObjectStore implements ObjectStore {
     /**
      * A HEAD of the bucket, as {@link StoreOutage}'s probe: true on any answer, a refusal (403,
      * 404) too. It waits at most {@link #PROBE_TIMEOUT}, or the request timeout if shorter: a
-     * store that is back answers a HEAD in far less, and a store that hangs then costs the
-     * requests waiting for the probe that long, not a whole request timeout.
+     * store that is back answers a HEAD in far less, and on a store that hangs the request that
+     * sent the probe waits that long, not a whole request timeout.
      */
     private boolean probe() {
         java.time.Duration timeout = config.requestTimeout().compareTo(PROBE_TIMEOUT) < 0 ? config.requestTimeout() : PROBE_TIMEOUT;
@@ -118,8 +120,8 @@ public final class S3ObjectStore implements ObjectStore {
             s3.headBucket(b -> b.bucket(config.bucket())
                     .overrideConfiguration(o -> o.apiCallTimeout(timeout).apiCallAttemptTimeout(timeout)));
             return true;
-        } catch (software.amazon.awssdk.core.exception.SdkServiceException e) {
-            return true;
+        } catch (SdkServiceException e) {
+            return true; // refused, or throttled: an answer all the same
         } catch (SdkException e) {
             log.debug("probe of {} got no answer: {}", config.describe(), e.toString());
             return false;

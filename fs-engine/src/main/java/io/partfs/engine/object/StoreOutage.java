@@ -141,8 +141,9 @@ final class StoreOutage {
     }
 
     private ObjectStoreException notSent(String what) {
+        long since = downSince.get();
         return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE, what + " failed: " + where
-                + " has been unreachable for " + seconds(clock.getAsLong() - Math.max(downSince.get(), 1))
+                + " has been unreachable for " + seconds(since == 0 ? 0 : clock.getAsLong() - since)
                 + " s and did not answer a probe, so the request was not sent: check the endpoint and the network", null);
     }
 
