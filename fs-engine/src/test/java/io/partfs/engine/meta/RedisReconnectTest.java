@@ -272,4 +272,49 @@ class RedisReconnectTest {
             assertTrue(System.nanoTime() < deadline, "the replica caught up within 30 s: " + wait);
         }
     }
+
+    /**
+     * Redis stalls for a few seconds (a fork for a snapshot of a large dataset, a paused VM; here
+     * SIGSTOP, then SIGCONT): transactions of two clients made during the stall wait for it, none
+     * fails, and every one of them applies exactly once, the conflicting ones run again.
+     */
+    @Test
+    void transactionsDuringAStallOfRedisWaitForItAndEachAppliesOnce() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             KvStore a = new RedisKvStore(redis.url(0));
+             KvStore b = new RedisKvStore(redis.url(0))) {
+            a.update(tx -> {
+                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+            try {
+                signal(redis, "STOP");
+                java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+                for (int i = 0; i < 40; i++) {
+                    KvStore kv = i % 2 == 0 ? a : b;
+                    done.add(pool.submit(() -> kv.update(tx -> {
+                        long n = Long.parseLong(new String(tx.get("n"), StandardCharsets.UTF_8));
+                        tx.put("n", Long.toString(n + 1).getBytes(StandardCharsets.UTF_8));
+                        return null;
+                    })));
+                }
+                Thread.sleep(3000); // the stall itself, not a wait for a condition
+                assertTrue(done.stream().noneMatch(java.util.concurrent.Future::isDone), "nothing commits while Redis is stopped");
+                signal(redis, "CONT");
+                for (java.util.concurrent.Future<?> f : done) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+            } finally {
+                signal(redis, "CONT");
+                pool.shutdownNow();
+            }
+            assertEquals("40", value(a, "n"), "every increment applied once");
+        }
+    }
+
+    private static void signal(RedisServer redis, String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(redis.pid())).inheritIO().start();
+        assertEquals(0, kill.waitFor(), "kill -" + signal);
+    }
 }
