@@ -26,6 +26,14 @@ class RedisReconnectTest {
         return new String(kv.read(r -> r.get(key)), StandardCharsets.UTF_8);
     }
 
+    /** Sets the counter "n" of the tests to 0. */
+    private static void setZero(KvStore kv) throws IOException {
+        kv.update(tx -> {
+            tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
+            return null;
+        });
+    }
+
     /**
      * A WATCH does not survive its connection. A transaction that read a key, lost its connection
      * (a Redis restart, a failover, a network cut) and then committed on the new one would
@@ -36,10 +44,7 @@ class RedisReconnectTest {
         try (RedisServer redis = RedisServer.start();
              KvStore kv = new RedisKvStore(redis.url(0));
              KvStore other = new RedisKvStore(redis.url(0))) {
-            kv.update(tx -> {
-                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
-                return null;
-            });
+            setZero(kv);
             AtomicInteger runs = new AtomicInteger();
             kv.update(tx -> {
                 long n = Long.parseLong(new String(tx.get("n"), StandardCharsets.UTF_8));
@@ -73,10 +78,7 @@ class RedisReconnectTest {
         try (RedisServer redis = RedisServer.start();
              CutProxy proxy = new CutProxy(redis.port());
              KvStore kv = new RedisKvStore("redis://127.0.0.1:" + proxy.port() + "/0")) {
-            kv.update(tx -> {
-                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
-                return null;
-            });
+            setZero(kv);
             AtomicInteger runs = new AtomicInteger();
             proxy.cutAtNextExec(cut);
             String returned = kv.update(tx -> {
@@ -100,10 +102,7 @@ class RedisReconnectTest {
     void theCommitLogExpiresAndGoesAtClose() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
             KvStore kv = new RedisKvStore(redis.url(0));
-            kv.update(tx -> {
-                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
-                return null;
-            });
+            setZero(kv);
             java.util.List<String> logs = new java.util.ArrayList<>();
             kv.read(r -> {
                 r.scanKeys("commitlog:", logs::addAll);
@@ -283,10 +282,7 @@ class RedisReconnectTest {
         try (RedisServer redis = RedisServer.start();
              KvStore a = new RedisKvStore(redis.url(0));
              KvStore b = new RedisKvStore(redis.url(0))) {
-            a.update(tx -> {
-                tx.put("n", "0".getBytes(StandardCharsets.UTF_8));
-                return null;
-            });
+            setZero(a);
             java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
             try {
                 signal(redis, "STOP");
