@@ -646,6 +646,38 @@ abstract class PartFsContract extends OnBackends {
         fs.release(outside);
     }
 
+    /**
+     * Once the store counts as unreachable its requests are tried once, and so is a flush: one
+     * round of uploads, not three. The background retry of failed files stops at its first
+     * failure instead of taking each file's lock for a flush of its own, which a part's rename
+     * would wait for (an INSERT while S3 hung took 27 s with it).
+     */
+    @Test
+    void whileTheStoreIsUnreachableAFlushAndTheRetryOfFailedFilesTryOnce() throws Exception {
+        var store = reopenCounted(TestVolume.defaultConfig(dir));
+        store.failPuts(true);
+        List<Long> handles = new ArrayList<>();
+        handles.add(writeAndCloseExpectingFailure(ROOT, "a.bin", random(1000, 50)));
+        int reachable = store.puts();
+        assertTrue(reachable > 1, "a flush tries a failed upload again while the store is not known to be down: " + reachable);
+        store.unreachable(true);
+        store.reset();
+        handles.add(writeAndCloseExpectingFailure(ROOT, "b.bin", random(1000, 51)));
+        handles.add(writeAndCloseExpectingFailure(ROOT, "c.bin", random(1000, 52)));
+        assertEquals(2, store.puts(), "one PUT a file");
+        store.reset();
+        assertEquals(0, fs.chunks().retryFailed());
+        assertEquals(1, store.puts(), "the retry stops at its first failure");
+
+        store.failPuts(false);
+        store.unreachable(false);
+        assertEquals(3, fs.chunks().retryFailed(), "the store is back: every file is committed");
+        for (long fh : handles) {
+            fs.release(fh);
+        }
+        assertEquals(1000, fs.meta().getattr(fs.lookup(ROOT, "c.bin").ino()).size());
+    }
+
     /** Creates {@code name}, writes {@code data} and closes it with the store down: the close fails; returns the handle. */
     long writeAndCloseExpectingFailure(long dir, String name, byte[] data) throws IOException {
         long fh = fs.create(dir, name, 0644, RW, 0, 0).fh();

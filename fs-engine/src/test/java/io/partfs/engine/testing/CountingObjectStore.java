@@ -17,6 +17,7 @@ public final class CountingObjectStore implements ObjectStore {
     private final java.util.concurrent.atomic.AtomicInteger deletes = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicInteger deleteRequests = new java.util.concurrent.atomic.AtomicInteger();
     private volatile boolean failPuts;
+    private volatile boolean unreachable;
     private final java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CountDownLatch[]> held =
             new java.util.concurrent.atomic.AtomicReference<>();
 
@@ -49,6 +50,16 @@ public final class CountingObjectStore implements ObjectStore {
     /** Requests that deleted objects (one DeleteObjects of many keys counts once) since creation or the last {@link #reset()}. */
     public int deleteRequests() {
         return deleteRequests.get();
+    }
+
+    /** Reports the store unreachable (true), as an S3 store does once a request failed all its attempts, or not. */
+    public void unreachable(boolean down) {
+        unreachable = down;
+    }
+
+    @Override
+    public boolean unreachable() {
+        return unreachable;
     }
 
     /** From now on every PUT fails (true) or goes through again (false). */
