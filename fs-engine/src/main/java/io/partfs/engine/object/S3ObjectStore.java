@@ -110,7 +110,7 @@ public final class S3ObjectStore implements ObjectStore {
 
     /**
      * A HEAD of the bucket, as {@link StoreOutage}'s probe: true on any answer, a refusal (403,
-     * 404) too. It waits at most {@link #PROBE_TIMEOUT}, or the request timeout if shorter: a
+     * 404) or throttling too, but not HTTP 500, 502 or 504, which count as the store being down. It waits at most {@link #PROBE_TIMEOUT}, or the request timeout if shorter: a
      * store that is back answers a HEAD in far less, and on a store that hangs the request that
      * sent the probe waits that long, not a whole request timeout.
      */
@@ -121,7 +121,8 @@ public final class S3ObjectStore implements ObjectStore {
                     .overrideConfiguration(o -> o.apiCallTimeout(timeout).apiCallAttemptTimeout(timeout)));
             return true;
         } catch (SdkServiceException e) {
-            return true; // refused, or throttled: an answer all the same
+            // refused (403, 404) or throttled: an answer; a 500, 502 or 504 says the store is still not there
+            return !OutageRetries.storeUnreachable(e);
         } catch (SdkException e) {
             log.debug("probe of {} got no answer: {}", config.describe(), e.toString());
             return false;

@@ -213,4 +213,27 @@ class S3RetryTest {
             s3.put("other", new byte[10]);
         }
     }
+
+    /**
+     * A gateway in front of the store that answers 502 to everything: once a request has made
+     * all its attempts on it, the probe's 502 does not count as the store being back, so the
+     * next request is not sent; the first probe the store itself answers ends the outage.
+     */
+    @Test
+    void aProbeAnsweredWithBadGatewayLeavesTheStoreUnreachable() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {
+            proxy.failNext(Fault.BAD_GATEWAY_502, Fault.BAD_GATEWAY_502, Fault.BAD_GATEWAY_502, Fault.BAD_GATEWAY_502);
+            assertThrows(ObjectStoreException.class, () -> s3.get("gateway", 0, -1));
+            assertEquals(3, proxy.connections());
+            assertTrue(s3.unreachable());
+            ObjectStoreException e = assertThrows(ObjectStoreException.class, () -> s3.put("gateway", new byte[5]));
+            assertTrue(e.getMessage().contains("did not answer a probe, so the request was not sent"), e.getMessage());
+            assertEquals(4, proxy.connections(), "the probe, answered 502");
+            assertTrue(s3.unreachable());
+            s3.put("gateway", new byte[5]);
+            assertFalse(s3.unreachable());
+            assertEquals(5, s3.get("gateway", 0, -1).length);
+        }
+    }
 }

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class FaultyProxy implements AutoCloseable {
     /** What to do to one incoming connection. */
-    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER, NOT_IMPLEMENTED_501 }
+    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER, NOT_IMPLEMENTED_501, BAD_GATEWAY_502 }
 
     /** Bytes of an answer (headers included) that {@link Fault#CUT_ANSWER} lets through. */
     public static final int CUT_AFTER = 16 << 10;
@@ -79,12 +79,17 @@ public final class FaultyProxy implements AutoCloseable {
             if (fault == Fault.DROP) {
                 return;
             }
-            if (fault == Fault.SLOW_DOWN_503 || fault == Fault.NOT_IMPLEMENTED_501) {
+            String[] answer = fault == null ? null : switch (fault) { // status line, S3 error code, message
+                case SLOW_DOWN_503 -> new String[] {"503 Slow Down", "SlowDown", "Please reduce your request rate."};
+                case NOT_IMPLEMENTED_501 -> new String[] {"501 Not Implemented", "NotImplemented", "Not implemented."};
+                case BAD_GATEWAY_502 -> new String[] {"502 Bad Gateway", "BadGateway", "The gateway cannot reach the store."};
+                default -> null;
+            };
+            if (answer != null) {
                 readHeaders(client.getInputStream());
-                boolean slow = fault == Fault.SLOW_DOWN_503;
-                String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + (slow ? "SlowDown" : "NotImplemented")
-                        + "</Code><Message>" + (slow ? "Please reduce your request rate." : "Not implemented.") + "</Message></Error>";
-                String resp = "HTTP/1.1 " + (slow ? "503 Slow Down" : "501 Not Implemented")
+                String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + answer[1]
+                        + "</Code><Message>" + answer[2] + "</Message></Error>";
+                String resp = "HTTP/1.1 " + answer[0]
                         + "\r\nContent-Type: application/xml\r\nContent-Length: "
                         + body.length() + "\r\nConnection: close\r\n\r\n" + body;
                 client.getOutputStream().write(resp.getBytes(StandardCharsets.US_ASCII));
