@@ -112,4 +112,52 @@ class ObjectStoreOutageIT {
             assertEquals(0, fsck.exit(), fsck.all());
         }
     }
+
+    /**
+     * Write-back while the store hangs: fsync and close return once the blocks are on local
+     * disk, so INSERTs succeed during the hang; the blocks reach S3 once it answers again, which
+     * a second mount with an empty cache of its own shows by reading every row back from S3.
+     */
+    @Test
+    void withWriteBackInsertsSucceedWhileTheStoreHangsAndReachItOnceItAnswers() throws Exception {
+        try (Workdir w = Workdir.create("partfs-hang-wb-"); RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
+             LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
+             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
+            String meta = redis.url(0);
+            w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-hang-wb", "vol");
+            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
+                    "--writeback", "--io-timeout", "3", "--cache-dir", w.dir.resolve("cache1").toString());
+            ch.start();
+            Batches.createTable(ch);
+            Batches.insert(ch, 1);
+
+            proxy.setHung(true);
+            for (int batch = 2; batch <= 4; batch++) {
+                long started = System.nanoTime();
+                Batches.insert(ch, batch);
+                System.out.printf("write-back INSERT %d while the store hung: %.2f s%n", batch, (System.nanoTime() - started) / 1e9);
+                if (batch == 2) { // the next ones while the mount knows the store is down: its uploads timed out
+                    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+                    while (!w.partfs.mountLogs().contains("requests fail without being sent")) {
+                        assertTrue(System.nanoTime() < deadline, "the staged uploads hit the hang: " + w.partfs.mountLogs());
+                        Thread.sleep(100);
+                    }
+                }
+            }
+            proxy.setHung(false);
+            Batches.insert(ch, 5);
+            ch.stop();
+            Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
+            assertEquals(0, u.exit(), "umount uploaded every staged block: " + u.all());
+
+            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
+                    "--cache-dir", w.dir.resolve("cache2").toString());
+            ch.start();
+            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 5), Batches.read(ch), "every row, read from S3");
+            ch.stop();
+            assertEquals(0, w.partfs.run("umount", w.mnt.toString()).exit());
+            Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
+            assertEquals(0, fsck.exit(), fsck.all());
+        }
+    }
 }
