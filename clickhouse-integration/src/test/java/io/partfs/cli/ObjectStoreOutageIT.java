@@ -24,11 +24,11 @@ import org.junit.jupiter.api.Test;
 class ObjectStoreOutageIT {
     @Test
     void anInsertDuringAnOutageFailsCleanlyAndTheTableCarriesOnAfterIt() throws Exception {
-        try (Workdir w = Workdir.create("partfs-outage-"); RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
-             LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
-             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
-            String meta = redis.url(0);
-            w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-outage", "vol");
+        try (Stack st = Stack.start("partfs-outage")) {
+            Workdir w = st.w;
+            ClickHouseServer ch = st.ch;
+            LatencyProxy proxy = st.proxy;
+            String meta = st.meta;
             w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none");
             ch.start();
             Batches.createTable(ch);
@@ -76,11 +76,11 @@ class ObjectStoreOutageIT {
     @Test
     void anInsertWhileTheStoreHangsFailsAfterAboutOneTimeoutAndTheNextOneAfterItSucceeds() throws Exception {
         int timeout = 3;
-        try (Workdir w = Workdir.create("partfs-hang-"); RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
-             LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
-             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
-            String meta = redis.url(0);
-            w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-hang", "vol");
+        try (Stack st = Stack.start("partfs-hang")) {
+            Workdir w = st.w;
+            ClickHouseServer ch = st.ch;
+            LatencyProxy proxy = st.proxy;
+            String meta = st.meta;
             w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
                     "--io-timeout", String.valueOf(timeout));
             ch.start();
@@ -120,11 +120,11 @@ class ObjectStoreOutageIT {
      */
     @Test
     void withWriteBackInsertsSucceedWhileTheStoreHangsAndReachItOnceItAnswers() throws Exception {
-        try (Workdir w = Workdir.create("partfs-hang-wb-"); RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start();
-             LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
-             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
-            String meta = redis.url(0);
-            w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), "partfs-hang-wb", "vol");
+        try (Stack st = Stack.start("partfs-hang-wb")) {
+            Workdir w = st.w;
+            ClickHouseServer ch = st.ch;
+            LatencyProxy proxy = st.proxy;
+            String meta = st.meta;
             w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
                     "--writeback", "--io-timeout", "3", "--cache-dir", w.dir.resolve("cache1").toString());
             ch.start();
@@ -158,6 +158,68 @@ class ObjectStoreOutageIT {
             assertEquals(0, w.partfs.run("umount", w.mnt.toString()).exit());
             Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
             assertEquals(0, fsck.exit(), fsck.all());
+        }
+    }
+
+    /**
+     * Redis, s3proxy behind a {@link LatencyProxy}, a volume formatted on them (bucket
+     * {@code bucket}), and a ClickHouse server for the mount point, closed in the reverse order.
+     */
+    private static final class Stack implements AutoCloseable {
+        final Workdir w;
+        final LatencyProxy proxy;
+        final ClickHouseServer ch;
+        final String meta;
+        private final java.util.List<AutoCloseable> opened;
+
+        private Stack(Workdir w, LatencyProxy proxy, ClickHouseServer ch, String meta, java.util.List<AutoCloseable> opened) {
+            this.w = w;
+            this.proxy = proxy;
+            this.ch = ch;
+            this.meta = meta;
+            this.opened = opened;
+        }
+
+        static Stack start(String bucket) throws Exception {
+            java.util.List<AutoCloseable> opened = new java.util.ArrayList<>();
+            try {
+                Workdir w = Workdir.create(bucket + "-");
+                opened.add(w);
+                RedisServer redis = RedisServer.start();
+                opened.add(redis);
+                S3Server s3 = S3Server.start();
+                opened.add(s3);
+                LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
+                opened.add(proxy);
+                ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt);
+                opened.add(ch);
+                String meta = redis.url(0);
+                w.partfs.formatOnS3(meta, java.net.URI.create("http://127.0.0.1:" + proxy.port()), bucket, "vol");
+                return new Stack(w, proxy, ch, meta, opened);
+            } catch (Exception | Error e) {
+                closeAll(opened, e);
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            Exception first = new Exception("closing the test's servers");
+            closeAll(opened, first);
+            if (first.getSuppressed().length > 0) {
+                throw first;
+            }
+        }
+
+        /** Closes {@code all} last first, adding what fails to {@code failures}. */
+        private static void closeAll(java.util.List<AutoCloseable> all, Throwable failures) {
+            for (int i = all.size() - 1; i >= 0; i--) {
+                try {
+                    all.get(i).close();
+                } catch (Exception e) {
+                    failures.addSuppressed(e);
+                }
+            }
         }
     }
 }
