@@ -147,7 +147,9 @@ class ObjectStoreOutageIT {
             proxy.setHung(false);
             Batches.insert(ch, 5);
             ch.stop();
+            long umountStarted = System.nanoTime();
             Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
+            System.out.printf("write-back umount after the hang: %.1f s%n", (System.nanoTime() - umountStarted) / 1e9);
             assertEquals(0, u.exit(), "umount uploaded every staged block: " + u.all());
 
             w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
