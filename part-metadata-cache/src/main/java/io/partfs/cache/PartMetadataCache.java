@@ -23,6 +23,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class PartMetadataCache implements PathObserver {
     private static final Logger log = LoggerFactory.getLogger(PartMetadataCache.class);
+    /**
+     * The cache failing (its disk full, say) fails it for every file alike: a line in 10 s. Files
+     * are then read from the volume as if not cached, and what the cache holds is checked
+     * against each file's attributes before it is served, so a missed update is never read.
+     */
+    private final io.partfs.engine.LogLimit failures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
 
     /**
      * A whole file of the volume read by mount-relative path (table DDL), with its attributes as
@@ -97,7 +103,7 @@ public final class PartMetadataCache implements PathObserver {
                 return e.get().bytes();
             }
         } catch (IOException ex) {
-            log.warn("part-metadata cache read of {} failed, reading the file: {}", path, ex.toString());
+            failures.warn(log, "part-metadata cache read of {} failed, reading the file: {}", path, ex.toString());
         }
         return null;
     }
@@ -115,7 +121,7 @@ public final class PartMetadataCache implements PathObserver {
             store.put(key(path), new PartMetadataStore.Entry(attr.ino(), attr.size(), attr.dataVersion(), content));
             filled.incrementAndGet();
         } catch (IOException e) {
-            log.warn("cannot cache {}: {}", path, e.toString());
+            failures.warn(log, "cannot cache {}: {}", path, e.toString());
         }
     }
 
@@ -142,7 +148,7 @@ public final class PartMetadataCache implements PathObserver {
                 store(to, ddl.attr(), ddl.bytes());
             }
         } catch (IOException e) {
-            log.warn("cannot re-key the cache after renaming {} to {}: {}", from, to, e.toString());
+            failures.warn(log, "cannot re-key the cache after renaming {} to {}: {}", from, to, e.toString());
         }
     }
 
@@ -155,7 +161,7 @@ public final class PartMetadataCache implements PathObserver {
                 tables.forget(path);
             }
         } catch (IOException e) {
-            log.warn("cannot drop cache entries of {}: {}", path, e.toString());
+            failures.warn(log, "cannot drop cache entries of {}: {}", path, e.toString());
         }
     }
 
@@ -170,7 +176,7 @@ public final class PartMetadataCache implements PathObserver {
                 store.put(key(added), e.get());
             }
         } catch (IOException ex) {
-            log.warn("cannot cache the new link {}: {}", added, ex.toString());
+            failures.warn(log, "cannot cache the new link {}: {}", added, ex.toString());
         }
     }
 

@@ -56,6 +56,8 @@ import org.slf4j.LoggerFactory;
 public final class Staging implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Staging.class);
     private static final long MAX_BACKOFF_MS = 30_000;
+    /** During an outage every staged block fails the same way, again and again: one line in 10 s. */
+    private final io.partfs.engine.LogLimit uploadFailures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
     static final String SPARE_PREFIX = ".spare-";
     /** The user extended attribute ({@code user.} is implied) holding a spare's block key. */
     static final String KEY_XATTR = "partfs.key";
@@ -486,7 +488,7 @@ public final class Staging implements Closeable {
             signal();
         } catch (IOException | RuntimeException e) {
             long delay = Math.min(MAX_BACKOFF_MS, 500L << Math.min(failures, 10));
-            log.warn("upload of staged block {} failed (attempt {}), trying again in {} ms: {}",
+            uploadFailures.warn(log, "upload of staged block {} failed (attempt {}), trying again in {} ms: {}",
                     key, failures + 1, delay, e.getMessage());
             schedule(key, delay, failures + 1);
         } finally {

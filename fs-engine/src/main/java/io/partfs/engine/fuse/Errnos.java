@@ -14,6 +14,8 @@ import org.slf4j.LoggerFactory;
  */
 final class Errnos {
     private static final Logger log = LoggerFactory.getLogger(Errnos.class);
+    /** An outage fails every operation that needs the store: a line a second says so. */
+    private static final io.partfs.engine.LogLimit ioErrors = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(1));
 
     private Errnos() {
     }
@@ -35,7 +37,7 @@ final class Errnos {
             return Errno.EOPNOTSUPP;
         }
         if (t instanceof IOException) {
-            log.warn("{} {} failed: {}", op, path, t.toString());
+            ioErrors.warn(log, "{} {} failed: {}", op, path, t.toString());
         } else {
             log.error("{} {} failed unexpectedly", op, path, t);
         }

@@ -73,7 +73,7 @@ public final class RedisKvStore implements KvStore {
     private final String commitLog = "commitlog:" + Long.toHexString(ThreadLocalRandom.current().nextLong());
     private final java.util.concurrent.atomic.AtomicLong commits = new java.util.concurrent.atomic.AtomicLong();
     /** When the last out-of-memory error was logged (nanoTime), 0 for never. */
-    private final java.util.concurrent.atomic.AtomicLong outOfMemoryLogged = new java.util.concurrent.atomic.AtomicLong();
+    private final io.partfs.engine.LogLimit outOfMemoryLog = new io.partfs.engine.LogLimit(java.time.Duration.ofMinutes(1));
     private final Map<Object, String> commitLogFields = new java.util.concurrent.ConcurrentHashMap<>();
     private static final Duration COMMIT_LOG_TTL = Duration.ofDays(1);
     private static final Duration COMMIT_LOG_REFRESH = Duration.ofMinutes(10);
@@ -208,12 +208,9 @@ public final class RedisKvStore implements KvStore {
 
     private IOException wrap(String op, RuntimeException e) {
         if (outOfMemory(e)) {
-            long now = System.nanoTime(), last = outOfMemoryLogged.get();
-            if ((last == 0 || now - last > 60_000_000_000L) && outOfMemoryLogged.compareAndSet(last, now)) { // once a minute
-                log.error("Redis at {} is out of memory: it refuses every write past its maxmemory, so files can be neither "
-                        + "created nor written (ENOSPC) until Redis gets more memory (CONFIG SET maxmemory) "
-                        + "or a larger instance", description);
-            }
+            outOfMemoryLog.error(log, "Redis at {} is out of memory: it refuses every write past its maxmemory, so files can be "
+                    + "neither created nor written (ENOSPC) until Redis gets more memory (CONFIG SET maxmemory) "
+                    + "or a larger instance", description);
             return new io.partfs.engine.FsException.NoSpace("Redis at " + description + " reached its maxmemory and refused " + op
                     + ": give Redis more memory");
         }
