@@ -32,6 +32,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class BlockCache {
     private static final Logger log = LoggerFactory.getLogger(BlockCache.class);
+    /** Warnings about blocks that a full or failing cache disk refuses alike: a line in 10 s. */
+    private final io.partfs.engine.LogLimit failures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
     private static final String TMP = ".tmp";
     /** Subdirectory of the cache directory that {@link Staging} uses; not part of the cache. */
     public static final String STAGING = "staging";
@@ -266,7 +268,7 @@ public final class BlockCache {
             return true;
         } catch (IOException e) {
             if (!(e instanceof NoSuchFileException)) {
-                log.warn("dropping unreadable cached block {}: {}", key, e.toString());
+                failures.warn(log, "dropping unreadable cached block {}: {}", key, e.toString());
             }
             remove(key);
             return false;
@@ -359,7 +361,7 @@ public final class BlockCache {
             }
             Files.move(tmp, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } catch (IOException e) {
-            log.warn("cannot cache block {}: {}", key, e.toString());
+            failures.warn(log, "cannot cache block {}: {}", key, e.toString());
             try {
                 Files.deleteIfExists(tmp);
             } catch (IOException ignored) {

@@ -108,6 +108,9 @@ public final class ChunkStore implements Closeable {
         return objects.unreachable();
     }
 
+    /** A store that refuses every upload (credentials revoked, say) fails each file alike: a line in 10 s. */
+    private final io.partfs.engine.LogLimit retryFailures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
+
     /** How often writes whose flush failed are tried again. */
     static final int RETRY_SECONDS = 15;
 
@@ -135,7 +138,7 @@ public final class ChunkStore implements Closeable {
                     committed++;
                     log.info("buffered writes of inode {} uploaded after an earlier failure", e.getKey());
                 } catch (IOException x) {
-                    log.warn("buffered writes of inode {} still not uploaded: {}", e.getKey(), x.getMessage());
+                    retryFailures.warn(log, "buffered writes of inode {} still not uploaded: {}", e.getKey(), x.getMessage());
                     if (storeUnreachable()) {
                         break; // the others would fail the same way, each holding its file's lock meanwhile
                     }

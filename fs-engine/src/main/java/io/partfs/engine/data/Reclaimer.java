@@ -17,6 +17,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Reclaimer implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Reclaimer.class);
+    /** Warnings about deletions that an outage fails alike: a line in 10 s. */
+    private final io.partfs.engine.LogLimit failures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
 
     private final MetaEngine meta;
     private final ChunkStore chunks;
@@ -207,7 +209,9 @@ public final class Reclaimer implements Closeable {
             try {
                 w.run();
             } catch (IOException | RuntimeException | Error e) {
-                log.warn("background deletion failed, will retry at the next deletion or start: {}", e.toString(), e);
+                // an outage fails every deletion alike: a line in 10 s, with the stack trace at debug level
+                failures.warn(log, "background deletion failed, will retry at the next deletion or start: {}", e.toString());
+                log.debug("background deletion failed", e);
             }
         }, delayMs, TimeUnit.MILLISECONDS);
     }
