@@ -274,8 +274,9 @@ class RedisReconnectTest {
 
     /**
      * Redis stalls for a few seconds (a fork for a snapshot of a large dataset, a paused VM; here
-     * SIGSTOP, then SIGCONT): transactions of two clients made during the stall wait for it, none
-     * fails, and every one of them applies exactly once, the conflicting ones run again.
+     * SIGSTOP, then SIGCONT once a transaction has sent its read): transactions of two
+     * clients made during the stall wait for it, none fails, and every one of them applies
+     * exactly once, the conflicting ones run again.
      */
     @Test
     void transactionsDuringAStallOfRedisWaitForItAndEachAppliesOnce() throws Exception {
@@ -284,18 +285,22 @@ class RedisReconnectTest {
              KvStore b = new RedisKvStore(redis.url(0))) {
             setZero(a);
             java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+            // the transaction on the connection setZero left sends its read; the others wait in their new
+            // connections' handshake, which the stopped Redis does not answer either
+            java.util.concurrent.CountDownLatch reading = new java.util.concurrent.CountDownLatch(1);
             try {
                 signal(redis, "STOP");
                 java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
                 for (int i = 0; i < 40; i++) {
                     KvStore kv = i % 2 == 0 ? a : b;
                     done.add(pool.submit(() -> kv.update(tx -> {
+                        reading.countDown();
                         long n = Long.parseLong(new String(tx.get("n"), StandardCharsets.UTF_8));
                         tx.put("n", Long.toString(n + 1).getBytes(StandardCharsets.UTF_8));
                         return null;
                     })));
                 }
-                Thread.sleep(3000); // the stall itself, not a wait for a condition
+                assertTrue(reading.await(30, TimeUnit.SECONDS), "a transaction sent its read to the stopped Redis");
                 assertTrue(done.stream().noneMatch(java.util.concurrent.Future::isDone), "nothing commits while Redis is stopped");
                 signal(redis, "CONT");
                 for (java.util.concurrent.Future<?> f : done) {
