@@ -25,20 +25,16 @@ class ObjectStoreOutageIT {
     @Test
     void anInsertDuringAnOutageFailsCleanlyAndTheTableCarriesOnAfterIt() throws Exception {
         try (Stack st = Stack.start("partfs-outage")) {
-            Workdir w = st.w;
-            ClickHouseServer ch = st.ch;
-            LatencyProxy proxy = st.proxy;
-            String meta = st.meta;
-            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none");
-            ch.start();
-            Batches.createTable(ch);
+            st.mount();
+            st.ch.start();
+            Batches.createTable(st.ch);
             for (int batch = 1; batch <= 4; batch++) {
-                Batches.insert(ch, batch);
+                Batches.insert(st.ch, batch);
             }
 
-            proxy.setDown(true);
+            st.proxy.setDown(true);
             long started = System.nanoTime();
-            IOException failed = assertThrows(IOException.class, () -> Batches.insert(ch, 5), "an INSERT with S3 unreachable");
+            IOException failed = assertThrows(IOException.class, () -> Batches.insert(st.ch, 5), "an INSERT with S3 unreachable");
             double seconds = (System.nanoTime() - started) / 1e9;
             System.out.printf("the INSERT during the outage failed after %.1f s: %s%n", seconds, failed.getMessage());
             // one request's ten attempts back off for at most 16 s in all, and the requests
@@ -46,19 +42,19 @@ class ObjectStoreOutageIT {
             assertTrue(seconds < 40, "the INSERT failed within one round of retries, not " + seconds + " s");
             assertTrue(failed.getMessage().contains("I/O error"),
                     "ClickHouse reports the I/O error: " + failed.getMessage());
-            proxy.setDown(false);
+            st.proxy.setDown(false);
 
-            Batches.insert(ch, 6);
-            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(ch), "the failed INSERT left nothing, the others are whole");
-            ch.stop();
-            ch.start();
-            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(ch), "after a restart of ClickHouse");
-            Batches.assertNothingDetached(w.mnt, "after the outage");
-            ch.stop();
+            Batches.insert(st.ch, 6);
+            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(st.ch), "the failed INSERT left nothing, the others are whole");
+            st.ch.stop();
+            st.ch.start();
+            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 6), Batches.read(st.ch), "after a restart of ClickHouse");
+            Batches.assertNothingDetached(st.w.mnt, "after the outage");
+            st.ch.stop();
 
-            Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
+            Partfs.Result u = st.w.partfs.run("umount", st.w.mnt.toString());
             assertEquals(0, u.exit(), "umount has nothing left to upload: " + u.all());
-            Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
+            Partfs.Result fsck = st.w.partfs.run("fsck", "--meta", st.meta);
             assertEquals(0, fsck.exit(), fsck.all());
             assertTrue(fsck.out().contains("fsck: OK"), fsck.out());
         }
@@ -77,38 +73,33 @@ class ObjectStoreOutageIT {
     void anInsertWhileTheStoreHangsFailsAfterAboutOneTimeoutAndTheNextOneAfterItSucceeds() throws Exception {
         int timeout = 3;
         try (Stack st = Stack.start("partfs-hang")) {
-            Workdir w = st.w;
-            ClickHouseServer ch = st.ch;
-            LatencyProxy proxy = st.proxy;
-            String meta = st.meta;
-            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
-                    "--io-timeout", String.valueOf(timeout));
-            ch.start();
+            st.mount("--io-timeout", String.valueOf(timeout));
+            st.ch.start();
             StringBuilder columns = new StringBuilder("k UInt32");
             StringBuilder values = new StringBuilder("number");
             for (int c = 1; c <= 40; c++) {
                 columns.append(", c").append(c).append(" String");
                 values.append(", toString(number * ").append(c).append(')');
             }
-            ch.query("CREATE TABLE wide (" + columns + ") ENGINE = MergeTree ORDER BY k");
+            st.ch.query("CREATE TABLE wide (" + columns + ") ENGINE = MergeTree ORDER BY k");
             String insert = "INSERT INTO wide SELECT " + values + " FROM system.numbers LIMIT 1000";
-            ch.query(insert);
+            st.ch.query(insert);
 
-            proxy.setHung(true);
+            st.proxy.setHung(true);
             long started = System.nanoTime();
-            IOException failed = assertThrows(IOException.class, () -> ch.query(insert), "an INSERT while S3 hangs");
+            IOException failed = assertThrows(IOException.class, () -> st.ch.query(insert), "an INSERT while S3 hangs");
             double seconds = (System.nanoTime() - started) / 1e9;
             System.out.printf("the INSERT while the store hung failed after %.1f s: %s%n", seconds, failed.getMessage());
             assertTrue(seconds < 5 * timeout, "the INSERT failed after about one timeout of " + timeout + " s, not " + seconds + " s");
-            assertTrue(w.partfs.mountLogs().contains("requests fail without being sent until a probe request gets an answer"), "the mount logged the outage");
-            proxy.setHung(false);
+            assertTrue(st.w.partfs.mountLogs().contains("requests fail without being sent until a probe request gets an answer"), "the mount logged the outage");
+            st.proxy.setHung(false);
 
-            ch.query(insert);
-            assertEquals("2000", ch.query("SELECT count() FROM wide").trim(), "the first and the last INSERT, nothing of the failed one");
-            ch.stop();
-            Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
+            st.ch.query(insert);
+            assertEquals("2000", st.ch.query("SELECT count() FROM wide").trim(), "the first and the last INSERT, nothing of the failed one");
+            st.ch.stop();
+            Partfs.Result u = st.w.partfs.run("umount", st.w.mnt.toString());
             assertEquals(0, u.exit(), "umount has nothing left to upload: " + u.all());
-            Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
+            Partfs.Result fsck = st.w.partfs.run("fsck", "--meta", st.meta);
             assertEquals(0, fsck.exit(), fsck.all());
         }
     }
@@ -121,44 +112,38 @@ class ObjectStoreOutageIT {
     @Test
     void withWriteBackInsertsSucceedWhileTheStoreHangsAndReachItOnceItAnswers() throws Exception {
         try (Stack st = Stack.start("partfs-hang-wb")) {
-            Workdir w = st.w;
-            ClickHouseServer ch = st.ch;
-            LatencyProxy proxy = st.proxy;
-            String meta = st.meta;
-            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
-                    "--writeback", "--io-timeout", "3", "--cache-dir", w.dir.resolve("cache1").toString());
-            ch.start();
-            Batches.createTable(ch);
-            Batches.insert(ch, 1);
+            st.mount("--writeback", "--io-timeout", "3", "--cache-dir", st.w.dir.resolve("cache1").toString());
+            st.ch.start();
+            Batches.createTable(st.ch);
+            Batches.insert(st.ch, 1);
 
-            proxy.setHung(true);
+            st.proxy.setHung(true);
             for (int batch = 2; batch <= 4; batch++) {
                 long started = System.nanoTime();
-                Batches.insert(ch, batch);
+                Batches.insert(st.ch, batch);
                 System.out.printf("write-back INSERT %d while the store hung: %.2f s%n", batch, (System.nanoTime() - started) / 1e9);
                 if (batch == 2) { // the next ones while the mount knows the store is down: its uploads timed out
                     long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
-                    while (!w.partfs.mountLogs().contains("requests fail without being sent")) {
-                        assertTrue(System.nanoTime() < deadline, "the staged uploads hit the hang: " + w.partfs.mountLogs());
+                    while (!st.w.partfs.mountLogs().contains("requests fail without being sent")) {
+                        assertTrue(System.nanoTime() < deadline, "the staged uploads hit the hang: " + st.w.partfs.mountLogs());
                         Thread.sleep(100);
                     }
                 }
             }
-            proxy.setHung(false);
-            Batches.insert(ch, 5);
-            ch.stop();
+            st.proxy.setHung(false);
+            Batches.insert(st.ch, 5);
+            st.ch.stop();
             long umountStarted = System.nanoTime();
-            Partfs.Result u = w.partfs.run("umount", w.mnt.toString());
+            Partfs.Result u = st.w.partfs.run("umount", st.w.mnt.toString());
             System.out.printf("write-back umount after the hang: %.1f s%n", (System.nanoTime() - umountStarted) / 1e9);
             assertEquals(0, u.exit(), "umount uploaded every staged block: " + u.all());
 
-            w.partfs.ok("mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none",
-                    "--cache-dir", w.dir.resolve("cache2").toString());
-            ch.start();
-            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 5), Batches.read(ch), "every row, read from S3");
-            ch.stop();
-            assertEquals(0, w.partfs.run("umount", w.mnt.toString()).exit());
-            Partfs.Result fsck = w.partfs.run("fsck", "--meta", meta);
+            st.mount("--cache-dir", st.w.dir.resolve("cache2").toString());
+            st.ch.start();
+            assertEquals(Batches.wholeBatches(1, 2, 3, 4, 5), Batches.read(st.ch), "every row, read from S3");
+            st.ch.stop();
+            assertEquals(0, st.w.partfs.run("umount", st.w.mnt.toString()).exit());
+            Partfs.Result fsck = st.w.partfs.run("fsck", "--meta", st.meta);
             assertEquals(0, fsck.exit(), fsck.all());
         }
     }
@@ -180,6 +165,14 @@ class ObjectStoreOutageIT {
             this.ch = ch;
             this.meta = meta;
             this.opened = opened;
+        }
+
+        /** Mounts the volume in the background, with {@code options} after the usual ones. */
+        void mount(String... options) throws Exception {
+            java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of(
+                    "mount", w.mnt.toString(), "--meta", meta, "--background", "--http-address", "none"));
+            args.addAll(java.util.List.of(options));
+            w.partfs.ok(args.toArray(String[]::new));
         }
 
         static Stack start(String bucket) throws Exception {
