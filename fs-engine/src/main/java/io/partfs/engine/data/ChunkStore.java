@@ -97,6 +97,7 @@ public final class ChunkStore implements Closeable {
         this.buffers = new BlockBuffers(blockSize, (int) Math.max(1, Math.min(16, writeBufferPerFile / blockSize)));
         retrier.scheduleWithFixedDelay(this::retryFailedQuietly, RETRY_SECONDS, RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
         retrier.scheduleWithFixedDelay(buffers::trim, RETRY_SECONDS, RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+        retrier.scheduleWithFixedDelay(this::retryOnceTheStoreAnswers, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     /**
@@ -113,6 +114,41 @@ public final class ChunkStore implements Closeable {
 
     /** How often writes whose flush failed are tried again. */
     static final int RETRY_SECONDS = 15;
+
+    /** Whether the store was unreachable at the last {@link #retryOnceTheStoreAnswers}; the retrier's thread only. */
+    private boolean storeWasDown;
+
+    /**
+     * Runs every second: while the store is unreachable and a file's flush has failed, asks
+     * whether it answers (one probe, see {@link ObjectStore#answers}, no file lock held); once it
+     * does, or once something else found it back, flushes the failed files at once instead of at
+     * the next round, up to {@value #RETRY_SECONDS} s later.
+     */
+    private void retryOnceTheStoreAnswers() {
+        try {
+            if (storeUnreachable()) {
+                storeWasDown = true;
+                if (!anyFailedFlush() || !objects.answers()) {
+                    return;
+                }
+            } else if (!storeWasDown) {
+                return;
+            }
+            storeWasDown = false;
+            retryFailed();
+        } catch (RuntimeException e) {
+            log.warn("retrying failed uploads: {}", e.toString());
+        }
+    }
+
+    private boolean anyFailedFlush() {
+        for (FileWriter w : writers.values()) {
+            if (w.failedSinceLastWrite()) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     private void retryFailedQuietly() {
         try {

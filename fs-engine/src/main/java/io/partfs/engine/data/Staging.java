@@ -50,8 +50,10 @@ import org.slf4j.LoggerFactory;
  * volume gets an error for it, as with JuiceFS's {@code --writeback}.
  *
  * <p>Concurrency: {@link #pending} is the index of staged blocks; the uploaders are a pool of
- * their own, so an object store that is down delays uploads (retried with backoff, forever:
- * the data is safe on disk) without holding up writes, which only need the local disk.
+ * their own, so an object store that is down delays uploads (retried forever: the data is safe
+ * on disk) without holding up writes, which only need the local disk. A block whose upload
+ * found the store unreachable waits, with the others, for a probe to get an answer, and then
+ * all are uploaded at once; other failures are retried with a backoff of their own.
  */
 public final class Staging implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Staging.class);
@@ -462,6 +464,7 @@ public final class Staging implements Closeable {
             return;
         }
         Path f = file(key);
+        boolean park = false;
         try {
             byte[] data;
             try {
@@ -487,13 +490,85 @@ public final class Staging implements Closeable {
             cache.adopt(key, f, data.length);
             signal();
         } catch (IOException | RuntimeException e) {
-            long delay = Math.min(MAX_BACKOFF_MS, 500L << Math.min(failures, 10));
-            uploadFailures.warn(log, "upload of staged block {} failed (attempt {}), trying again in {} ms: {}",
-                    key, failures + 1, delay, e.getMessage());
-            schedule(key, delay, failures + 1);
+            if (objects.unreachable()) {
+                uploadFailures.warn(log, "upload of staged block {} failed (attempt {}), tried again once the store answers: {}",
+                        key, failures + 1, e.getMessage());
+                park = true;
+            } else {
+                long delay = Math.min(MAX_BACKOFF_MS, 500L << Math.min(failures, 10));
+                uploadFailures.warn(log, "upload of staged block {} failed (attempt {}), trying again in {} ms: {}",
+                        key, failures + 1, delay, e.getMessage());
+                schedule(key, delay, failures + 1);
+            }
         } finally {
             uploading.remove(key);
         }
+        if (park) {
+            park(key, failures + 1); // after the finally: a release at once must find the key free to upload
+        }
+    }
+
+    /**
+     * Blocks whose upload found the object store unreachable, with their failed attempts. They
+     * wait for {@link #watchOutage} instead of a backoff of their own: uploaded together as soon as
+     * the store answers, not up to {@link #MAX_BACKOFF_MS} later, and not tried one by one meanwhile.
+     */
+    private final Map<String, Integer> parked = new ConcurrentHashMap<>();
+    /** Whether a {@link #watchOutage} is scheduled or running. */
+    private final java.util.concurrent.atomic.AtomicBoolean watching = new java.util.concurrent.atomic.AtomicBoolean();
+    /** How often parked blocks ask whether the store answers again. */
+    static final long WATCH_MS = 1_000;
+
+    private void park(String key, int failures) {
+        parked.put(key, failures);
+        if (watching.compareAndSet(false, true)) {
+            scheduleWatch();
+        }
+    }
+
+    private void scheduleWatch() {
+        try {
+            uploaders.schedule(this::watchOutage, WATCH_MS, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closing: parked blocks stay staged and are uploaded at the next start
+        }
+    }
+
+    /**
+     * Asks the store whether it answers (one probe for all parked blocks, see
+     * {@link ObjectStore#answers}) and, once it does, queues every parked block's upload.
+     */
+    private void watchOutage() {
+        boolean back;
+        try {
+            back = objects.answers();
+        } catch (RuntimeException e) {
+            back = false;
+        }
+        if (!back) {
+            scheduleWatch();
+            return;
+        }
+        watching.set(false); // a block parked from here on schedules a watch of its own
+        int released = 0;
+        for (String key : parked.keySet()) {
+            Integer failures = parked.remove(key);
+            if (failures != null) {
+                schedule(key, 0, failures);
+                released++;
+            }
+        }
+        if (released > 0) {
+            log.info("{} answers again: uploading {} staged block(s) that waited for it", objects.describe(), released);
+        }
+        if (!parked.isEmpty() && watching.compareAndSet(false, true)) {
+            scheduleWatch();
+        }
+    }
+
+    /** Blocks waiting for the object store to answer again; for tests and metrics. */
+    public int parkedBlocks() {
+        return parked.size();
     }
 
     private void signal() {

@@ -93,6 +93,11 @@ public final class MeteredObjectStore implements ObjectStore {
     }
 
     @Override
+    public boolean answers() {
+        return inner.answers();
+    }
+
+    @Override
     public java.nio.file.Path localFile(String key) {
         return inner.localFile(key);
     }

@@ -95,6 +95,17 @@ public interface ObjectStore extends java.io.Closeable {
         return false;
     }
 
+    /**
+     * Whether the store answers now: at once true while it is not {@link #unreachable}; while it
+     * is, a probe decides (S3: one cheap request with a short timeout, or the outcome of the probe
+     * another caller has out). For background work waiting out an outage (staged write-back
+     * blocks, flushes that failed), so that it resumes as soon as the store is back rather than at
+     * its own backoff, and without holding anything while it asks.
+     */
+    default boolean answers() {
+        return !unreachable();
+    }
+
     /** Every key under {@code prefix}; for tests and small prefixes. */
     default List<ObjectInfo> listAll(String prefix) throws IOException {
         List<ObjectInfo> all = new ArrayList<>();

@@ -519,6 +519,16 @@ public final class S3ObjectStore implements ObjectStore {
     }
 
     @Override
+    public boolean answers() {
+        try {
+            outage.admit("a probe");
+            return true;
+        } catch (IOException e) {
+            return false; // no answer to the probe, or interrupted while waiting for it
+        }
+    }
+
+    @Override
     public void close() {
         s3.close();
     }

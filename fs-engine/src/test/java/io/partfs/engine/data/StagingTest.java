@@ -88,6 +88,35 @@ class StagingTest {
     }
 
     @Test
+    void blocksThatFoundTheStoreUnreachableWaitForItAndGoTogetherWhenItAnswers() throws Exception {
+        var store = new io.partfs.engine.testing.CountingObjectStore(objects);
+        store.failPuts(true);
+        store.unreachable(true);
+        byte[] data = "parked".repeat(50).getBytes(StandardCharsets.UTF_8);
+        List<String> keys = List.of("vol/chunks/0/0/11_0_300", "vol/chunks/0/0/12_0_300", "vol/chunks/0/0/13_0_300");
+        try (Staging staging = new Staging(dir, store, BlockCache.disabled(), 2, Duration.ZERO, Duration.ofSeconds(30))) {
+            for (String key : keys) {
+                staging.stage(key, data);
+            }
+            io.partfs.engine.testing.Poll.until(() -> staging.parkedBlocks() == 3, "every block waits for the store");
+            int probes = store.probes();
+            io.partfs.engine.testing.Poll.until(() -> store.probes() >= probes + 3, "the store is asked every second whether it answers");
+            assertEquals(3, store.puts(), "one attempt a block: while the store is down they wait, not retry one by one");
+
+            store.failPuts(false);
+            store.unreachable(false);
+            long back = System.nanoTime();
+            for (String key : keys) {
+                assertArrayEquals(data, awaitObject(key, data.length));
+            }
+            long ms = (System.nanoTime() - back) / 1_000_000;
+            assertTrue(ms < 5_000, "uploaded " + ms + " ms after the store answered; the watch asks each second");
+            assertEquals(6, store.puts(), "each block uploaded once after the outage");
+            assertEquals(0, staging.parkedBlocks());
+        }
+    }
+
+    @Test
     void aRestartUploadsASpareHoldingAKeyAndDeletesOneWithout() throws Exception {
         Files.createDirectories(dir);
         byte[] data = "durable but not yet renamed".getBytes(StandardCharsets.UTF_8);

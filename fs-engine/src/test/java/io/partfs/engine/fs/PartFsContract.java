@@ -14,6 +14,7 @@ import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.testing.Concurrently;
+import io.partfs.engine.testing.Poll;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -678,6 +679,32 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(1000, fs.meta().getattr(fs.lookup(ROOT, "c.bin").ino()).size());
     }
 
+    @Test
+    void aFlushThatFailedInAnOutageIsCommittedOnceTheStoreAnswers() throws Exception {
+        var store = reopenCounted(TestVolume.defaultConfig(dir));
+        store.failPuts(true);
+        store.unreachable(true);
+        long fh = writeAndCloseExpectingFailure(ROOT, "a.bin", random(1000, 60));
+        long ino = fs.lookup(ROOT, "a.bin").ino();
+        Poll.until(() -> store.probes() >= 2, "the retrier asks the store every second whether it answers");
+        assertEquals(0, sizeOf(ino), "nothing committed while the store is down");
+
+        store.failPuts(false);
+        store.unreachable(false);
+        Poll.until(() -> sizeOf(ino) == 1000, java.time.Duration.ofSeconds(5),
+                "committed once the store answers, not at the next round of retries 15 s apart");
+        fs.release(fh);
+    }
+
+    /** The size committed for {@code ino}. */
+    long sizeOf(long ino) {
+        try {
+            return fs.meta().getattr(ino).size();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** Creates {@code name}, writes {@code data} and closes it with the store down: the close fails; returns the handle. */
     long writeAndCloseExpectingFailure(long dir, String name, byte[] data) throws IOException {
         long fh = fs.create(dir, name, 0644, RW, 0, 0).fh();
@@ -707,11 +734,7 @@ abstract class PartFsContract extends OnBackends {
 
     /** Polls until the write-back staging area is empty; fails after 60 s. */
     void awaitStagingEmpty() {
-        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
-        while (fs.chunks().staging().pendingBlocks() > 0) {
-            assertTrue(System.nanoTime() < deadline, "staged blocks not uploaded within 60 s: " + fs.chunks().staging().pendingBlocks());
-            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
-        }
+        Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0, java.time.Duration.ofSeconds(60), "staged blocks uploaded");
     }
 
     /** Reopens the volume with {@code config}; returns its object store, which counts requests. */

@@ -148,7 +148,16 @@ class S3RetryTest {
                 assertTrue(e.getMessage().contains("did not answer a probe, so the request was not sent"), e.getMessage());
             }
             assertTrue(proxy.refused() <= 5 + 3, "one attempt, the probe's, at most each request: " + proxy.refused());
+            long refused = proxy.refused();
+            assertFalse(s3.answers(), "background work asking whether the store is back: no");
+            assertEquals(refused + 1, proxy.refused(), "it asked with one probe");
 
+            proxy.setDown(false);
+            assertTrue(s3.answers(), "a probe gets an answer once the store is back");
+            assertFalse(s3.unreachable());
+            proxy.setDown(true);
+            assertThrows(ObjectStoreException.class, () -> s3.get("outage", 0, -1));
+            assertTrue(s3.unreachable(), "down again");
             proxy.setDown(false);
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (true) { // the next probe goes out a second after the last one failed

@@ -62,6 +62,21 @@ public final class CountingObjectStore implements ObjectStore {
         return unreachable;
     }
 
+    private final java.util.concurrent.atomic.AtomicInteger probes = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Calls of {@link #answers} made while the store was {@link #unreachable}: the probes an S3 store would send. */
+    public int probes() {
+        return probes.get();
+    }
+
+    @Override
+    public boolean answers() {
+        if (unreachable) {
+            probes.incrementAndGet();
+        }
+        return !unreachable;
+    }
+
     /** From now on every PUT fails (true) or goes through again (false). */
     public void failPuts(boolean fail) {
         failPuts = fail;
