@@ -131,6 +131,14 @@ class ObjectStoreOutageIT {
                 }
             }
             st.proxy.setHung(false);
+            long back = System.nanoTime();
+            long deadline = back + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+            while (!st.w.partfs.mountLogs().contains("staged block(s) that waited for it")) {
+                assertTrue(System.nanoTime() < deadline, "the staged blocks go up together once a probe is answered, "
+                        + "not each at its own backoff: " + st.w.partfs.mountLogs());
+                Thread.sleep(100);
+            }
+            System.out.printf("write-back: staged blocks sent %.1f s after the store answered again%n", (System.nanoTime() - back) / 1e9);
             Batches.insert(st.ch, 5);
             st.ch.stop();
             long umountStarted = System.nanoTime();
