@@ -1,5 +1,6 @@
 package io.partfs.cache;
 
+import io.partfs.engine.meta.RocksHandle;
 import io.partfs.engine.meta.RocksNative;
 import java.io.Closeable;
 import java.io.IOException;
@@ -38,6 +39,10 @@ import org.slf4j.LoggerFactory;
  * fails with {@link CacheCorruptedException}. A single value whose checksum does not match is
  * a miss, deleted so it is written again, and never served.
  *
+ * <p>A full disk: a write fails with {@link io.partfs.engine.FsException.NoSpace} and stops
+ * RocksDB's writes; the first write once the disk has room reopens the database
+ * ({@link RocksHandle}), so the cache fills again without a restart. Reads go on meanwhile.
+ *
  * <p>Thread-safe: RocksDB handles concurrency; a rename of a prefix is one atomic WriteBatch.
  */
 public final class PartMetadataStore implements Closeable {
@@ -73,8 +78,12 @@ public final class PartMetadataStore implements Closeable {
     public record Stats(long entries, long bytes, long hits, long misses, long corrupt) {
     }
 
+    /** How long a reopen after a full disk waits for reads in progress (a system-table scan streaming rows) before the write fails. */
+    private static final java.time.Duration REOPEN_WAIT = java.time.Duration.ofSeconds(1);
+
     private final Path dir;
-    private final RocksDB db;
+    /** The database; every use of it goes through the handle, which reopens it after a full disk. */
+    private final RocksHandle handle;
     private final Options options;
     private final LRUCache blockCache;
     private final BloomFilter bloom;
@@ -85,10 +94,10 @@ public final class PartMetadataStore implements Closeable {
 
     private final boolean readOnly;
 
-    private PartMetadataStore(Path dir, RocksDB db, Options options, LRUCache blockCache, BloomFilter bloom, boolean readOnly) {
+    private PartMetadataStore(Path dir, RocksHandle handle, Options options, LRUCache blockCache, BloomFilter bloom, boolean readOnly) {
         this.readOnly = readOnly;
         this.dir = dir;
-        this.db = db;
+        this.handle = handle;
         this.options = options;
         this.blockCache = blockCache;
         this.bloom = bloom;
@@ -139,7 +148,8 @@ public final class PartMetadataStore implements Closeable {
         BloomFilter bloom = new BloomFilter(BLOOM_BITS_PER_KEY);
         Options options = new Options().setTableFormatConfig(tableConfig(cache, bloom));
         try {
-            return new PartMetadataStore(d, RocksDB.openReadOnly(options, d.toString()), options, cache, bloom, true);
+            return new PartMetadataStore(d, new RocksHandle(d, "part-metadata cache", () -> RocksDB.openReadOnly(options, d.toString()),
+                    REOPEN_WAIT), options, cache, bloom, true);
         } catch (RocksDBException e) {
             options.close();
             bloom.close();
@@ -155,7 +165,8 @@ public final class PartMetadataStore implements Closeable {
         Options options = new Options().setCreateIfMissing(true).setParanoidChecks(true)
                 .setTableFormatConfig(tableConfig(cache, bloom));
         try {
-            return new PartMetadataStore(d, RocksDB.open(options, d.toString()), options, cache, bloom, false);
+            return new PartMetadataStore(d, new RocksHandle(d, "part-metadata cache", () -> RocksDB.open(options, d.toString()),
+                    REOPEN_WAIT), options, cache, bloom, false);
         } catch (RocksDBException e) {
             options.close();
             bloom.close();
@@ -183,11 +194,39 @@ public final class PartMetadataStore implements Closeable {
 
     /** Saves hits, misses and corrupt counts, so {@code partfs cache stats} can show them. */
     public void saveCounters() throws IOException {
+        writing("save counters", this::putCounters);
+    }
+
+    private Void putCounters(RocksDB db) throws RocksDBException {
+        db.put(writeOptions, k(COUNTERS), ByteBuffer.allocate(24).putLong(hits.get()).putLong(misses.get())
+                .putLong(corrupt.get()).array());
+        return null;
+    }
+
+    /** Runs a read on the database; RocksDB's failures become an IOException naming {@code op}. */
+    private <T> T reading(String op, RocksHandle.Use<T> use) throws IOException {
         try {
-            db.put(writeOptions, k(COUNTERS), ByteBuffer.allocate(24).putLong(hits.get()).putLong(misses.get())
-                    .putLong(corrupt.get()).array());
+            return handle.read(use);
         } catch (RocksDBException e) {
-            throw wrap("save counters", e);
+            throw wrap(op, e);
+        }
+    }
+
+    /** As {@link #reading}, for a write: a full disk fails it with {@link io.partfs.engine.FsException.NoSpace}. */
+    private <T> T writing(String op, RocksHandle.Use<T> use) throws IOException {
+        try {
+            return handle.write(use);
+        } catch (RocksDBException e) {
+            throw wrap(op, e);
+        }
+    }
+
+    /** As {@link #reading}, for the methods that declare no IOException (iterations, counts). */
+    private <T> T readingUnchecked(String op, RocksHandle.Use<T> use) {
+        try {
+            return reading(op, use);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 
@@ -196,36 +235,32 @@ public final class PartMetadataStore implements Closeable {
 
     /** The tables registered to be cached, as saved by {@link #saveRegisteredTables}. */
     public java.util.Set<String> registeredTables() throws IOException {
-        try {
-            byte[] v = db.get(k(REGISTERED));
-            java.util.Set<String> out = new java.util.TreeSet<>();
-            if (v != null) {
-                new String(v, StandardCharsets.UTF_8).lines().filter(l -> !l.isBlank()).forEach(out::add);
-            }
-            return out;
-        } catch (RocksDBException e) {
-            throw wrap("read registered tables", e);
+        byte[] v = reading("read registered tables", db -> db.get(k(REGISTERED)));
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        if (v != null) {
+            new String(v, StandardCharsets.UTF_8).lines().filter(l -> !l.isBlank()).forEach(out::add);
         }
+        return out;
     }
 
     public void saveRegisteredTables(java.util.Collection<String> tables) throws IOException {
-        try {
-            db.put(writeOptions, k(REGISTERED), String.join("\n", new java.util.TreeSet<>(tables)).getBytes(StandardCharsets.UTF_8));
-        } catch (RocksDBException e) {
-            throw wrap("save registered tables", e);
-        }
+        byte[] v = String.join("\n", new java.util.TreeSet<>(tables)).getBytes(StandardCharsets.UTF_8);
+        writing("save registered tables", db -> {
+            db.put(writeOptions, k(REGISTERED), v);
+            return null;
+        });
     }
 
     private void loadCounters() {
         try {
-            byte[] v = db.get(k(COUNTERS));
+            byte[] v = reading("read counters", db -> db.get(k(COUNTERS)));
             if (v != null && v.length == 24) {
                 ByteBuffer b = ByteBuffer.wrap(v);
                 hits.set(b.getLong());
                 misses.set(b.getLong());
                 corrupt.set(b.getLong());
             }
-        } catch (RocksDBException e) {
+        } catch (IOException e) {
             log.debug("no saved counters: {}", e.getMessage());
         }
     }
@@ -269,8 +304,8 @@ public final class PartMetadataStore implements Closeable {
     public Optional<Entry> get(String key) throws IOException {
         byte[] raw;
         try {
-            raw = db.get(k(key));
-        } catch (RocksDBException e) {
+            raw = reading("get", db -> db.get(k(key)));
+        } catch (IOException e) {
             log.warn("unreadable part-metadata cache entry {} treated as a miss: {}", key, e.getMessage());
             corrupt.incrementAndGet();
             misses.incrementAndGet();
@@ -294,19 +329,15 @@ public final class PartMetadataStore implements Closeable {
 
     /** The raw stored bytes of a key without checks (for verify and the system-table view). */
     public Optional<Entry> peek(String key) throws IOException {
-        try {
-            return Optional.ofNullable(decode(db.get(k(key))));
-        } catch (RocksDBException e) {
-            throw wrap("read", e);
-        }
+        return Optional.ofNullable(decode(reading("read", db -> db.get(k(key)))));
     }
 
     public void put(String key, Entry e) throws IOException {
-        try {
-            db.put(writeOptions, k(key), encode(e));
-        } catch (RocksDBException ex) {
-            throw wrap("put", ex);
-        }
+        byte[] v = encode(e);
+        writing("put", db -> {
+            db.put(writeOptions, k(key), v);
+            return null;
+        });
     }
 
     /**
@@ -316,39 +347,39 @@ public final class PartMetadataStore implements Closeable {
      */
     public void delete(String key) throws IOException {
         byte[] kb = k(key);
-        try {
-            if (db.keyExists(kb)) {
+        if (reading("delete", db -> db.keyExists(kb))) {
+            writing("delete", db -> {
                 db.delete(writeOptions, kb);
-            }
-        } catch (RocksDBException e) {
-            throw wrap("delete", e);
+                return null;
+            });
         }
     }
 
     /** The sequence number of the last write; for tests that check a call wrote nothing. */
     long lastSequence() {
-        return db.getLatestSequenceNumber();
+        return readingUnchecked("sequence", RocksDB::getLatestSequenceNumber);
     }
 
     /** How many deleted keys RocksDB stepped over while {@code r} ran on this thread; for tests. */
     long deletedKeysSkippedBy(Runnable r) {
-        db.setPerfLevel(org.rocksdb.PerfLevel.ENABLE_COUNT);
-        try {
-            db.getPerfContext().reset();
-            r.run();
-            return db.getPerfContext().getInternalDeleteSkippedCount();
-        } finally {
-            db.setPerfLevel(org.rocksdb.PerfLevel.DISABLE);
-        }
+        return readingUnchecked("perf context", db -> {
+            db.setPerfLevel(org.rocksdb.PerfLevel.ENABLE_COUNT);
+            try {
+                db.getPerfContext().reset();
+                r.run();
+                return db.getPerfContext().getInternalDeleteSkippedCount();
+            } finally {
+                db.setPerfLevel(org.rocksdb.PerfLevel.DISABLE);
+            }
+        });
     }
 
     /** Writes a raw value as is; for tests that plant corruption. */
     void putRaw(String key, byte[] value) throws IOException {
-        try {
+        writing("put", db -> {
             db.put(writeOptions, k(key), value);
-        } catch (RocksDBException e) {
-            throw wrap("put", e);
-        }
+            return null;
+        });
     }
 
     /**
@@ -357,12 +388,13 @@ public final class PartMetadataStore implements Closeable {
      * every deleted key after it (tombstones until compaction) to find the next live one: with
      * the tombstones of many removed parts, every file removal paid for all of them.
      */
-    private final class PrefixScan implements AutoCloseable {
+    private static final class PrefixScan implements AutoCloseable {
         final RocksIterator it;
         private final ReadOptions options = new ReadOptions();
         private final Slice bound;
 
-        PrefixScan(byte[] prefix) {
+        /** On {@code db}, inside a {@link RocksHandle} call. */
+        PrefixScan(RocksDB db, byte[] prefix) {
             byte[] end = successor(prefix);
             bound = end == null ? null : new Slice(end);
             if (bound != null) {
@@ -401,13 +433,16 @@ public final class PartMetadataStore implements Closeable {
     /** Calls {@code each} with every key that starts with {@code prefix}, in order. */
     public void forEachKey(String prefix, Consumer<String> each) {
         byte[] p = k(prefix);
-        try (PrefixScan scan = new PrefixScan(p)) {
-            for (RocksIterator it = scan.it; it.isValid() && startsWith(it.key(), p); it.next()) {
-                if (it.key().length > 0 && it.key()[0] != 0) {
-                    each.accept(new String(it.key(), StandardCharsets.UTF_8));
+        readingUnchecked("scan", db -> {
+            try (PrefixScan scan = new PrefixScan(db, p)) {
+                for (RocksIterator it = scan.it; it.isValid() && startsWith(it.key(), p); it.next()) {
+                    if (it.key().length > 0 && it.key()[0] != 0) {
+                        each.accept(new String(it.key(), StandardCharsets.UTF_8));
+                    }
                 }
             }
-        }
+            return null;
+        });
     }
 
     /** Receives entries in key order; returns false to stop. */
@@ -422,17 +457,20 @@ public final class PartMetadataStore implements Closeable {
      */
     public void forEachEntry(String prefix, EntryVisitor visitor) throws IOException {
         byte[] p = k(prefix);
-        try (PrefixScan scan = new PrefixScan(p)) {
-            for (RocksIterator it = scan.it; it.isValid() && startsWith(it.key(), p); it.next()) {
-                if (it.key().length == 0 || it.key()[0] == 0) {
-                    continue;
-                }
-                Entry e = decode(it.value());
-                if (e != null && !visitor.visit(new String(it.key(), StandardCharsets.UTF_8), e)) {
-                    return;
+        reading("scan", db -> {
+            try (PrefixScan scan = new PrefixScan(db, p)) {
+                for (RocksIterator it = scan.it; it.isValid() && startsWith(it.key(), p); it.next()) {
+                    if (it.key().length == 0 || it.key()[0] == 0) {
+                        continue;
+                    }
+                    Entry e = decode(it.value());
+                    if (e != null && !visitor.visit(new String(it.key(), StandardCharsets.UTF_8), e)) {
+                        break;
+                    }
                 }
             }
-        }
+            return null;
+        });
     }
 
     /** Entries and value bytes, counted at most {@link #COUNT_MAX_AGE_NANOS} ago; for metrics. */
@@ -469,14 +507,15 @@ public final class PartMetadataStore implements Closeable {
         if (keys.isEmpty()) {
             return 0; // the usual case: a file removed, or a directory the cache held nothing of
         }
-        try (WriteBatch batch = new WriteBatch()) {
-            for (String key : keys) {
-                batch.delete(k(key));
+        writing("delete", db -> {
+            try (WriteBatch batch = new WriteBatch()) {
+                for (String key : keys) {
+                    batch.delete(k(key));
+                }
+                db.write(writeOptions, batch);
             }
-            db.write(writeOptions, batch);
-        } catch (RocksDBException e) {
-            throw wrap("delete", e);
-        }
+            return null;
+        });
         return keys.size();
     }
 
@@ -488,49 +527,50 @@ public final class PartMetadataStore implements Closeable {
     public int renamePrefix(String from, String to) throws IOException {
         List<String> old = keys(from);
         List<String> replaced = keys(to);
-        try (WriteBatch batch = new WriteBatch()) {
-            for (String key : replaced) {
-                batch.delete(k(key));
-            }
-            for (String key : old) {
-                byte[] v = db.get(k(key));
-                batch.delete(k(key));
-                if (v != null) {
-                    batch.put(k(to + key.substring(from.length())), v);
+        writing("rename", db -> {
+            try (WriteBatch batch = new WriteBatch()) {
+                for (String key : replaced) {
+                    batch.delete(k(key));
                 }
+                for (String key : old) {
+                    byte[] v = db.get(k(key));
+                    batch.delete(k(key));
+                    if (v != null) {
+                        batch.put(k(to + key.substring(from.length())), v);
+                    }
+                }
+                db.write(writeOptions, batch);
             }
-            db.write(writeOptions, batch);
-        } catch (RocksDBException e) {
-            throw wrap("rename", e);
-        }
+            return null;
+        });
         return old.size();
     }
 
     public Stats stats() {
-        long entries = 0;
-        long bytes = 0;
-        try (RocksIterator it = db.newIterator()) {
-            for (it.seekToFirst(); it.isValid(); it.next()) {
-                if (it.key().length > 0 && it.key()[0] == 0) {
-                    continue;
+        long[] counted = readingUnchecked("count", db -> {
+            long entries = 0;
+            long bytes = 0;
+            try (RocksIterator it = db.newIterator()) {
+                for (it.seekToFirst(); it.isValid(); it.next()) {
+                    if (it.key().length > 0 && it.key()[0] == 0) {
+                        continue;
+                    }
+                    entries++;
+                    bytes += Math.max(0, it.value().length - HEADER);
                 }
-                entries++;
-                bytes += Math.max(0, it.value().length - HEADER);
             }
-        }
-        return new Stats(entries, bytes, hits.get(), misses.get(), corrupt.get());
+            return new long[] {entries, bytes};
+        });
+        return new Stats(counted[0], counted[1], hits.get(), misses.get(), corrupt.get());
     }
 
     @Override
     public void close() {
-        if (!readOnly) {
-            try {
-                saveCounters();
-            } catch (IOException e) {
-                log.debug("counters not saved: {}", e.toString());
-            }
+        try {
+            handle.close(db -> readOnly ? null : putCounters(db)); // the counters: not while a full disk stopped writes
+        } catch (IOException | RocksDBException e) {
+            log.debug("counters not saved: {}", e.toString());
         }
-        db.close();
         writeOptions.close();
         options.close();
         bloom.close();

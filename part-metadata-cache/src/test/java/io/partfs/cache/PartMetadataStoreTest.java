@@ -41,6 +41,43 @@ class PartMetadataStoreTest {
         }
     }
 
+    /**
+     * A real disk that another file fills (a tmpfs of a few MiB): a put fails with ENOSPC, reads
+     * go on, and once the other file is gone the store takes writes again without a restart
+     * (before, RocksDB refused every write until the mount restarted, so the cache stopped filling).
+     */
+    @Test
+    void aFullDiskFailsPutsWithNoSpaceAndPutsResumeOnceThereIsRoom() throws Exception {
+        try (io.partfs.engine.testing.SmallDisk disk = new io.partfs.engine.testing.SmallDisk(16)) {
+            Path dir = disk.dir().resolve("cache");
+            String key = "default:data/db/t/all_1_1_0/primary.idx";
+            try (PartMetadataStore s = PartMetadataStore.open(dir, 8 << 20, false)) {
+                s.put("default:data/db/t/all_1_1_0/count.txt", entry("10", 3));
+                Path filler = disk.fill("filler");
+                String big = "x".repeat(256 << 10);
+                io.partfs.engine.FsException.NoSpace full = assertThrows(io.partfs.engine.FsException.NoSpace.class, () -> {
+                    for (int i = 0; i < 100; i++) {
+                        s.put("default:data/db/t/all_" + i + "_" + i + "_0/primary.idx", entry(big, 100 + i));
+                    }
+                });
+                assertTrue(full.getMessage().contains("part-metadata cache") && full.getMessage().contains("free space on it"),
+                        full.getMessage());
+                assertEquals(Optional.of(entry("10", 3)), s.get("default:data/db/t/all_1_1_0/count.txt"), "reads go on");
+                assertThrows(io.partfs.engine.FsException.NoSpace.class, () -> s.put(key, entry("small", 4)),
+                        "while the disk is full, no reopen and no write");
+
+                Files.delete(filler);
+                s.put(key, entry("small", 4)); // the first write with room reopens the store
+                assertEquals(Optional.of(entry("small", 4)), s.get(key));
+                s.delete("default:data/db/t/all_1_1_0/count.txt");
+                assertEquals(Optional.empty(), s.peek("default:data/db/t/all_1_1_0/count.txt"));
+            }
+            try (PartMetadataStore again = PartMetadataStore.open(dir, 8 << 20, false)) {
+                assertEquals(Optional.of(entry("small", 4)), again.get(key), "and it is there after a restart");
+            }
+        }
+    }
+
     @Test
     void deletingAKeyNeverStoredWritesNothing() throws Exception {
         try (PartMetadataStore s = PartMetadataStore.open(tmp.resolve("cache"), 8 << 20, false)) {

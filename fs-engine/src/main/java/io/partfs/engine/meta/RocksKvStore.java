@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.LRUCache;
 import org.rocksdb.Options;
@@ -26,14 +25,13 @@ import org.rocksdb.WriteOptions;
  * <p>Concurrency: transactions are serialized by {@link #writeLock}; inside it a transaction
  * reads the latest committed state and commits one {@link WriteBatch}, so transactions are
  * serializable without conflicts or retries. Read-only views read a RocksDB snapshot and take
- * only {@link #dbLock} shared, which excludes nothing but a reopen. Commits reach the write-ahead
+ * only {@link RocksHandle}'s lock shared, which excludes nothing but a reopen. Commits reach the write-ahead
  * log before {@code update} returns (they survive a process crash); {@link #sync()} fsyncs the
  * log (they survive a power loss).
  *
  * <p>A full disk: a commit whose log append gets ENOSPC fails with
  * {@link io.partfs.engine.FsException.NoSpace}, and stops RocksDB's writes until the database is
- * reopened, which the next commit does once the disk has room again (measured: without it,
- * every later commit failed until the mount restarted, deletions too).
+ * reopened, which the next commit does once the disk has room again ({@link RocksHandle}).
  *
  * <p>Layout: plain keys {@code 'k'+key}, counters {@code 'c'+key} (8-byte big-endian), hash
  * fields {@code 'h'+hash+'\0'+field}. Keys and field names never contain NUL.
@@ -43,22 +41,9 @@ public final class RocksKvStore implements KvStore {
         RocksNative.load();
     }
 
-    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(RocksKvStore.class);
-
     private final Path dir;
-    /** Replaced only by {@link #reopenAfterNoSpace}, under {@link #dbLock}'s write lock. */
-    private volatile RocksDB db;
-    /**
-     * Held shared by every use of {@link #db} (reads, transactions, syncs), so that the database
-     * can be closed and opened again under the exclusive lock.
-     */
-    private final ReentrantReadWriteLock dbLock = new ReentrantReadWriteLock();
-    /**
-     * Why commits fail until the database is reopened, or null. A write whose log append found
-     * the disk full stops RocksDB from writing, for good: every later write, deletions too, gets
-     * the same error, and RocksJava has no {@code Resume()}. Reopening clears it.
-     */
-    private volatile String stopped;
+    /** The database; every use of it goes through this handle, which reopens it after a full disk. */
+    private final RocksHandle handle;
     private final Options options;
     private final LRUCache blockCache;
     private final WriteOptions writeOptions = new WriteOptions();
@@ -86,8 +71,10 @@ public final class RocksKvStore implements KvStore {
         this.blockCache = new LRUCache(32L << 20);
         this.options = new Options().setCreateIfMissing(true)
                 .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(blockCache));
+        String path = this.dir.toString();
         try {
-            this.db = readOnly ? RocksDB.openReadOnly(options, this.dir.toString()) : RocksDB.open(options, this.dir.toString());
+            this.handle = new RocksHandle(this.dir, "metadata", readOnly ? () -> RocksDB.openReadOnly(options, path)
+                    : () -> RocksDB.open(options, path), null);
         } catch (RocksDBException e) {
             options.close();
             blockCache.close();
@@ -136,18 +123,20 @@ public final class RocksKvStore implements KvStore {
         return new IOException("metadata " + op + " failed in " + dir + ": " + e.getMessage(), e);
     }
 
-    /** Reads from the database as of {@code readOptions} (latest, or a snapshot). */
+    /** Reads from {@code db} as of {@code readOptions} (latest, or a snapshot); used inside a {@link RocksHandle} call only. */
     private final class StoredReader implements Reader {
+        private final RocksDB db;
         private final ReadOptions readOptions;
 
-        StoredReader(ReadOptions readOptions) {
+        StoredReader(RocksDB db, ReadOptions readOptions) {
+            this.db = db;
             this.readOptions = readOptions;
         }
 
         @Override
         public byte[] get(String key) throws IOException {
             try {
-                return db().get(readOptions, plain(key));
+                return db.get(readOptions, plain(key));
             } catch (RocksDBException e) {
                 throw wrap("get", e);
             }
@@ -156,7 +145,7 @@ public final class RocksKvStore implements KvStore {
         @Override
         public long counter(String key) throws IOException {
             try {
-                return decodeCounter(db().get(readOptions, counterKey(key)));
+                return decodeCounter(db.get(readOptions, counterKey(key)));
             } catch (RocksDBException e) {
                 throw wrap("get", e);
             }
@@ -165,7 +154,7 @@ public final class RocksKvStore implements KvStore {
         @Override
         public byte[] hget(String hash, String f) throws IOException {
             try {
-                return db().get(readOptions, field(hash, f));
+                return db.get(readOptions, field(hash, f));
             } catch (RocksDBException e) {
                 throw wrap("get", e);
             }
@@ -180,7 +169,7 @@ public final class RocksKvStore implements KvStore {
         public Map<String, byte[]> hgetSome(String hash, int limit) {
             Map<String, byte[]> out = new HashMap<>();
             byte[] prefix = fieldPrefix(hash);
-            try (RocksIterator it = db().newIterator(readOptions)) {
+            try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix) && out.size() < limit; it.next()) {
                     byte[] k = it.key();
                     out.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
@@ -199,7 +188,7 @@ public final class RocksKvStore implements KvStore {
                 raw.add(plain(k));
             }
             try {
-                return db().multiGetAsList(readOptions, raw);
+                return db.multiGetAsList(readOptions, raw);
             } catch (RocksDBException e) {
                 throw wrap("multiget", e);
             }
@@ -210,7 +199,7 @@ public final class RocksKvStore implements KvStore {
             byte[] start = plain(prefix);
             int skip = plain("").length;
             java.util.List<String> page = new java.util.ArrayList<>();
-            try (RocksIterator it = db().newIterator(readOptions)) {
+            try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
                     byte[] k = it.key();
                     page.add(new String(k, skip, k.length - skip, StandardCharsets.UTF_8));
@@ -229,7 +218,7 @@ public final class RocksKvStore implements KvStore {
         public void scanHash(String hash, FieldPage each) throws IOException {
             byte[] prefix = fieldPrefix(hash);
             Map<String, byte[]> page = new HashMap<>();
-            try (RocksIterator it = db().newIterator(readOptions)) {
+            try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
                     byte[] k = it.key();
                     page.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
@@ -248,7 +237,7 @@ public final class RocksKvStore implements KvStore {
         public long hlen(String hash) {
             long n = 0;
             byte[] prefix = fieldPrefix(hash);
-            try (RocksIterator it = db().newIterator(readOptions)) {
+            try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
                     n++;
                 }
@@ -262,7 +251,7 @@ public final class RocksKvStore implements KvStore {
     }
 
     /** Applies a transaction's writes in one {@link WriteBatch}; called under {@link #writeLock}. */
-    private void commit(TxnBuffer buf, StoredReader stored) throws IOException {
+    private void commit(RocksDB db, TxnBuffer buf, StoredReader stored) throws IOException, RocksDBException {
         if (buf.isEmpty()) {
             return;
         }
@@ -289,18 +278,7 @@ public final class RocksKvStore implements KvStore {
             for (Map.Entry<String, Long> c : counters.entrySet()) {
                 batch.put(counterKey(c.getKey()), encodeCounter(stored.counter(c.getKey()) + c.getValue()));
             }
-            db().write(writeOptions, batch);
-        } catch (RocksDBException e) {
-            if (noSpace(e)) {
-                if (stopped == null) {
-                    log.warn("metadata in {}: a commit found the disk full ({}); RocksDB takes no more writes "
-                            + "until it is reopened, which is tried at the next commit once the disk has room", dir, e.getMessage());
-                }
-                stopped = e.getMessage();
-                throw new io.partfs.engine.FsException.NoSpace("the disk of the metadata in " + dir
-                        + " is full: free space on it (" + e.getMessage() + ")");
-            }
-            throw wrap("commit", e);
+            db.write(writeOptions, batch);
         }
     }
 
@@ -311,19 +289,17 @@ public final class RocksKvStore implements KvStore {
         }
         writeLock.lock();
         try {
-            if (stopped != null) {
-                reopenAfterNoSpace();
-            }
-            dbLock.readLock().lock();
-            try (ReadOptions latest = new ReadOptions()) {
-                StoredReader stored = new StoredReader(latest);
-                TxnBuffer tx = new TxnBuffer(stored);
-                T result = body.run(tx);
-                commit(tx, stored);
-                return result;
-            } finally {
-                dbLock.readLock().unlock();
-            }
+            return handle.write(db -> {
+                try (ReadOptions latest = new ReadOptions()) {
+                    StoredReader stored = new StoredReader(db, latest);
+                    TxnBuffer tx = new TxnBuffer(stored);
+                    T result = body.run(tx);
+                    commit(db, tx, stored);
+                    return result;
+                }
+            });
+        } catch (RocksDBException e) {
+            throw wrap("commit", e);
         } finally {
             writeLock.unlock();
         }
@@ -331,74 +307,19 @@ public final class RocksKvStore implements KvStore {
 
     @Override
     public <T> T read(ReadBody<T> body) throws IOException {
-        dbLock.readLock().lock();
         try {
-            RocksDB d = db();
-            Snapshot snapshot = d.getSnapshot();
-            try (ReadOptions ro = new ReadOptions().setSnapshot(snapshot)) {
-                return body.run(new StoredReader(ro));
-            } finally {
-                d.releaseSnapshot(snapshot);
-            }
-        } finally {
-            dbLock.readLock().unlock();
+            return handle.read(db -> {
+                Snapshot snapshot = db.getSnapshot();
+                try (ReadOptions ro = new ReadOptions().setSnapshot(snapshot)) {
+                    return body.run(new StoredReader(db, ro));
+                } finally {
+                    db.releaseSnapshot(snapshot);
+                }
+            });
+        } catch (RocksDBException e) {
+            throw wrap("read", e);
         }
     }
-
-    /**
-     * The database, for a caller holding {@link #dbLock}; throws when it is closed because a
-     * reopen failed (an unchecked exception, for the reader methods that declare none).
-     */
-    private RocksDB db() {
-        RocksDB d = db;
-        if (d == null) {
-            throw new java.io.UncheckedIOException(new IOException("metadata in " + dir
-                    + " is closed: it could not be reopened after its disk was full: free space on it and mount again"));
-        }
-        return d;
-    }
-
-    /** Whether RocksDB failed for want of disk space (a log append, a flush or compaction). */
-    private static boolean noSpace(RocksDBException e) {
-        org.rocksdb.Status st = e.getStatus();
-        if (st != null && st.getSubCode() == org.rocksdb.Status.SubCode.NoSpace) {
-            return true;
-        }
-        return String.valueOf(e.getMessage()).contains("No space left on device");
-    }
-
-    /**
-     * Closes the database and opens it again, which clears the error that stopped its writes
-     * ({@link #stopped}), once its disk has room: at least 1 MiB and what RocksDB needs to
-     * start a new log. Called by a transaction under {@link #writeLock}. Readers wait for it
-     * (it takes a few milliseconds); a thread that holds a read lock itself does not reopen.
-     * Throws {@link io.partfs.engine.FsException.NoSpace} while the disk is still full.
-     */
-    private void reopenAfterNoSpace() throws IOException {
-        long room = Files.getFileStore(dir).getUsableSpace();
-        if (room < REOPEN_ROOM || dbLock.getReadHoldCount() > 0) {
-            throw new io.partfs.engine.FsException.NoSpace("the disk of the metadata in " + dir + " is full ("
-                    + (room >> 10) + " KiB free): free space on it (" + stopped + ")");
-        }
-        dbLock.writeLock().lock();
-        try {
-            db().close();
-            db = null; // a closed handle aborts the JVM when used: db() refuses instead
-            try {
-                db = RocksDB.open(options, dir.toString());
-            } catch (RocksDBException e) {
-                throw new IOException("metadata in " + dir + " could not be reopened after its disk was full: "
-                        + e.getMessage() + ": free space on it and mount again", e);
-            }
-            log.info("metadata in {} reopened after its disk was full: commits go on", dir);
-            stopped = null;
-        } finally {
-            dbLock.writeLock().unlock();
-        }
-    }
-
-    /** Free space a reopen needs: a new write-ahead log and MANIFEST, and the commit that follows. */
-    private static final long REOPEN_ROOM = 4L << 20;
 
     @Override
     public long increment(String key, long delta) throws IOException {
@@ -414,13 +335,13 @@ public final class RocksKvStore implements KvStore {
         if (readOnly) {
             return;
         }
-        dbLock.readLock().lock();
         try {
-            db().flushWal(true);
+            handle.read(db -> {
+                db.flushWal(true);
+                return null;
+            });
         } catch (RocksDBException e) {
             throw wrap("sync", e);
-        } finally {
-            dbLock.readLock().unlock();
         }
     }
 
@@ -437,29 +358,23 @@ public final class RocksKvStore implements KvStore {
     @Override
     public void close() throws IOException {
         writeLock.lock();
-        dbLock.writeLock().lock();
         try {
             if (closed) {
                 return;
             }
             closed = true;
-            RocksDB d = db;
-            try {
-                if (!readOnly && d != null && stopped == null) {
-                    d.flushWal(true);
+            handle.close(db -> {
+                if (!readOnly) {
+                    db.flushWal(true);
                 }
-            } catch (RocksDBException e) {
-                throw wrap("close", e);
-            } finally {
-                if (d != null) {
-                    d.close();
-                }
-                writeOptions.close();
-                options.close();
-                blockCache.close();
-            }
+                return null;
+            });
+        } catch (RocksDBException e) {
+            throw wrap("close", e);
         } finally {
-            dbLock.writeLock().unlock();
+            writeOptions.close();
+            options.close();
+            blockCache.close();
             writeLock.unlock();
         }
     }

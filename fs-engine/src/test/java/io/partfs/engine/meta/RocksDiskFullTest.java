@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.partfs.engine.FsException;
 import io.partfs.engine.testing.SmallDisk;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -26,8 +25,7 @@ class RocksDiskFullTest {
             Path dir = disk.dir().resolve("meta");
             try (RocksKvStore kv = new RocksKvStore(dir)) {
                 put(kv, "before", new byte[] {1});
-                Path filler = disk.dir().resolve("filler");
-                fill(filler);
+                Path filler = disk.fill("filler");
                 byte[] big = new byte[256 << 10];
                 FsException.NoSpace full = assertThrows(FsException.NoSpace.class, () -> {
                     for (int i = 0; i < 100; i++) {
@@ -61,19 +59,5 @@ class RocksDiskFullTest {
             tx.put(key, value);
             return null;
         });
-    }
-
-    /** Writes {@code file} until the disk is full. */
-    private static void fill(Path file) throws IOException {
-        byte[] mib = new byte[1 << 20];
-        try (OutputStream out = Files.newOutputStream(file)) {
-            while (true) {
-                out.write(mib);
-            }
-        } catch (IOException full) {
-            if (!String.valueOf(full.getMessage()).contains("No space left")) {
-                throw full;
-            }
-        }
     }
 }

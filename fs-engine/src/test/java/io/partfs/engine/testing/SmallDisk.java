@@ -37,6 +37,22 @@ public final class SmallDisk implements AutoCloseable {
         return Files.getFileStore(dir).getTotalSpace();
     }
 
+    /** Writes file {@code name} until the disk is full, as another process filling a shared disk would; returns it. */
+    public Path fill(String name) throws IOException {
+        Path file = dir.resolve(name);
+        byte[] mib = new byte[1 << 20];
+        try (java.io.OutputStream out = Files.newOutputStream(file)) {
+            while (true) {
+                out.write(mib);
+            }
+        } catch (IOException full) {
+            if (!String.valueOf(full.getMessage()).contains("No space left")) {
+                throw full;
+            }
+        }
+        return file;
+    }
+
     private static void run(String... cmd) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         if (!p.waitFor(30, TimeUnit.SECONDS)) {
