@@ -31,8 +31,8 @@ final class FileWriter {
     private long pendingBytes;
     private long end = -1;
     private boolean retired;
-    /** The last flush failed and nothing was written since. */
-    private boolean failed;
+    /** The last flush failed and nothing was written since; read without the lock (a background check must not wait out a flush). */
+    private volatile boolean failed;
 
     FileWriter(ChunkStore store, MetaEngine meta, long ino) {
         this.store = store;
@@ -121,7 +121,7 @@ final class FileWriter {
         end = -1;
     }
 
-    synchronized boolean failedSinceLastWrite() {
+    boolean failedSinceLastWrite() {
         return failed;
     }
 
