@@ -383,17 +383,21 @@ public final class ChunkStore implements Closeable {
         }
     }
 
-    /** The end of buffered, not yet committed, data of {@code ino}, or -1. */
+    /**
+     * The end of buffered, not yet committed, data of {@code ino}, or -1. Does not wait for a
+     * flush of it in progress (a stat must not wait out an upload to a store that hangs): while
+     * one runs, the end of what it commits.
+     */
     public long pendingEnd(long ino) {
         FileWriter w = writers.get(ino);
         if (w == null) {
             return -1;
         }
-        long end = w.end(); // waits for a flush of it in progress
+        long end = w.end();
         return end < 0 ? RETIRED : end;
     }
 
-    /** {@link #pendingEnd} of a file whose writer had nothing buffered, or was flushed while asked: its attributes may be newer. */
+    /** {@link #pendingEnd} of a file whose writer had nothing buffered, or was flushed meanwhile: its attributes may be newer. */
     public static final long RETIRED = -2;
 
     /**

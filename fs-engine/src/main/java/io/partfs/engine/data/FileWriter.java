@@ -29,7 +29,11 @@ final class FileWriter {
     private final long ino;
     private final List<PendingSlice> slices = new ArrayList<>();
     private long pendingBytes;
-    private long end = -1;
+    /**
+     * End offset of the furthest buffered byte, -1 when nothing is buffered; written under the
+     * lock, read without it ({@link #end}). A flush sets it to -1 only after its commit.
+     */
+    private volatile long end = -1;
     private boolean retired;
     /** The last flush failed and nothing was written since; read without the lock (a background check must not wait out a flush). */
     private volatile boolean failed;
@@ -44,9 +48,13 @@ final class FileWriter {
         return pendingBytes;
     }
 
-    /** End offset of the furthest buffered byte, or -1 when nothing is buffered. */
-    synchronized long end() {
-        return slices.isEmpty() ? -1 : end;
+    /**
+     * End offset of the furthest buffered byte, or -1 when nothing is buffered. Does not wait for
+     * a flush in progress, which may wait for the object store for a whole request timeout: until
+     * its commit this is the end of what it commits, after it -1.
+     */
+    long end() {
+        return end;
     }
 
     /** Buffers the write; false (nothing written) when this writer was retired. */

@@ -562,8 +562,10 @@ abstract class PartFsContract extends OnBackends {
             assertTrue(arrived.await(30, java.util.concurrent.TimeUnit.SECONDS), "a.bin's upload started");
             long fb = writeAndClose(tmp, "b.bin", b);
             long ia = fs.inodeOf(fa);
-            // attributes asked while the flush runs wait for it (end of its writer) and carry the size written
+            // attributes asked while the flush waits for the store come at once, with the size written (its writer's end)
             Future<Attr> stat = pool.submit(() -> fs.getattr(ia));
+            assertEquals(a.length, stat.get(10, java.util.concurrent.TimeUnit.SECONDS).size(),
+                    "a stat does not wait for the upload of the file's flush");
             Future<?> rename = pool.submit(() -> {
                 fs.rename(ROOT, "tmp_insert_all_1_1_0", ROOT, "all_1_1_0", 0);
                 return null;
@@ -573,7 +575,7 @@ abstract class PartFsContract extends OnBackends {
             assertEquals(0, fs.meta().getattr(ia).size(), "not committed while its upload is held");
             release.countDown();
             rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
-            assertEquals(a.length, stat.get(30, java.util.concurrent.TimeUnit.SECONDS).size());
+            assertEquals(a.length, fs.getattr(ia).size());
             long part = fs.lookup(ROOT, "all_1_1_0").ino();
             assertEquals(a.length, fs.meta().getattr(fs.lookup(part, "a.bin").ino()).size(), "committed when the rename returned");
             assertEquals(b.length, fs.meta().getattr(fs.lookup(part, "b.bin").ino()).size());
