@@ -79,7 +79,9 @@ final class FileWriter {
         pendingBytes += len;
         failed = false;
         store.buffered(len);
-        end = Math.max(end, off + len);
+        if (len > 0) { // a write of nothing buffers nothing: the end stays -1 while nothing is buffered
+            end = Math.max(end, off + len);
+        }
         return true;
     }
 

@@ -682,6 +682,16 @@ abstract class PartFsContract extends OnBackends {
     }
 
     @Test
+    void aWriteOfNothingPastTheEndLeavesTheSizeAlone() throws Exception {
+        long fh = create("empty.bin");
+        fs.write(fh, 3000, new byte[0], 0, 0); // pwrite(2) of 0 bytes: no change, as on a local disk
+        assertEquals(0, fs.getattr(ino("empty.bin")).size(), "before the close");
+        fs.flush(fh);
+        fs.release(fh);
+        assertEquals(0, fs.getattr(ino("empty.bin")).size(), "after it");
+    }
+
+    @Test
     void aFlushThatFailedInAnOutageIsCommittedOnceTheStoreAnswers() throws Exception {
         var store = reopenCounted(TestVolume.defaultConfig(dir));
         store.failPuts(true);
