@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.testing.LatencyProxy;
+import io.partfs.engine.testing.Poll;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import java.io.IOException;
@@ -123,21 +124,14 @@ class ObjectStoreOutageIT {
                 Batches.insert(st.ch, batch);
                 System.out.printf("write-back INSERT %d while the store hung: %.2f s%n", batch, (System.nanoTime() - started) / 1e9);
                 if (batch == 2) { // the next ones while the mount knows the store is down: its uploads timed out
-                    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
-                    while (!st.w.partfs.mountLogs().contains("requests fail without being sent")) {
-                        assertTrue(System.nanoTime() < deadline, "the staged uploads hit the hang: " + st.w.partfs.mountLogs());
-                        Thread.sleep(100);
-                    }
+                    Poll.until(() -> st.logged("requests fail without being sent"), java.time.Duration.ofSeconds(60),
+                            "the staged uploads hit the hang");
                 }
             }
             st.proxy.setHung(false);
             long back = System.nanoTime();
-            long deadline = back + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-            while (!st.w.partfs.mountLogs().contains("staged block(s) that waited for it")) {
-                assertTrue(System.nanoTime() < deadline, "the staged blocks go up together once a probe is answered, "
-                        + "not each at its own backoff: " + st.w.partfs.mountLogs());
-                Thread.sleep(100);
-            }
+            Poll.until(() -> st.logged("staged block(s) that waited for it"),
+                    "the staged blocks go up together once a probe is answered, not each at its own backoff");
             System.out.printf("write-back: staged blocks sent %.1f s after the store answered again%n", (System.nanoTime() - back) / 1e9);
             Batches.insert(st.ch, 5);
             st.ch.stop();
@@ -173,6 +167,15 @@ class ObjectStoreOutageIT {
             this.ch = ch;
             this.meta = meta;
             this.opened = opened;
+        }
+
+        /** Whether the mount's log has {@code text}. */
+        boolean logged(String text) {
+            try {
+                return w.partfs.mountLogs().contains(text);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
 
         /** Mounts the volume in the background, with {@code options} after the usual ones. */
