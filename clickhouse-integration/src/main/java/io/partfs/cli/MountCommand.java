@@ -346,12 +346,14 @@ final class MountCommand implements Callable<Integer> {
             throw e;
         }
         FuseMount fuse = FuseMount.create(fs, cache, fuseOpts);
+        MountPointGuard guard = null;
         try {
             if (deadMount) {
                 takeDownDeadMount(mp);
                 checkDirectory(mp);
             }
             Files.createDirectories(mp); // only now that the volume opened, so a bad --meta leaves nothing behind
+            guard = MountPointGuard.apply(mp, Ids.uid() == 0, fuseOptions.contains("nonempty"));
         } catch (Exception e) {
             try {
                 fs.close();
@@ -421,6 +423,9 @@ final class MountCommand implements Callable<Integer> {
                             + "ClickHouse re-fetches or re-merges such parts)", mp, e.getMessage(), dropped >> 10);
                 }
                 fuse.unmount();
+                if (guard != null && !Mounts.isMounted(mp)) {
+                    guard.lift();
+                }
                 fs.endSession();
             } finally {
                 try {

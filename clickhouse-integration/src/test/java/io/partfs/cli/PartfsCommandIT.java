@@ -311,14 +311,23 @@ class PartfsCommandIT {
         assertArrayEquals(data, Files.readAllBytes(mnt.resolve("kept")));
         assertEquals(0, partfs.run("umount", mnt.toString()).exit());
         assertFalse(Mounts.isMounted(mnt), "one mount taken down, one unmounted: nothing stacked");
+        assertEquals(java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"), Files.getPosixFilePermissions(mnt),
+                "the mode the first mount found (and the killed mount left at 000 beneath) is given back");
     }
 
     /**
      * A mount whose process was killed while a file was open there (ClickHouse's, say): a plain
      * unmount is refused as busy, so umount takes it down lazily; nothing was left to flush.
+     * The directory beneath, which a ClickHouse not running as root could write into (a mount
+     * point chowned to it), is left at mode 000 until a mount serves the path again, and a clean
+     * unmount gives it its mode back.
      */
     @Test
     void umountTakesDownADeadMountAFileIsStillOpenIn() throws Exception {
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+        Files.createDirectories(mnt);
+        var writable = java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx");
+        Files.setPosixFilePermissions(mnt, writable);
         Partfs.Result m = partfs.run("mount", mnt.toString(), "--background");
         assertEquals(0, m.exit(), m.all());
         writeFsynced(mnt.resolve("held"), new byte[4096]);
@@ -337,6 +346,19 @@ class PartfsCommandIT {
             assertTrue(u.out().contains("took down " + mnt), u.out());
             assertFalse(Mounts.isMounted(mnt), "the dead mount is gone although a file is still open in it");
         }
+        assertEquals(java.util.Set.of(), Files.getPosixFilePermissions(mnt), "the bare directory stays guarded");
+        Process nobody = new ProcessBuilder("runuser", "-u", "nobody", "--", "mkdir", mnt.resolve("part").toString())
+                .redirectErrorStream(true).start();
+        String said = new String(nobody.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(1, nobody.waitFor(), said);
+        assertTrue(said.contains("Permission denied"), said);
+        assertFalse(Files.exists(mnt.resolve("part")), "nothing written beneath the mount");
+
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        assertEquals(writable, Files.getPosixFilePermissions(mnt), "a clean unmount gives the directory its mode back");
+        assertFalse(Files.getFileAttributeView(mnt, UserDefinedFileAttributeView.class).list().contains("partfs.mode"),
+                "and forgets it");
     }
 
     /**
