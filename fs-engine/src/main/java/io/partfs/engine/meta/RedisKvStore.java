@@ -42,11 +42,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class RedisKvStore implements KvStore {
     private static final int MAX_ATTEMPTS = 100;
     private static final int POOL_SIZE = 16;
-    private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(30);
+    /** How long a command, or an operation whose connection dropped, waits for Redis; {@code ?timeout=} in the URL changes it. */
+    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration MIN_TIMEOUT = Duration.ofSeconds(1);
+    private static final Duration MAX_TIMEOUT = Duration.ofHours(1);
 
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(RedisKvStore.class);
 
     private final String description;
+    private final Duration timeout;
     /** False once the server refused the checking script (an ACL without @scripting, say): then no beliefs. */
     private volatile boolean scripts = true;
     private final io.lettuce.core.resource.ClientResources resources;
@@ -92,15 +96,16 @@ public final class RedisKvStore implements KvStore {
      * @throws IOException when the URL is malformed, Redis cannot be reached, or refuses the login
      */
     public RedisKvStore(String url) throws IOException {
+        this.timeout = timeoutOf(url);
         RedisURI uri;
         try {
             uri = RedisURI.create(url);
         } catch (RuntimeException e) {
             throw new IOException("invalid Redis URL '" + redact(url) + "': expected " + (url.startsWith("redis-sentinel:")
-                    ? "redis-sentinel://[password@]host:port[,host:port]/db#master (the name Sentinel monitors the master by)"
-                    : "redis://[user:password@]host:port/db"));
+                    ? "redis-sentinel://[password@]host:port[,host:port]/db[?timeout=30s]#master (the name Sentinel monitors the master by)"
+                    : "redis://[user:password@]host:port/db[?timeout=30s]"));
         }
-        uri.setTimeout(COMMAND_TIMEOUT);
+        uri.setTimeout(timeout);
         if (uri.getSentinels().isEmpty()) {
             this.description = "redis://" + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
         } else {
@@ -123,6 +128,43 @@ public final class RedisKvStore implements KvStore {
             shutdownClients();
             throw e instanceof RuntimeException re ? wrap("INFO", re) : (IOException) e;
         }
+    }
+
+    /**
+     * The URL's {@code timeout} ({@code ?timeout=90s}, also ms, m, h; seconds without a unit), or 30 s.
+     * How long an operation waits for a Redis that does not answer before it fails with EIO:
+     * above a Sentinel's {@code down-after-milliseconds} plus its failover, operations wait out
+     * a failover instead of failing; shorter, a stalled Redis fails ClickHouse's calls sooner.
+     */
+    private static Duration timeoutOf(String url) throws IOException {
+        int query = url.indexOf('?');
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("[?&]timeout=([^&#]*)").matcher(query < 0 ? "" : url.substring(query));
+        if (!m.find()) {
+            return DEFAULT_TIMEOUT;
+        }
+        // parsed here: lettuce takes a value it cannot read for its own default, silently
+        java.util.regex.Matcher v = java.util.regex.Pattern.compile("(\\d{1,9})(ms|s|m|h)?").matcher(m.group(1));
+        Duration t = !v.matches() ? null : switch (v.group(2) == null ? "s" : v.group(2)) {
+            case "ms" -> Duration.ofMillis(Long.parseLong(v.group(1)));
+            case "m" -> Duration.ofMinutes(Long.parseLong(v.group(1)));
+            case "h" -> Duration.ofHours(Long.parseLong(v.group(1)));
+            default -> Duration.ofSeconds(Long.parseLong(v.group(1)));
+        };
+        if (t == null || t.compareTo(MIN_TIMEOUT) < 0 || t.compareTo(MAX_TIMEOUT) > 0) {
+            throw new IOException("invalid Redis URL '" + redact(url) + "': timeout must be between 1s and 1h, not '"
+                    + m.group(1) + "' (e.g. ?timeout=90s, 1500ms, 2m)");
+        }
+        return t;
+    }
+
+    /** How long an operation waits for Redis before failing. */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** {@code d} for a message: "30 s", "1.5 s". */
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : String.format(java.util.Locale.ROOT, "%.1f s", d.toMillis() / 1000.0);
     }
 
     /** INFO memory, or "" where the user may not run INFO (it is @dangerous: managed services may deny it). */
@@ -779,8 +821,8 @@ public final class RedisKvStore implements KvStore {
     }
 
     /** The value of a command sent asynchronously, with the connection's timeout; failures as lettuce's sync API throws them. */
-    private static <V> V await(io.lettuce.core.RedisFuture<V> f) {
-        return io.lettuce.core.LettuceFutures.awaitOrCancel(f, COMMAND_TIMEOUT.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+    private <V> V await(io.lettuce.core.RedisFuture<V> f) {
+        return io.lettuce.core.LettuceFutures.awaitOrCancel(f, timeout.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
     }
 
     private StatefulRedisConnection<byte[], byte[]> borrow() throws IOException {
@@ -868,7 +910,7 @@ public final class RedisKvStore implements KvStore {
             } catch (IOException | RedisException e) {
                 if (e instanceof RedisCommandExecutionException || System.nanoTime() > deadline) {
                     throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
-                            + " committed, and Redis did not answer within " + COMMAND_TIMEOUT.toSeconds() + " s: it may or may"
+                            + " committed, and Redis did not answer within " + seconds(timeout) + ": it may or may"
                             + " not have been applied (" + rootMessage(lost) + ")", lost);
                 }
                 java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // dropped again: wait for it once more
@@ -890,8 +932,8 @@ public final class RedisKvStore implements KvStore {
     private void awaitConnection(StatefulRedisConnection<byte[], byte[]> conn, long deadline) throws IOException {
         while (true) {
             if (System.nanoTime() > deadline) { // also when it keeps dropping and coming back
-                throw new IOException("cannot reach Redis at " + description + " for " + COMMAND_TIMEOUT.toSeconds()
-                        + " s: check that it runs (nothing of this metadata transaction was written)");
+                throw new IOException("cannot reach Redis at " + description + " for " + seconds(timeout)
+                        + ": check that it runs (nothing of this metadata transaction was written)");
             }
             if (conn.isOpen()) {
                 return;
@@ -921,7 +963,7 @@ public final class RedisKvStore implements KvStore {
                     result = body.run(tx);
                 } catch (IOException | RuntimeException e) {
                     if (connectionLost(conn, generation) || connectionTrouble(e)) {
-                        deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                        deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
                         java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // lettuce notices the drop
                         awaitConnection(conn, deadline);
                         continue; // read on a connection that dropped: nothing was written, all again
@@ -941,12 +983,12 @@ public final class RedisKvStore implements KvStore {
                     }
                     outcome = commit(cmd, tx, reader.watchedAny, number);
                 } catch (NotSent e) {
-                    deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                    deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
                     awaitConnection(conn, deadline);
                     continue;
                 } catch (RedisException e) {
                     if (connectionLost(conn, generation) || connectionTrouble(e)) {
-                        deadline = deadline != 0 ? deadline : System.nanoTime() + COMMAND_TIMEOUT.toNanos();
+                        deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
                         if (committed(conn, number, deadline, e)) {
                             healthy = true;
                             return result;

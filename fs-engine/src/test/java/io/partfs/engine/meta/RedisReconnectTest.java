@@ -314,6 +314,48 @@ class RedisReconnectTest {
         }
     }
 
+    /**
+     * {@code ?timeout=} in the URL bounds how long an operation waits for a Redis that does not
+     * answer (here stopped with SIGSTOP) before it fails, instead of the default 30 s; once
+     * Redis answers again the store works. A timeout out of range is refused in one line.
+     */
+    @Test
+    void theUrlsTimeoutBoundsTheWaitForAStalledRedis() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisKvStore kv = new RedisKvStore(redis.url(0) + "?timeout=2s")) {
+            assertEquals(java.time.Duration.ofSeconds(2), kv.timeout());
+            setZero(kv);
+            long start = System.nanoTime();
+            IOException failed;
+            signal(redis, "STOP");
+            try {
+                failed = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> kv.update(tx -> {
+                    tx.put("n", "1".getBytes(StandardCharsets.UTF_8));
+                    return null;
+                }));
+            } finally {
+                signal(redis, "CONT");
+            }
+            double waited = (System.nanoTime() - start) / 1e9;
+            assertTrue(waited >= 2 && waited < 15, "failed after " + waited + " s, not 30: " + failed);
+            assertTrue(failed.getMessage().contains("within 2 s"), failed.getMessage());
+            kv.update(tx -> {
+                tx.put("n", "7".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            assertEquals("7", value(kv, "n"), "the store works once Redis answers");
+        }
+        try (RedisServer redis = RedisServer.start();
+             RedisKvStore kv = new RedisKvStore(redis.url(0))) {
+            assertEquals(RedisKvStore.DEFAULT_TIMEOUT, kv.timeout());
+            for (String bad : new String[] {"?timeout=100ms", "?timeout=2h", "?timeout=abc", "?timeout=1.5s"}) {
+                IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class,
+                        () -> new RedisKvStore(redis.url(0) + bad).close());
+                assertTrue(e.getMessage().contains("timeout must be between 1s and 1h"), e.getMessage());
+            }
+        }
+    }
+
     private static void signal(RedisServer redis, String signal) throws IOException, InterruptedException {
         Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(redis.pid())).inheritIO().start();
         assertEquals(0, kill.waitFor(), "kill -" + signal);
