@@ -68,8 +68,17 @@ public final class Staging implements Closeable {
     private final Path dir;
     private final ObjectStore objects;
     private final BlockCache cache;
-    /** Staged blocks not yet uploaded: key to size. */
-    private final Map<String, Integer> pending = new ConcurrentHashMap<>();
+    /** Staged blocks not yet uploaded, by key. */
+    private final Map<String, Staged> pending = new ConcurrentHashMap<>();
+
+    /**
+     * A staged block: its size, and when this process staged it ({@link System#currentTimeMillis},
+     * the clock backups are timed by; {@link Long#MIN_VALUE} for a block an earlier process left).
+     * Kept here rather than read from the file's time, which a cache directory on a network
+     * filesystem would take from the server's clock.
+     */
+    private record Staged(int size, long at) {
+    }
     private final ScheduledThreadPoolExecutor uploaders;
     private final Object drained = new Object();
     private final long drainStallMs;
@@ -158,7 +167,7 @@ public final class Staging implements Closeable {
                 Files.deleteIfExists(p);
                 continue;
             }
-            if (pending.putIfAbsent(key, (int) size) == null) {
+            if (pending.putIfAbsent(key, new Staged((int) size, Long.MIN_VALUE)) == null) {
                 schedule(key, 0, 0);
                 queued++;
                 bytes += size;
@@ -250,7 +259,7 @@ public final class Staging implements Closeable {
         if (full.compareAndSet(true, false)) {
             log.info("write-back staging in {} has room again: blocks are staged, not uploaded before fsync returns", dir);
         }
-        if (pending.put(key, data.length) == null) {
+        if (pending.put(key, new Staged(data.length, System.currentTimeMillis())) == null) {
             schedule(key, uploadDelayMs, 0);
         }
         return true;
@@ -420,20 +429,14 @@ public final class Staging implements Closeable {
     }
 
     /**
-     * {@link #remove}s a block staged after {@code sinceMillis} (by its file's time; a block
-     * whose time cannot be read stays): for a block freed into the trash that no metadata backup
-     * can list, since none began after it was staged.
+     * {@link #remove}s a block this process staged after {@code sinceMillis} (a block an earlier
+     * process staged stays): for a block freed into the trash that no metadata backup can list,
+     * since none began after it was staged.
      */
     public boolean removeIfStagedAfter(String key, long sinceMillis) {
-        if (!pending.containsKey(key)) {
-            return false;
-        }
-        try {
-            if (Files.getLastModifiedTime(file(key)).toMillis() <= sinceMillis) {
-                return false;
-            }
-        } catch (IOException e) {
-            return false; // being uploaded and moved into the block cache, or gone
+        Staged staged = pending.get(key);
+        if (staged == null || staged.at() <= sinceMillis) {
+            return false; // uploaded (or being uploaded and moved into the block cache), or in a backup
         }
         return remove(key);
     }
@@ -444,8 +447,8 @@ public final class Staging implements Closeable {
 
     public long pendingBytes() {
         long n = 0;
-        for (int s : pending.values()) {
-            n += s;
+        for (Staged s : pending.values()) {
+            n += s.size();
         }
         return n;
     }
@@ -459,8 +462,8 @@ public final class Staging implements Closeable {
     }
 
     private void upload(String key, int failures) {
-        Integer size = pending.get(key);
-        if (size == null || !uploading.add(key)) {
+        Staged staged = pending.get(key);
+        if (staged == null || !uploading.add(key)) {
             return;
         }
         Path f = file(key);
@@ -468,11 +471,11 @@ public final class Staging implements Closeable {
         try {
             byte[] data;
             try {
-                data = LocalFiles.readRange(f, 0, size);
+                data = LocalFiles.readRange(f, 0, staged.size());
             } catch (NoSuchFileException e) {
                 // removed meanwhile; or a write of the same block again failed for want of space and
                 // its caller uploads it itself: nothing left to upload either way
-                if (pending.remove(key, size)) {
+                if (pending.remove(key, staged)) {
                     signal();
                 }
                 return;

@@ -897,21 +897,27 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(0, fs.chunks().staging().pendingBlocks(), "a truncation's freed blocks too");
         assertEquals(0, fs.meta().trash().slices(), "no object of theirs to keep: out of the trash too");
 
+        String clock = io.partfs.engine.data.MetaBackup.thisClock();
+        org.junit.jupiter.api.Assumptions.assumeTrue(clock != null, "no boot id to name this machine's clock");
         writeFsynced("old.bin", random(fs.format().blockSize() + 1, 16)); // two blocks
-        long hourAgo = System.currentTimeMillis() - 3_600_000;
+        long began = System.currentTimeMillis() + 1; // a backup began after old.bin was staged, and runs
+        // the staged files' times say nothing: on a network filesystem they are the server's clock,
+        // here an hour ahead, which would make old.bin look staged after the backup
         try (var files = java.nio.file.Files.list(wb.stagingDir())) {
             for (java.nio.file.Path f : files.toList()) {
-                java.nio.file.Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.fromMillis(hourAgo));
+                java.nio.file.Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.fromMillis(began + 3_600_000));
             }
         }
-        backupTimes(hourAgo + 1_800_000, null); // a backup began half an hour ago, after old.bin was staged, and runs
+        backupTimes(began, null, clock);
+        // new.bin is staged after the backup's completion (at its start, below) and the same clock's 1 s margin
+        io.partfs.engine.testing.Poll.until(() -> System.currentTimeMillis() > began + 1_000, "the clock passes the margin");
         writeFsynced("new.bin", random(1000, 17));
         writeFsynced("during.bin", random(1000, 18));
         fs.unlink(ROOT, "during.bin");
         fs.awaitReclaim();
         assertEquals(4, fs.chunks().staging().pendingBlocks(), "a backup under way may list anything: nothing dropped");
 
-        backupTimes(hourAgo + 1_800_000, hourAgo + 1_810_000); // it completed; new.bin was staged after that
+        backupTimes(began, began, clock); // it completed; new.bin was staged after that
         fs.unlink(ROOT, "old.bin");
         fs.unlink(ROOT, "new.bin");
         fs.awaitReclaim();
