@@ -23,7 +23,8 @@ import picocli.CommandLine.Spec;
                 "not wait for the object store: after a restart, on a new replica, before a heavy query. PATH is a",
                 "file or a directory on the mount (e.g. <mountpoint>/data/db/table, or a part); blocks already on",
                 "local disk are skipped, and nothing goes through the page cache. Progress on stderr; exits 1 if a",
-                "block could not be fetched. The part-metadata cache has its own: 'partfs cache warmup'."})
+                "block could not be fetched. --check only tells how much is on local disk already (after a pod moved,",
+                "say). The part-metadata cache has its own: 'partfs cache warmup'."})
 final class WarmupCommand implements Callable<Integer> {
     @Spec
     picocli.CommandLine.Model.CommandSpec spec;
@@ -39,6 +40,10 @@ final class WarmupCommand implements Callable<Integer> {
                     "mount's heap while it is fetched, so the mount uses at most as many as a quarter of its heap holds",
                     "(32 with the default 512 MiB and 4 MiB blocks)."})
     int threads;
+
+    @Option(names = "--check", description = {"Fetch nothing: count the blocks already on local disk (block cache, write-back",
+            "staging) and those only in the object store."})
+    boolean check;
 
     @Override
     public Integer call() throws Exception {
@@ -57,13 +62,14 @@ final class WarmupCommand implements Callable<Integer> {
             }
             Map<String, String> last = new HashMap<>();
             long[] shown = {System.nanoTime()};
-            sidecar.stream("POST", "/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads, line -> {
+            sidecar.stream("POST", "/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads
+                    + (check ? "&check=1" : ""), line -> {
                 String kind = line.contains(" ") ? line.substring(0, line.indexOf(' ')) : line;
                 Map<String, String> f = fields(line.substring(kind.length()).trim());
                 switch (kind) {
                     case "progress" -> {
                         if (System.nanoTime() - shown[0] > 2_000_000_000L) {
-                            err.println("partfs warmup: " + real + ": " + describe(f));
+                            err.println("partfs warmup: " + real + ": " + (check ? describeCheck(f) : describe(f)));
                             err.flush();
                             shown[0] = System.nanoTime();
                         }
@@ -76,6 +82,10 @@ final class WarmupCommand implements Callable<Integer> {
             if (last.isEmpty()) {
                 throw new IllegalStateException("the sidecar at " + sidecar.base() + " ended the warmup of " + real
                         + " without saying it was done: see the mount's log");
+            }
+            if (check) {
+                out.println("checked " + real + ": " + describeCheck(last));
+                continue;
             }
             out.println("warmed " + real + ": " + describe(last));
             if (number(last, "threads") > 0 && number(last, "threads") < threads) {
@@ -121,6 +131,16 @@ final class WarmupCommand implements Callable<Integer> {
         } catch (NumberFormatException e) {
             return 0;
         }
+    }
+
+    /** "12 files (1.2 GiB), 300 blocks (1.2 GiB): 20 on local disk (80.0 MiB, 6.5%), 280 only in the object store". */
+    static String describeCheck(Map<String, String> f) {
+        long blockBytes = number(f, "block_bytes");
+        long localBytes = number(f, "local_bytes");
+        return String.format(Locale.ROOT, "%d files (%s), %d blocks (%s): %d on local disk (%s, %.1f%%), %d only in the object store",
+                number(f, "files"), Sizes.human(number(f, "file_bytes")), number(f, "blocks"), Sizes.human(blockBytes),
+                number(f, "local"), Sizes.human(localBytes), blockBytes > 0 ? 100.0 * localBytes / blockBytes : 100.0,
+                number(f, "blocks") - number(f, "local"));
     }
 
     /** "12 files (1.2 GiB), 300 blocks: 280 fetched (1.1 GiB, 95.0 MiB/s), 20 already local, 0 failed, 12.3 s". */

@@ -532,6 +532,12 @@ class PartfsCommandIT {
             Partfs.Result m = partfs.run("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir",
                     dir.resolve("cache2").toString(), "--http-address", sidecar);
             assertEquals(0, m.exit(), m.all());
+            double before = objectGets(sidecar);
+            Partfs.Result cold = partfs.run("warmup", "--sidecar", sidecar, "--check", mnt.resolve("db").toString());
+            assertEquals(0, cold.exit(), cold.all());
+            assertTrue(cold.out().contains("checked " + mnt.resolve("db").toRealPath() + ": 2 files (3.0 MiB), 5 blocks (3.0 MiB):"
+                    + " 0 on local disk (0 B, 0.0%), 5 only in the object store"), cold.out());
+            assertEquals(before, objectGets(sidecar), "a check fetches nothing");
             Partfs.Result w = partfs.run("warmup", "--sidecar", sidecar, "-p", "4", mnt.resolve("db").toString());
             assertEquals(0, w.exit(), w.all());
             assertTrue(w.out().contains("2 files (3.0 MiB), 5 blocks: 5 fetched"), w.out());
@@ -539,6 +545,9 @@ class PartfsCommandIT {
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("db/t/all_1_1_0/c.bin")));
             assertEquals("3", Files.readString(mnt.resolve("db/t/all_1_1_0/count.txt")));
             assertEquals(gets, objectGets(sidecar), "the warmed files read without a GET");
+            Partfs.Result warm = partfs.run("warmup", "--sidecar", sidecar, "--check", mnt.resolve("db").toString());
+            assertTrue(warm.out().contains("5 blocks (3.0 MiB): 5 on local disk (3.0 MiB, 100.0%), 0 only in the object store"),
+                    warm.out());
             Partfs.Result again = partfs.run("warmup", "--sidecar", sidecar, "-p", "256", mnt.resolve("db/t/all_1_1_0/c.bin").toString());
             assertEquals(0, again.exit(), again.all());
             assertTrue(again.err().contains("blocks at a time, not 256: a quarter of its heap holds no more"), again.err());

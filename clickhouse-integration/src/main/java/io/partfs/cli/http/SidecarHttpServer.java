@@ -165,7 +165,7 @@ public final class SidecarHttpServer implements AutoCloseable {
                         : sources.queries().filterFor(viewName(params)));
                 case "/metadata-cache/drop" -> drop(ex, method, params);
                 case "/tables" -> tables(ex, method, params);
-                case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"),
+                case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"), first(params, "check"),
                         () -> requests.inc(known(path), "200"));
                 default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /warmup\n");
             }

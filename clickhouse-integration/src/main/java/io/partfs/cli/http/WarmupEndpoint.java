@@ -21,8 +21,9 @@ import org.slf4j.LoggerFactory;
  * {@code POST /warmup?path=P&threads=N}: fetches the blocks under P (an absolute path on this
  * sidecar's mount) into its block cache, answering as it goes with a {@code progress} line a
  * second and a last line {@code done} (or {@code error MESSAGE}), each {@code key=value}
- * fields (see {@link #fields}). At most two warmups run at once: each holds one of the
- * endpoint's four threads for as long as it takes.
+ * fields (see {@link #fields}). With {@code check=1} it fetches nothing and only counts the
+ * blocks already on local disk. At most two run at once: each holds one of the endpoint's four
+ * threads for as long as it takes.
  */
 final class WarmupEndpoint {
     private static final Logger log = LoggerFactory.getLogger(WarmupEndpoint.class);
@@ -77,18 +78,20 @@ final class WarmupEndpoint {
     }
 
     /** Serves one request; the caller maps IllegalArgumentException to 400 before anything is sent. */
-    void serve(HttpExchange ex, String method, String path, String threadsParam, Runnable countRequest) throws IOException {
+    void serve(HttpExchange ex, String method, String path, String threadsParam, String checkParam, Runnable countRequest)
+            throws IOException {
         if (!method.equals("POST")) {
             throw new IllegalArgumentException("use POST");
         }
         Attr start = resolve(path);
         int threads = Math.min(threads(threadsParam), maxThreads(volume.fs().format().blockSize()));
-        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads);
+        boolean check = checkParam != null && !checkParam.equals("0");
+        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads, check);
         if (!running.tryAcquire()) {
-            throw new IllegalArgumentException("two warmups are running on this mount already: wait for one to end");
+            throw new IllegalArgumentException("two warmups or checks are running on this mount already: wait for one to end");
         }
         try {
-            log.info("warmup of {} with {} threads", path, threads);
+            log.info("warmup{} of {} with {} threads", check ? " check" : "", path, threads);
             long t0 = System.nanoTime();
             CompletableFuture<Warmup.Progress> done = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -152,15 +155,16 @@ final class WarmupEndpoint {
     }
 
     /**
-     * {@code files=.. file_bytes=.. blocks=.. local=.. fetched=.. fetched_bytes=.. failed=.. seconds=..
-     * cache_capacity=.. threads=..[ first_error=...]}: the counters of {@link Warmup.Progress}, the
-     * time so far, the block cache's capacity, the threads used, and the first failure's message
-     * (to the end of the line).
+     * {@code files=.. file_bytes=.. blocks=.. block_bytes=.. local=.. local_bytes=.. fetched=..
+     * fetched_bytes=.. failed=.. seconds=.. cache_capacity=.. threads=..[ first_error=...]}: the
+     * counters of {@link Warmup.Progress}, the time so far, the block cache's capacity, the
+     * threads used, and the first failure's message (to the end of the line).
      */
     static String fields(Warmup.Progress p, double seconds, long cacheCapacity, int threads) {
-        String s = String.format(Locale.ROOT, "files=%d file_bytes=%d blocks=%d local=%d fetched=%d fetched_bytes=%d failed=%d seconds=%.1f"
-                + " cache_capacity=%d threads=%d", p.files(), p.fileBytes(), p.blocks(), p.localBlocks(), p.fetchedBlocks(), p.fetchedBytes(),
-                p.failedBlocks(), seconds, cacheCapacity, threads);
+        String s = String.format(Locale.ROOT, "files=%d file_bytes=%d blocks=%d block_bytes=%d local=%d local_bytes=%d fetched=%d"
+                + " fetched_bytes=%d failed=%d seconds=%.1f cache_capacity=%d threads=%d", p.files(), p.fileBytes(), p.blocks(),
+                p.blockBytes(), p.localBlocks(), p.localBytes(), p.fetchedBlocks(), p.fetchedBytes(), p.failedBlocks(), seconds,
+                cacheCapacity, threads);
         return p.firstError() == null ? s : s + " first_error=" + p.firstError().replace('\n', ' ');
     }
 }

@@ -25,24 +25,32 @@ import java.util.concurrent.atomic.AtomicReference;
  * data goes through FUSE or the page cache. Blocks are fetched by {@code threads} in parallel;
  * a block the store lacks is counted as failed, unless its file was deleted or rewritten
  * meanwhile. Only committed data is warmed: what a writer still buffers is not in a block yet.
- * Safe to run many times and while the volume is in use.
+ * Safe to run many times and while the volume is in use. A check ({@code partfs warmup
+ * --check}) only counts which blocks are on local disk, and fetches nothing.
  */
 public final class Warmup {
     /** Inodes whose attributes are read per request. */
     private static final int BATCH = 512;
 
-    /** How far a warmup is; {@code fileBytes} is the size of the files found so far. */
-    public record Progress(long files, long fileBytes, long blocks, long localBlocks, long fetchedBlocks,
-            long fetchedBytes, long failedBlocks, String firstError) {
+    /**
+     * How far a warmup is; {@code fileBytes} is the size of the files found so far, {@code
+     * blockBytes} that of their blocks (less, where files have holes), {@code localBytes} that of
+     * the blocks found on local disk (block cache, write-back staging, a local object directory).
+     */
+    public record Progress(long files, long fileBytes, long blocks, long blockBytes, long localBlocks, long localBytes,
+            long fetchedBlocks, long fetchedBytes, long failedBlocks, String firstError) {
     }
 
     private final MetaEngine meta;
     private final ChunkStore chunks;
     private final int threads;
+    private final boolean checkOnly;
     private final AtomicLong files = new AtomicLong();
     private final AtomicLong fileBytes = new AtomicLong();
     private final AtomicLong blocks = new AtomicLong();
+    private final AtomicLong blockBytes = new AtomicLong();
     private final AtomicLong local = new AtomicLong();
+    private final AtomicLong localBytes = new AtomicLong();
     private final AtomicLong fetched = new AtomicLong();
     private final AtomicLong fetchedBytes = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
@@ -50,18 +58,24 @@ public final class Warmup {
     private volatile boolean cancelled;
 
     public Warmup(MetaEngine meta, ChunkStore chunks, int threads) {
+        this(meta, chunks, threads, false);
+    }
+
+    /** With {@code checkOnly}, {@link #run} counts the blocks on local disk and fetches nothing. */
+    public Warmup(MetaEngine meta, ChunkStore chunks, int threads, boolean checkOnly) {
         if (threads < 1 || threads > 256) {
             throw new IllegalArgumentException("warmup threads must be 1-256, not " + threads);
         }
         this.meta = meta;
         this.chunks = chunks;
         this.threads = threads;
+        this.checkOnly = checkOnly;
     }
 
     /** A snapshot of the counters; may be called from any thread while {@link #run} works. */
     public Progress progress() {
-        return new Progress(files.get(), fileBytes.get(), blocks.get(), local.get(), fetched.get(), fetchedBytes.get(),
-                failed.get(), firstError.get());
+        return new Progress(files.get(), fileBytes.get(), blocks.get(), blockBytes.get(), local.get(), localBytes.get(),
+                fetched.get(), fetchedBytes.get(), failed.get(), firstError.get());
     }
 
     /** Makes {@link #run} stop walking and return once the fetches it started have ended. */
@@ -116,8 +130,13 @@ public final class Warmup {
                     return;
                 }
                 blocks.incrementAndGet();
+                blockBytes.addAndGet(len);
                 if (chunks.isLocal(key)) {
                     local.incrementAndGet();
+                    localBytes.addAndGet(len);
+                    return;
+                }
+                if (checkOnly) {
                     return;
                 }
                 try {
@@ -146,6 +165,7 @@ public final class Warmup {
                 fetchedBytes.addAndGet(n);
             } else {
                 local.incrementAndGet(); // a read fetched it meanwhile
+                localBytes.addAndGet(len);
             }
         } catch (IOException | RuntimeException e) {
             if (!changed(file)) {
