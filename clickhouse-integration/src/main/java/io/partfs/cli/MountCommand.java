@@ -100,6 +100,12 @@ final class MountCommand implements Callable<Integer> {
                     "without asking PartFS; a reader then does not see writes made while it keeps the file open."})
     boolean noPassthrough;
 
+    @Option(names = "--no-write-passthrough",
+            description = {"With --writeback, write new files through PartFS instead of letting the kernel write them",
+                    "into local staging files itself (FUSE passthrough, Linux 6.13+ for the staging filesystem's",
+                    "fine-grained times). --no-passthrough turns this off too."})
+    boolean noWritePassthrough;
+
     @Option(names = "--readahead", paramLabel = "SIZE", defaultValue = "16M",
             description = {"How far the kernel reads ahead of a sequential reader (default: ${DEFAULT-VALUE}; 0 keeps the",
                     "kernel's 128K). The kernel then asks PartFS for several 1 MiB pieces at once; random reads are",
@@ -302,7 +308,7 @@ final class MountCommand implements Callable<Integer> {
     private FuseOptions fuseOptions() {
         FuseOptions.Builder b = FuseOptions.builder().entryTimeout(entryCache).dirEntryTimeout(dirEntryCache)
                 .negativeTimeout(Math.min(entryCache, dirEntryCache)).allowOther(Ids.uid() == 0)
-                .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough)
+                .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough).writePassthrough(!noWritePassthrough)
                 .readahead(Sizes.parse(readahead, "readahead"));
         if (fuseDriver != null) {
             b.driver(FuseOptions.Driver.parse(fuseDriver));

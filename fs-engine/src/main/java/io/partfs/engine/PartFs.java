@@ -193,6 +193,9 @@ public final class PartFs implements Closeable {
      * the part's files (see PartFlushes) made this window real.
      */
     private Attr withPending(Attr a, long flushesBefore) throws IOException {
+        if (a.type() == FileType.FILE && chunks.isBacked(a.ino())) {
+            return chunks.backedAttr(a); // the kernel writes it itself: its backing file has the size
+        }
         long pending = chunks.pendingEnd(a.ino());
         if (pending == ChunkStore.RETIRED || (pending < 0 && a.type() == FileType.FILE && chunks.retiredSince(a.ino(), flushesBefore))) {
             return meta.getattr(a.ino());
@@ -258,7 +261,9 @@ public final class PartFs implements Closeable {
      * staged blocks the shrinking freed when no metadata backup can list them, as for a deletion.
      */
     public Attr truncate(long ino, long length) throws IOException {
-        chunks.flush(ino);
+        if (!chunks.truncateBacked(ino, length)) { // a backing file is cut as it is: nothing to commit first
+            chunks.flush(ino);
+        }
         List<long[]> trashed = new java.util.ArrayList<>();
         Attr a = meta.truncate(ino, length, trashed);
         reclaimer.trashed(trashed);
@@ -358,16 +363,18 @@ public final class PartFs implements Closeable {
 
     // ---- files ----
 
-    /** A created (or, without O_EXCL, opened) file and its handle. */
-    public record Created(Attr attr, long fh) {
+    /** A created (or, without O_EXCL, opened: {@code isNew} false) file and its handle. */
+    public record Created(Attr attr, long fh, boolean isNew) {
     }
 
     public Created create(long parent, String name, int mode, int flags, int uid, int gid) throws IOException {
         Attr a;
         int openFlags = flags;
+        boolean isNew = false;
         try {
             a = meta.mknod(parent, name, FileType.FILE, mode, uid, gid, 0, null);
             openFlags &= ~O_TRUNC; // new and empty: truncating would only cost a transaction
+            isNew = true;
         } catch (FsException.Exists e) {
             if ((flags & O_EXCL) != 0) {
                 throw e;
@@ -381,7 +388,7 @@ public final class PartFs implements Closeable {
         if (partFlushes != null && partFlushes.tracks(parent)) {
             handles.get(fh).partDir = parent;
         }
-        return new Created(getattr(a.ino()), fh);
+        return new Created(getattr(a.ino()), fh, isNew);
     }
 
     public long open(long ino, int flags) throws IOException {

@@ -53,6 +53,8 @@ public final class ChunkStore implements Closeable {
     private final java.util.concurrent.ScheduledExecutorService retrier =
             Executors.newSingleThreadScheduledExecutor(daemon("partfs-flush-retry"));
     private final Map<Long, FileWriter> writers = new ConcurrentHashMap<>();
+    /** New files the kernel writes itself into local backing files (FUSE passthrough, write-back), by inode. */
+    private final Map<Long, BackedFile> backed = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<byte[]>> fetching = new ConcurrentHashMap<>();
     /** Write-back staging, or null: staged blocks are read from it until they are uploaded. */
     private final Staging staging;
@@ -167,6 +169,16 @@ public final class ChunkStore implements Closeable {
      */
     public int retryFailed() {
         int committed = 0;
+        for (Map.Entry<Long, BackedFile> e : backed.entrySet()) {
+            if (e.getValue().closed()) { // its commit failed (or waits for its part's rename, which commits it)
+                try {
+                    flushBacked(e.getKey());
+                } catch (IOException x) {
+                    retryFailures.warn(log, "inode {}, written through FUSE passthrough, still not committed: {}",
+                            e.getKey(), x.getMessage());
+                }
+            }
+        }
         for (Map.Entry<Long, FileWriter> e : writers.entrySet()) {
             if (e.getValue().failedSinceLastWrite()) {
                 try {
@@ -253,6 +265,9 @@ public final class ChunkStore implements Closeable {
 
     /** Buffers {@code len} bytes at {@code off} of file {@code ino}. */
     public void write(long ino, long off, byte[] src, int srcOff, int len) throws IOException {
+        if (backed.containsKey(ino)) {
+            flushBacked(ino); // what the kernel wrote comes first: these writes cover it
+        }
         while (true) {
             FileWriter w = writers.computeIfAbsent(ino, i -> new FileWriter(this, meta, i));
             // A writer retired by a concurrent flush takes no more data: take the next one.
@@ -267,6 +282,9 @@ public final class ChunkStore implements Closeable {
 
     /** Uploads and commits what was written to {@code ino}; a no-op when nothing is pending. */
     public void flush(long ino) throws IOException {
+        if (backed.containsKey(ino)) {
+            flushBacked(ino);
+        }
         FileWriter w = writers.get(ino);
         if (w != null && w.flushAndRetire()) {
             retired(ino); // before the writer is gone: see retiredSince
@@ -334,6 +352,17 @@ public final class ChunkStore implements Closeable {
      */
     public long discardAll() {
         long dropped = 0;
+        for (Long ino : List.copyOf(backed.keySet())) {
+            BackedFile b = backed.remove(ino);
+            if (b != null) {
+                try {
+                    dropped += b.dirty() ? b.size() : 0;
+                } catch (IOException ignored) {
+                    // counted as nothing
+                }
+                b.release(staging);
+            }
+        }
         for (Long ino : List.copyOf(writers.keySet())) {
             FileWriter w = writers.remove(ino);
             if (w != null) {
@@ -359,7 +388,9 @@ public final class ChunkStore implements Closeable {
      * saying how many files failed.
      */
     public void flushAll() throws IOException {
-        List<Long> inos = List.copyOf(writers.keySet());
+        java.util.Set<Long> all = new java.util.LinkedHashSet<>(backed.keySet());
+        all.addAll(writers.keySet());
+        List<Long> inos = List.copyOf(all);
         for (Long ino : inos) {
             FileWriter w = writers.get(ino);
             if (w != null) {
@@ -389,12 +420,106 @@ public final class ChunkStore implements Closeable {
      * one runs, the end of what it commits.
      */
     public long pendingEnd(long ino) {
+        BackedFile b = backed.get(ino);
+        if (b != null) {
+            try {
+                return b.size();
+            } catch (IOException e) {
+                return -1;
+            }
+        }
         FileWriter w = writers.get(ino);
         if (w == null) {
             return -1;
         }
         long end = w.end();
         return end < 0 ? RETIRED : end;
+    }
+
+    // ---- files the kernel writes itself (FUSE passthrough, write-back mode; see BackedFile) ----
+
+    /**
+     * A local file for the kernel to write new file {@code ino} into, or null when there is none
+     * to give (not write-back, no spare ready, a staging filesystem without user extended
+     * attributes or fine-grained mtimes, too little room): the file is then written the usual way.
+     * Follow with {@link #closeBacked} when the kernel closed it, or when it did not take it.
+     */
+    public java.nio.file.Path openBacked(long ino) {
+        if (!writeBack || !staging.fineTimestamps()) {
+            return null;
+        }
+        Staging.Backing b = staging.openBacking();
+        if (b == null) {
+            return null;
+        }
+        try {
+            backed.put(ino, new BackedFile(ino, b));
+        } catch (IOException e) {
+            log.warn("cannot open write-back backing file {}: {}", b.file(), e.toString());
+            staging.closeBacking(b);
+            return null;
+        }
+        return b.file();
+    }
+
+    /** Whether the kernel writes {@code ino} into a backing file (or did, and it is not committed yet). */
+    public boolean isBacked(long ino) {
+        return backed.containsKey(ino);
+    }
+
+    /**
+     * The kernel closed {@code ino}'s backing file (its last handle): forgotten now if all of it is
+     * committed, else at the commit still to come (a close deferred to its part's rename).
+     */
+    public void closeBacked(long ino) {
+        BackedFile b = backed.get(ino);
+        if (b == null) {
+            return;
+        }
+        boolean clean;
+        try {
+            clean = b.close();
+        } catch (IOException e) {
+            clean = false;
+        }
+        if (clean && backed.remove(ino, b)) {
+            b.release(staging);
+        }
+    }
+
+    /** The kernel did not take the backing file {@link #openBacked} gave for {@code ino}: it is written the usual way. */
+    public void abandonBacked(long ino) {
+        BackedFile b = backed.remove(ino);
+        if (b != null) {
+            b.release(staging);
+        }
+    }
+
+    private void flushBacked(long ino) throws IOException {
+        BackedFile b = backed.get(ino);
+        if (b == null) {
+            return;
+        }
+        b.commit(meta, staging, volume, blockSize);
+        if (b.closed() && backed.remove(ino, b)) {
+            b.release(staging);
+        }
+    }
+
+    /** {@code a} with its backing file's size and time, when the kernel writes it into one. */
+    public io.partfs.engine.Attr backedAttr(io.partfs.engine.Attr a) throws IOException {
+        BackedFile b = backed.get(a.ino());
+        return b == null ? a : b.attr(a);
+    }
+
+    /** Truncates {@code ino}'s backing file, if it has one; false when it has none. */
+    public boolean truncateBacked(long ino, long length) throws IOException {
+        BackedFile b = backed.get(ino);
+        if (b == null) {
+            return false;
+        }
+        b.truncate(length);
+        return true;
     }
 
     /** {@link #pendingEnd} of a file whose writer had nothing buffered, or was flushed meanwhile: its attributes may be newer. */

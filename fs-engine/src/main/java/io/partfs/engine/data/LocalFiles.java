@@ -19,9 +19,9 @@ final class LocalFiles {
     }
 
     /** Reads {@code len} bytes at {@code off} of {@code f}; fails if the file is shorter. */
-    static byte[] readRange(Path f, int off, int len) throws IOException {
+    static byte[] readRange(Path f, long off, int len) throws IOException {
         byte[] out = new byte[len];
-        readRange(f, off, len, ByteBuffer.wrap(out));
+        readRange(f, off, len, ByteBuffer.wrap(out), false);
         return out;
     }
 
@@ -30,7 +30,16 @@ final class LocalFiles {
      * then moves past them; fails, with the position unmoved, if the file is shorter. A direct
      * {@code dst} is read into in one piece, with no copy on the way.
      */
-    static void readRange(Path f, int off, int len, ByteBuffer dst) throws IOException {
+    static void readRange(Path f, long off, int len, ByteBuffer dst) throws IOException {
+        readRange(f, off, len, dst, false);
+    }
+
+    /**
+     * As {@link #readRange(Path, long, int, ByteBuffer)}; with {@code zeroPastEnd} the bytes past
+     * the file's end read as zeros (a file truncated after its blocks were committed) instead of
+     * failing.
+     */
+    static void readRange(Path f, long off, int len, ByteBuffer dst, boolean zeroPastEnd) throws IOException {
         int start = dst.position();
         if (dst.remaining() < len) {
             throw new IllegalArgumentException(len + " bytes do not fit in " + dst.remaining());
@@ -40,7 +49,13 @@ final class LocalFiles {
             int done = 0;
             while (done < len) {
                 w.limit(start + done + (dst.isDirect() ? len - done : Math.min(PIECE, len - done))).position(start + done);
-                int n = ch.read(w, off + (long) done);
+                int n = ch.read(w, off + done);
+                if (n < 0 && zeroPastEnd) {
+                    for (int i = start + done; i < start + len; i++) {
+                        dst.put(i, (byte) 0);
+                    }
+                    break;
+                }
                 if (n < 0) {
                     throw new IOException(f + " is shorter than " + (off + (long) len) + " bytes");
                 }

@@ -41,6 +41,17 @@ import org.slf4j.LoggerFactory;
  * deleted. Where the filesystem has no user extended attributes, every block gets a new file
  * and a directory fsync, as before.
  *
+ * <p>Files the kernel writes itself (FUSE passthrough, see {@link Backing}): a new file's data
+ * goes straight from the writer into a spare, its backing file, with no copy through this
+ * process. A commit of it ({@link #commitBacking}) fsyncs the file with an attribute
+ * {@value #SLICES_XATTR} naming the slices committed ({@code <volume> <block size> <first
+ * slice id> <length>} per commit, slice {@code first + c} holding chunk {@code c}); its blocks
+ * are then staged where they are, at their offsets in the file, and uploaded from there. The
+ * file is deleted once it is closed and every block of it is uploaded. After a crash a spare
+ * with that attribute stages the blocks it names (the file as it is then: writes after the last
+ * commit may show in them, as writes not fsynced may after a crash; bytes a truncation took read
+ * as zeros).
+ *
  * <p>A full disk: a block that would take the filesystem under its free-space floor
  * ({@link DiskSpace}), after the block cache evicted what it could, or whose write fails for
  * want of space, is not staged: {@link #stage} says so and the caller uploads it directly, so
@@ -64,6 +75,12 @@ public final class Staging implements Closeable {
     /** The user extended attribute ({@code user.} is implied) holding a spare's block key. */
     static final String KEY_XATTR = "partfs.key";
     static final int SPARE_BATCH = 64;
+    /** The user extended attribute of a backing file naming the slices committed from it. */
+    static final String SLICES_XATTR = "partfs.slices";
+    /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
+    static final long BACKING_ROOM = 256L << 20;
+    /** Commits a backing file's attribute remembers (ext4 takes ~4 KiB of attributes a file). */
+    static final int MAX_COMMITS_KEPT = 64;
 
     private final Path dir;
     private final ObjectStore objects;
@@ -77,8 +94,64 @@ public final class Staging implements Closeable {
      * Kept here rather than read from the file's time, which a cache directory on a network
      * filesystem would take from the server's clock.
      */
-    private record Staged(int size, long at) {
+    private record Staged(int size, long at, Backing in, long offset, boolean whole) {
+        Staged(int size, long at) {
+            this(size, at, null, 0, false);
+        }
     }
+
+    /**
+     * A spare the kernel writes a new file into itself (FUSE passthrough, write-back mode): its
+     * committed blocks are staged in it, at their offsets, until uploaded. It is deleted when it
+     * is closed ({@link #closeBacking}) and no block of it is left to upload.
+     */
+    public final class Backing {
+        private final Path file;
+        /** Blocks of it still staged, and 1 while its file is open. Guarded by the Backing. */
+        private int users = 1;
+        /** The {@value #SLICES_XATTR} entries of its commits so far. */
+        private final List<String> commits = new ArrayList<>();
+
+        private Backing(Path file, boolean open) {
+            this.file = file;
+            this.users = open ? 1 : 0;
+        }
+
+        /** The file the kernel writes. */
+        public Path file() {
+            return file;
+        }
+
+        private synchronized void use() {
+            users++;
+        }
+
+        /**
+         * One user fewer; the last one deletes the file, unless {@code adoptAs} takes it into the
+         * block cache whole. True when this was the last one.
+         */
+        private boolean unuse(String adoptAs, int size) {
+            synchronized (this) {
+                if (--users > 0) {
+                    return false;
+                }
+            }
+            backings.remove(this);
+            if (adoptAs != null) {
+                cache.adopt(adoptAs, file, size);
+                return true;
+            }
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                log.warn("cannot delete write-back backing file {}: {}", file, e.toString());
+            }
+            return true;
+        }
+    }
+
+    /** Backing files with blocks staged or open: kept by {@link #close}. */
+    private final java.util.Set<Backing> backings = ConcurrentHashMap.newKeySet();
     private final ScheduledThreadPoolExecutor uploaders;
     private final Object drained = new Object();
     private final long drainStallMs;
@@ -153,6 +226,12 @@ public final class Staging implements Closeable {
         for (Path p : found) {
             String name = p.getFileName().toString();
             if (name.startsWith(SPARE_PREFIX)) {
+                int blocks = recoverBacking(p);
+                if (blocks >= 0) {
+                    queued += blocks;
+                    bytes += blocks > 0 ? Files.size(p) : 0;
+                    continue;
+                }
                 p = recoverSpare(p);
                 if (p == null) {
                     continue;
@@ -201,14 +280,194 @@ public final class Staging implements Closeable {
     }
 
     private static String readKey(Path f) throws IOException {
+        return readXattr(f, KEY_XATTR);
+    }
+
+    private static String readXattr(Path f, String name) throws IOException {
         java.nio.file.attribute.UserDefinedFileAttributeView view =
                 Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class);
-        if (view == null || !view.list().contains(KEY_XATTR)) {
+        if (view == null || !view.list().contains(name)) {
             return null;
         }
-        ByteBuffer b = ByteBuffer.allocate(view.size(KEY_XATTR));
-        view.read(KEY_XATTR, b);
+        ByteBuffer b = ByteBuffer.allocate(view.size(name));
+        view.read(name, b);
         return new String(b.array(), 0, b.position(), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A spare an earlier process wrote as a backing file: stages the blocks its commits name and
+     * returns how many; -1 when it is no backing file.
+     */
+    private int recoverBacking(Path spare) throws IOException {
+        String desc;
+        try {
+            desc = readXattr(spare, SLICES_XATTR);
+        } catch (IOException | UnsupportedOperationException e) {
+            desc = null;
+        }
+        if (desc == null) {
+            return -1;
+        }
+        Backing b = new Backing(spare, false);
+        backings.add(b);
+        int queued = 0;
+        for (String commit : desc.split("\n")) {
+            if (!commit.isBlank()) {
+                b.commits.add(commit); // kept by close (this process may have the pid of the one that wrote it)
+                queued += stageCommitted(b, commit, Long.MIN_VALUE);
+            }
+        }
+        if (queued == 0) {
+            b.use(); // nothing to upload: delete it
+            b.unuse(null, 0);
+        }
+        return queued;
+    }
+
+    /**
+     * Opens a spare (or, with none ready, a new file with its name made durable) for the kernel to
+     * write a new file into (FUSE passthrough); null when the filesystem takes no extended
+     * attributes or the disk has less than {@link #BACKING_ROOM} above its free-space floor (the
+     * file is then written the usual way, and a full disk turns blocks away as {@link #stage} does).
+     */
+    public Backing openBacking() {
+        if (!sparesWork) {
+            return null;
+        }
+        long missing = space.shortfall(BACKING_ROOM);
+        if (missing > 0 && cache.evictBytes(missing) < missing) {
+            return null;
+        }
+        Path spare = takeSpare();
+        if (spare == null) { // none ready (the first file of a mount, or many at once): one of its own
+            spare = dir.resolve(sparePrefix() + nextSpare.getAndIncrement());
+            try {
+                Files.newByteChannel(spare, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
+                fsyncDir();
+            } catch (IOException e) {
+                log.warn("cannot create a write-back backing file in {}: {}", dir, e.toString());
+                try {
+                    Files.deleteIfExists(spare);
+                } catch (IOException ignored) {
+                    // a stray empty spare: the next start deletes it
+                }
+                return null;
+            }
+        }
+        Backing b = new Backing(spare, true);
+        backings.add(b);
+        return b;
+    }
+
+    private volatile Boolean fineTimestamps;
+
+    /**
+     * Whether the staging filesystem gives a file written right after a stat a later mtime
+     * (multigrain timestamps, Linux 6.13+ on ext4, XFS, btrfs, tmpfs): {@link BackedFile} tells
+     * from it whether the kernel wrote a backing file since its last commit. Found out once, by
+     * trying: on a filesystem whose times are only as fine as the clock tick, two writes a few
+     * microseconds apart mostly get the same time, so five pairs in a row that all differ do not
+     * come from one.
+     */
+    public boolean fineTimestamps() {
+        Boolean known = fineTimestamps;
+        if (known == null) {
+            known = probeTimestamps();
+            fineTimestamps = known;
+            if (!known) {
+                log.info("the filesystem of {} gives a write no finer time than the clock tick (multigrain timestamps: "
+                        + "Linux 6.13+, ext4, XFS, btrfs): new files are written through this process, not passed through", dir);
+            }
+        }
+        return known;
+    }
+
+    private boolean probeTimestamps() {
+        Path probe = dir.resolve(".mtime-probe-" + ProcessHandle.current().pid());
+        try (FileChannel ch = FileChannel.open(probe, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ)) {
+            for (int i = 0; i < 5; i++) {
+                ch.write(ByteBuffer.wrap(new byte[] {1}), i);
+                Object before = Files.getAttribute(probe, "lastModifiedTime");
+                ch.write(ByteBuffer.wrap(new byte[] {2}), i);
+                if (before.equals(Files.getAttribute(probe, "lastModifiedTime"))) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        } finally {
+            try {
+                Files.deleteIfExists(probe);
+            } catch (IOException ignored) {
+                // a stray probe file: the next recover() deletes it
+            }
+        }
+    }
+
+    /**
+     * Commits what a backing file holds: {@code length} bytes as slices {@code firstId},
+     * {@code firstId + 1}, ... of chunks 0, 1, ... of {@code volume}'s blocks of
+     * {@code blockSize}. The file and the attribute naming them are durable when this returns;
+     * the blocks are staged in place and queued for upload.
+     */
+    public void commitBacking(Backing b, String volume, int blockSize, long firstId, long length) throws IOException {
+        String commit = volume + " " + blockSize + " " + firstId + " " + length;
+        String desc;
+        synchronized (b) {
+            b.commits.add(commit);
+            if (b.commits.size() > MAX_COMMITS_KEPT) {
+                // the oldest commits' slices are covered by the later ones: only a crash that also lost their
+                // uploads would miss them, and then only gc and fsck would, not a read
+                b.commits.remove(0);
+            }
+            desc = String.join("\n", b.commits);
+        }
+        java.nio.file.attribute.UserDefinedFileAttributeView view =
+                Files.getFileAttributeView(b.file, java.nio.file.attribute.UserDefinedFileAttributeView.class);
+        view.write(SLICES_XATTR, ByteBuffer.wrap(desc.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        try (FileChannel ch = FileChannel.open(b.file, StandardOpenOption.WRITE)) {
+            ch.force(true); // the data and the attribute together; the spare's name was durable already
+        }
+        stageCommitted(b, commit, System.currentTimeMillis());
+        long missing = space.shortfall(0);
+        if (missing > 0) {
+            cache.evictBytes(missing); // the kernel wrote without asking: give the floor back what the cache can
+        }
+    }
+
+    /** Stages the blocks one commit entry of a backing file names; returns how many. */
+    private int stageCommitted(Backing b, String commit, long at) throws IOException {
+        String[] f = commit.trim().split(" ");
+        if (f.length != 4) {
+            throw new IOException("malformed " + SLICES_XATTR + " attribute of " + b.file + ": '" + commit + "'");
+        }
+        String volume = f[0];
+        int blockSize = Integer.parseInt(f[1]);
+        long firstId = Long.parseLong(f[2]);
+        long length = Long.parseLong(f[3]);
+        int staged = 0;
+        for (long c = 0; c * ChunkStore.CHUNK < length; c++) {
+            int sliceLen = (int) Math.min(ChunkStore.CHUNK, length - c * ChunkStore.CHUNK);
+            for (int i = 0; i < ChunkStore.blocks(blockSize, sliceLen); i++) {
+                int size = ChunkStore.blockLength(blockSize, sliceLen, i);
+                long offset = c * ChunkStore.CHUNK + (long) i * blockSize;
+                String key = ChunkStore.blockKey(volume, firstId + c, i, size);
+                b.use();
+                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, offset == 0 && size == length)) == null) {
+                    schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
+                    staged++;
+                } else {
+                    b.unuse(null, 0);
+                }
+            }
+        }
+        return staged;
+    }
+
+    /** The backing file was closed by the kernel: deleted now, or once its staged blocks are uploaded. */
+    public void closeBacking(Backing b) {
+        b.unuse(null, 0);
     }
 
     /**
@@ -349,7 +608,11 @@ public final class Staging implements Closeable {
             List<Path> made = new ArrayList<>(SPARE_BATCH);
             for (int i = 0; i < SPARE_BATCH; i++) {
                 Path p = dir.resolve(sparePrefix() + nextSpare.getAndIncrement());
-                Files.newByteChannel(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
+                try {
+                    Files.newByteChannel(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
+                } catch (java.nio.file.FileAlreadyExistsException e) {
+                    continue; // a backing file an earlier process of the same pid left (a container's pid 1)
+                }
                 made.add(p);
             }
             fsyncDir();
@@ -388,10 +651,15 @@ public final class Staging implements Closeable {
      * moves past them); false, with nothing read, when it is not staged (any more).
      */
     public boolean read(String key, int off, int len, ByteBuffer dst) {
-        if (!pending.containsKey(key)) {
+        Staged st = pending.get(key);
+        if (st == null) {
             return false;
         }
         try {
+            if (st.in() != null) {
+                LocalFiles.readRange(st.in().file, st.offset() + off, len, dst, true);
+                return true;
+            }
             LocalFiles.readRange(file(key), off, len, dst);
             return true;
         } catch (NoSuchFileException e) {
@@ -404,7 +672,11 @@ public final class Staging implements Closeable {
 
     /** The local file of a staged block, or null; it moves into the block cache once uploaded. */
     public Path pathIfStaged(String key) {
-        return pending.containsKey(key) ? file(key) : null;
+        Staged st = pending.get(key);
+        if (st == null || st.in() != null && !st.whole()) {
+            return null;
+        }
+        return st.in() != null ? st.in().file : file(key);
     }
 
     public boolean contains(String key) {
@@ -416,13 +688,18 @@ public final class Staging implements Closeable {
      * the object store (an upload under way when this is called deletes what it stored).
      */
     public boolean remove(String key) {
-        if (pending.remove(key) == null) {
+        Staged st = pending.remove(key);
+        if (st == null) {
             return false;
         }
-        try {
-            Files.deleteIfExists(file(key));
-        } catch (IOException e) {
-            log.warn("cannot delete staged block {}: {}", key, e.toString());
+        if (st.in() != null) {
+            st.in().unuse(null, 0);
+        } else {
+            try {
+                Files.deleteIfExists(file(key));
+            } catch (IOException e) {
+                log.warn("cannot delete staged block {}: {}", key, e.toString());
+            }
         }
         signal();
         return true;
@@ -471,17 +748,23 @@ public final class Staging implements Closeable {
         try {
             byte[] data;
             try {
-                data = LocalFiles.readRange(f, 0, staged.size());
+                data = staged.in() != null
+                        ? readBacked(staged)
+                        : LocalFiles.readRange(f, 0, staged.size());
             } catch (NoSuchFileException e) {
                 // removed meanwhile; or a write of the same block again failed for want of space and
                 // its caller uploads it itself: nothing left to upload either way
                 if (pending.remove(key, staged)) {
+                    if (staged.in() != null) {
+                        staged.in().unuse(null, 0);
+                    }
                     signal();
                 }
                 return;
             }
             objects.put(key, data);
-            if (pending.remove(key) == null) {
+            Staged was = pending.remove(key);
+            if (was == null) {
                 // its slice was deleted while it was uploading: delete the object too
                 try {
                     objects.delete(key);
@@ -490,7 +773,17 @@ public final class Staging implements Closeable {
                 }
                 return;
             }
-            cache.adopt(key, f, data.length);
+            if (was.in() == null) {
+                cache.adopt(key, f, data.length);
+            } else {
+                boolean adopted = was.whole() && was.in().unuse(key, data.length); // a closed one-block file: renamed in
+                if (!adopted) {
+                    cache.put(key, data);
+                    if (!was.whole()) {
+                        was.in().unuse(null, 0);
+                    }
+                }
+            }
             signal();
         } catch (IOException | RuntimeException e) {
             if (objects.unreachable()) {
@@ -509,6 +802,12 @@ public final class Staging implements Closeable {
         if (park) {
             park(key, failures + 1); // after the finally: a release at once must find the key free to upload
         }
+    }
+
+    private static byte[] readBacked(Staged st) throws IOException {
+        byte[] data = new byte[st.size()];
+        LocalFiles.readRange(st.in().file, st.offset(), st.size(), ByteBuffer.wrap(data), true);
+        return data;
     }
 
     /**
@@ -627,7 +926,15 @@ public final class Staging implements Closeable {
         // every spare this process made and did not use (also of a batch cut short by the shutdown)
         spares.clear();
         try (Stream<Path> s = Files.list(dir)) {
-            for (Path p : s.filter(p -> p.getFileName().toString().startsWith(sparePrefix())).toList()) {
+            java.util.Set<Path> kept = new java.util.HashSet<>();
+            for (Backing b : backings) {
+                synchronized (b) {
+                    if (!b.commits.isEmpty()) {
+                        kept.add(b.file); // blocks of it are staged: uploaded at the next start
+                    }
+                }
+            }
+            for (Path p : s.filter(p -> p.getFileName().toString().startsWith(sparePrefix()) && !kept.contains(p)).toList()) {
                 Files.deleteIfExists(p);
             }
         } catch (IOException e) {

@@ -46,6 +46,7 @@ public final class FuseOptions {
     private final Driver driver;
     private final boolean prefetchParts;
     private final boolean passthrough;
+    private final boolean writePassthrough;
     private final double attrTimeout;
     private final double entryTimeout;
     private final double dirEntryTimeout;
@@ -58,6 +59,7 @@ public final class FuseOptions {
         this.driver = b.driver == null ? Driver.preferred() : b.driver;
         this.prefetchParts = b.prefetchParts;
         this.passthrough = b.passthrough;
+        this.writePassthrough = b.writePassthrough;
         this.attrTimeout = b.attrTimeout == null ? (driver == Driver.KERNEL ? 1 : 0) : b.attrTimeout;
         this.entryTimeout = b.entryTimeout;
         this.dirEntryTimeout = b.dirEntryTimeout == null ? b.entryTimeout : b.dirEntryTimeout;
@@ -86,6 +88,14 @@ public final class FuseOptions {
      */
     public boolean passthrough() {
         return passthrough;
+    }
+
+    /**
+     * Whether, with {@link #passthrough()} on a write-back mount, the kernel writes new files
+     * into local backing files itself (see {@link io.partfs.engine.data.BackedFile}).
+     */
+    public boolean writePassthrough() {
+        return passthrough && writePassthrough;
     }
 
     /** Seconds the kernel caches a directory's name; {@link #entryTimeout()} for other names. */
@@ -139,6 +149,7 @@ public final class FuseOptions {
         private Driver driver;
         private boolean prefetchParts = true;
         private boolean passthrough = true;
+        private boolean writePassthrough = true;
         private Double attrTimeout;
         private double entryTimeout = 1;
         private Double dirEntryTimeout;
@@ -154,6 +165,9 @@ public final class FuseOptions {
         public Builder prefetchParts(boolean b) { this.prefetchParts = b; return this; }
 
         public Builder passthrough(boolean b) { this.passthrough = b; return this; }
+
+        /** New files written by the kernel into local backing files, on write-back mounts (default true). */
+        public Builder writePassthrough(boolean b) { this.writePassthrough = b; return this; }
 
         /** Seconds the kernel may cache a directory's name (default: the entry timeout). */
         public Builder dirEntryTimeout(double s) { this.dirEntryTimeout = s; return this; }

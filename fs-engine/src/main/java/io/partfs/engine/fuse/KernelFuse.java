@@ -178,6 +178,9 @@ public final class KernelFuse implements FuseMount {
         fs.config().metrics().counterFrom("partfs_fuse_passthrough_opens_total",
                 "Read-only opens of part files the kernel then read from the local block itself (FUSE passthrough).",
                 passthrough::backingOpens);
+        fs.config().metrics().counterFrom("partfs_fuse_write_passthrough_files_total",
+                "New files the kernel wrote into local staging files itself (FUSE passthrough, write-back mode).",
+                passthrough::writeOpens);
         long flags = LibC.MS_NOSUID | LibC.MS_NODEV;
         if (options.extra().contains("ro")) { // FuseOptions allows only ro, rw and nonempty here
             flags |= 1; // MS_RDONLY
@@ -507,6 +510,22 @@ public final class KernelFuse implements FuseMount {
                     } else {
                         openOut(out, fh, pageCacheFlags, 0);
                     }
+                } else if (passthrough.writable(node)) {
+                    // the kernel writes this new file into a backing file: this open shares it
+                    long fh = openForWriting(node, () -> fs.open(node, flags));
+                    Passthrough.Opened o = passthrough.shareWritable(node, fh);
+                    if (o == null) { // its last open closed meanwhile: a page-cache open like any other
+                        try {
+                            if (passthrough.reserve(node)) {
+                                passthrough.bind(fh);
+                            }
+                        } catch (IOException | RuntimeException e) {
+                            fs.release(fh);
+                            throw e;
+                        }
+                        o = new Passthrough.Opened(0, 0);
+                    }
+                    openOut(out, fh, o.openFlags(), o.backingId());
                 } else {
                     boolean reserved = passthrough.reserve(node); // before the open truncates anything
                     long fh;
@@ -556,8 +575,11 @@ public final class KernelFuse implements FuseMount {
                     committed(node, fh);
                 } finally {
                     observed.released(fh);
-                    passthrough.release(node, fh);
+                    boolean backingClosed = passthrough.release(node, fh);
                     fs.release(fh);
+                    if (backingClosed) {
+                        fs.chunks().closeBacked(node); // after the release's flush, which committed it
+                    }
                     Long ino = writeHandles.remove(fh);
                     if (ino != null) {
                         doneChanging(ino);
@@ -614,9 +636,11 @@ public final class KernelFuse implements FuseMount {
                 int mode = in.getInt();
                 in.position(in.position() + 8);
                 String name = name(in);
-                // an existing file is opened (and maybe truncated) by the create: reserve it first
+                // an existing file is opened (and maybe truncated) by the create: reserve it first,
+                // unless the kernel writes it into a backing file, which this open then shares
                 long existing = (flags & PartFs.O_EXCL) == 0 && passthrough.enabled() ? existingFile(node, name) : 0;
-                boolean reserved = existing != 0 && passthrough.reserve(existing);
+                boolean sharing = existing != 0 && passthrough.writable(existing);
+                boolean reserved = existing != 0 && !sharing && passthrough.reserve(existing);
                 PartFs.Created c;
                 try {
                     c = fs.create(node, name, mode & 07777, flags | PartFs.O_CREAT, uid(in), gid(in));
@@ -630,7 +654,13 @@ public final class KernelFuse implements FuseMount {
                     passthrough.cancel(existing);
                     reserved = false;
                 }
-                if (reserved || passthrough.reserve(c.attr().ino())) {
+                Passthrough.Opened through = null;
+                if (sharing && c.attr().ino() == existing) {
+                    through = passthrough.shareWritable(existing, c.fh());
+                } else if (c.isNew() && (flags & PartFs.O_ACCMODE) != PartFs.O_RDONLY) {
+                    through = writeThrough(node, name, c);
+                }
+                if (through == null && (reserved || passthrough.reserve(c.attr().ino()))) {
                     passthrough.bind(c.fh());
                 }
                 if ((flags & PartFs.O_ACCMODE) != PartFs.O_RDONLY) {
@@ -638,7 +668,7 @@ public final class KernelFuse implements FuseMount {
                     writeHandles.put(c.fh(), c.attr().ino());
                 }
                 entry(out, node, name, c.attr());
-                openOut(out, c.fh(), 0, 0);
+                openOut(out, c.fh(), through == null ? 0 : through.openFlags(), through == null ? 0 : through.backingId());
             }
             case FALLOCATE -> {
                 long fh = in.getLong();
@@ -654,6 +684,29 @@ public final class KernelFuse implements FuseMount {
         return 0;
     }
 
+    /**
+     * Hands new file {@code c} (named {@code name} in {@code dir}) to the kernel to write into a
+     * local backing file itself (write-back mode, see {@link io.partfs.engine.data.BackedFile});
+     * null when it is written the usual way: write passthrough is off, the data layer has no
+     * backing file to give, the kernel refused it, or the part-metadata cache keeps the file
+     * (it learns a file's content from its WRITEs).
+     */
+    private Passthrough.Opened writeThrough(long dir, String name, PartFs.Created c) {
+        if (!options.writePassthrough() || !passthrough.enabled() || observed.active() && observed.observed(pathOf(dir, name))) {
+            return null;
+        }
+        long ino = c.attr().ino();
+        java.nio.file.Path backing = fs.chunks().openBacked(ino);
+        if (backing == null) {
+            return null;
+        }
+        Passthrough.Opened o = passthrough.writeOpen(ino, c.fh(), backing);
+        if (o == null) {
+            fs.chunks().abandonBacked(ino);
+        }
+        return o;
+    }
+
     /** The inode named {@code name} in {@code dir}, or 0 when there is none. */
     private long existingFile(long dir, String name) throws IOException {
         try {
@@ -666,6 +719,16 @@ public final class KernelFuse implements FuseMount {
     /** Directory listings taken for READDIR(PLUS) so far. */
     public long listingsTaken() {
         return listingsTaken.sum();
+    }
+
+    /** New files the kernel wrote into local backing files itself since the mount (write-back mode). */
+    public long writePassthroughFiles() {
+        return passthrough.writeOpens();
+    }
+
+    /** Whether the kernel agreed to FUSE passthrough at INIT (and has not refused it since). */
+    public boolean passthroughAvailable() {
+        return passthrough.enabled();
     }
 
     /** Read-only opens handed to FUSE passthrough since the mount (0 when the kernel lacks it). */

@@ -37,6 +37,12 @@ import org.slf4j.LoggerFactory;
  * passthrough opens; only another client of a shared volume could change it meanwhile.
  * {@code --no-passthrough} turns it off.
  *
+ * <p>Writes (write-back mode): a new file (a create that made it) may be written by the kernel
+ * itself into a local backing file the data layer gives ({@link io.partfs.engine.data.ChunkStore#openBacked}),
+ * opened for reading and writing. While it is open every other open of that inode, for reading
+ * or writing, shares it, and truncations of it are allowed (the mount cuts the backing file as
+ * well). Its opens get FLUSH requests: a close commits what the kernel wrote.
+ *
  * <p>Concurrency: opens and releases of all inodes serialize on this object; each does at most
  * one open(2) and one ioctl(2) under it.
  */
@@ -59,6 +65,8 @@ final class Passthrough {
         int pageCache;
         int passthrough;
         int backingId;
+        /** The backing file is a new file's data, opened for writing too. */
+        boolean writable;
     }
 
     /** The reply to an open: its FOPEN flags and backing id (0: none). */
@@ -99,6 +107,7 @@ final class Passthrough {
         if (local != null && n.pageCache == 0 && enabled) {
             int id = backingOpen(local);
             if (id > 0) {
+                backingOpens++;
                 n.passthrough = 1;
                 n.backingId = id;
                 handles.put(fh, Mode.PASSTHROUGH);
@@ -108,6 +117,45 @@ final class Passthrough {
         n.pageCache++;
         handles.put(fh, Mode.PAGE_CACHE);
         return new Opened(pageCacheFlags, 0);
+    }
+
+    /**
+     * A create that made new file {@code ino}, handle {@code fh}: the kernel is to write it into
+     * {@code backing} itself. Null, with nothing changed, when the kernel does not take it (the
+     * file is then written the usual way).
+     */
+    synchronized Opened writeOpen(long ino, long fh, Path backing) {
+        Inode n = inodes.computeIfAbsent(ino, k -> new Inode());
+        int id = n.passthrough == 0 && n.pageCache == 0 && enabled ? backingOpen(backing, LibC.O_RDWR) : -1;
+        if (id <= 0) {
+            if (n.passthrough <= 0 && n.pageCache <= 0) {
+                inodes.remove(ino);
+            }
+            return null;
+        }
+        n.passthrough = 1;
+        n.backingId = id;
+        n.writable = true;
+        handles.put(fh, Mode.PASSTHROUGH);
+        writeOpens++;
+        return new Opened(FOPEN_PASSTHROUGH, id);
+    }
+
+    /** Another open of {@code ino} while the kernel writes it into a backing file: shares that file; null when it does not. */
+    synchronized Opened shareWritable(long ino, long fh) {
+        Inode n = inodes.get(ino);
+        if (n == null || !n.writable || n.passthrough <= 0) {
+            return null;
+        }
+        n.passthrough++;
+        handles.put(fh, Mode.PASSTHROUGH);
+        return new Opened(FOPEN_PASSTHROUGH, n.backingId);
+    }
+
+    /** Whether the kernel writes {@code ino} into a backing file now. */
+    synchronized boolean writable(long ino) {
+        Inode n = inodes.get(ino);
+        return n != null && n.writable && n.passthrough > 0;
     }
 
     /**
@@ -172,26 +220,37 @@ final class Passthrough {
 
     /** Fails a truncate of {@code ino} while passthrough readers exist (they would keep reading the old content). */
     synchronized void checkChangeable(long ino) throws FsException.TextBusy {
+        Inode n = inodes.get(ino);
+        if (n != null && n.writable) {
+            return; // the mount cuts the backing file itself
+        }
         awaitNoPassthroughReaders(ino);
     }
 
-    /** The handle was released: the last passthrough handle of an inode closes its backing file. */
-    synchronized void release(long ino, long fh) {
+    /**
+     * The handle was released: the last passthrough handle of an inode closes its backing file.
+     * True when that was a backing file the kernel wrote (see {@link #writeOpen}).
+     */
+    synchronized boolean release(long ino, long fh) {
         Mode m = handles.remove(fh);
         Inode n = inodes.get(ino);
         if (m == null || n == null) {
-            return;
+            return false;
         }
+        boolean closedWritable = false;
         if (m == Mode.PAGE_CACHE) {
             n.pageCache--;
         } else if (m == Mode.PASSTHROUGH && --n.passthrough == 0) {
             backingClose(n.backingId);
             n.backingId = 0;
+            closedWritable = n.writable;
+            n.writable = false;
         }
         if (n.pageCache <= 0 && n.passthrough <= 0) {
             inodes.remove(ino);
         }
         notifyAll(); // a writer may be waiting for this reader's release
+        return closedWritable;
     }
 
     /** Backing files registered so far, for tests and logs. */
@@ -199,8 +258,19 @@ final class Passthrough {
         return backingOpens;
     }
 
+    /** New files the kernel wrote into backing files so far. */
+    synchronized long writeOpens() {
+        return writeOpens;
+    }
+
+    private long writeOpens;
+
     private int backingOpen(Path local) {
-        int fd = C.open(local.toString(), LibC.O_RDONLY | LibC.O_CLOEXEC);
+        return backingOpen(local, LibC.O_RDONLY);
+    }
+
+    private int backingOpen(Path local, int accessMode) {
+        int fd = C.open(local.toString(), accessMode | LibC.O_CLOEXEC);
         if (fd < 0) {
             return -1; // evicted or uploaded and moved meanwhile: read it the usual way
         }
@@ -218,7 +288,6 @@ final class Passthrough {
                 }
                 return -1;
             }
-            backingOpens++;
             return id;
         } finally {
             C.close(fd); // the kernel holds its own reference to the file

@@ -1445,6 +1445,11 @@ public final class MetaEngine implements Closeable {
         return sliceIds.next();
     }
 
+    /** {@code n} consecutive slice ids (n >= 1); returns the first. */
+    public long nextSliceIds(int n) throws IOException {
+        return sliceIds.next(n);
+    }
+
     /** One written slice to commit: it goes to chunk {@code index}. */
     public record ChunkSlice(long index, Slice slice) {
     }
@@ -2020,12 +2025,22 @@ public final class MetaEngine implements Closeable {
         }
 
         synchronized long next() throws IOException {
-            if (next >= limit) {
+            return next(1);
+        }
+
+        /** {@code n} consecutive ids; returns the first. */
+        synchronized long next(int n) throws IOException {
+            if (limit - next < n) {
+                if (n > batch) {
+                    return kv.increment(counter, n) - n + 1; // the batch at hand stays for the next calls
+                }
                 long end = kv.increment(counter, batch);
                 next = end - batch + 1;
                 limit = end + 1;
             }
-            return next++;
+            long first = next;
+            next += n;
+            return first;
         }
     }
 }

@@ -88,6 +88,39 @@ class StagingTest {
     }
 
     @Test
+    void aBackingFileLeftByAnEarlierProcessIsUploadedFromItsOffsetsAndThenDeleted() throws Exception {
+        int blockSize = 1 << 20;
+        byte[] data = new byte[5 * blockSize + 7];
+        new java.util.Random(9).nextBytes(data);
+        Path file;
+        try (Staging staging = open(Duration.ofHours(1))) {
+            Staging.Backing b = staging.openBacking();
+            file = b.file();
+            Files.write(file, data); // as the kernel writes it
+            staging.commitBacking(b, "vol", blockSize, 100, data.length);
+            staging.closeBacking(b);
+            assertEquals(6, staging.pendingBlocks(), "five whole blocks and one of 7 bytes, staged in place");
+            byte[] second = new byte[blockSize];
+            assertTrue(staging.read(ChunkStore.blockKey("vol", 100, 1, blockSize), 0, blockSize, ByteBuffer.wrap(second)));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, blockSize, 2 * blockSize), second);
+        } // closed before any upload: as a killed process leaves it
+        assertTrue(Files.exists(file), "the backing file stays for the next start");
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(6, staging.recover());
+            for (int i = 0; i < 6; i++) {
+                int size = ChunkStore.blockLength(blockSize, data.length, i);
+                assertArrayEquals(java.util.Arrays.copyOfRange(data, i * blockSize, i * blockSize + size),
+                        awaitObject(ChunkStore.blockKey("vol", 100, i, size), size), "block " + i);
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (Files.exists(file)) {
+                assertTrue(System.nanoTime() < deadline, "the backing file is still there 30 s after its last upload");
+                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+            }
+        }
+    }
+
+    @Test
     void blocksThatFoundTheStoreUnreachableWaitForItAndGoTogetherWhenItAnswers() throws Exception {
         var store = new io.partfs.engine.testing.CountingObjectStore(objects);
         store.failPuts(true);

@@ -1,0 +1,211 @@
+package io.partfs.engine.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.partfs.engine.PartFs;
+import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.testing.Poll;
+import io.partfs.engine.testing.TempDirs;
+import io.partfs.engine.testing.TestVolume;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * New files on a write-back mount, written by the kernel itself into local staging files (FUSE
+ * passthrough; see {@link io.partfs.engine.data.BackedFile}), through a real mount of an
+ * embedded volume: what is read back, what stat says while the file is written, and what the
+ * volume holds once it is opened again without the mount's local disk. Skipped where the kernel
+ * has no FUSE passthrough or the temp directory's filesystem no fine-grained times.
+ */
+class WritePassthroughTest {
+    private static final int MIB = 1 << 20;
+    private Path dir;
+    private Path mnt;
+    private TestVolume volume;
+    private PartFs fs;
+    private KernelFuse fuse;
+
+    @BeforeEach
+    void mount() throws Exception {
+        dir = Files.createTempDirectory("partfs-wpt-");
+        mnt = Files.createDirectory(dir.resolve("mnt"));
+        PartFsConfig config = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).build(); // uploads at once
+        volume = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null, config);
+        fs = volume.open();
+        FuseOptions options = FuseOptions.builder().driver(FuseOptions.Driver.KERNEL).build();
+        fuse = (KernelFuse) FuseMount.create(fs, null, options);
+        fuse.mountAndWait(mnt, options);
+        assumeTrue(fuse.passthroughAvailable(), "the kernel has no FUSE passthrough (Linux 6.9+)");
+        assumeTrue(fs.chunks().staging().fineTimestamps(), "the temp directory's filesystem has no fine-grained mtimes");
+    }
+
+    @AfterEach
+    void unmount() throws Exception {
+        try {
+            unmountOnly();
+        } finally {
+            TempDirs.deleteRecursively(dir);
+        }
+    }
+
+    private void unmountOnly() throws IOException {
+        try {
+            if (fuse != null) {
+                fuse.unmount();
+                fuse = null;
+            }
+        } finally {
+            if (fs != null) {
+                fs.close();
+                fs = null;
+            }
+        }
+    }
+
+    /** The volume's content of {@code name}, read by a new client with no local disk of this mount's (objects only). */
+    private byte[] readFromObjects(String name) throws IOException {
+        unmountOnly();
+        PartFsConfig fresh = PartFsConfig.builder().blockCache(dir.resolve("other-cache"), 64L << 20).ioThreads(4).build();
+        try (PartFs other = volume.openAs(fresh)) {
+            var a = other.resolve("/" + name);
+            long fh = other.open(a.ino(), PartFs.O_RDONLY);
+            try {
+                byte[] out = new byte[(int) a.size()];
+                int done = 0;
+                while (done < out.length) {
+                    int n = other.read(fh, done, out, done, out.length - done);
+                    assertTrue(n > 0, "read " + done + " of " + out.length + " bytes");
+                    done += n;
+                }
+                return out;
+            } finally {
+                other.release(fh);
+            }
+        }
+    }
+
+    /** Blocks in the volume's object store. */
+    private long objects() throws IOException {
+        try (var files = Files.walk(dir.resolve("objects"))) {
+            return files.filter(p -> Files.isRegularFile(p) && p.toString().contains("/chunks/")).count();
+        }
+    }
+
+    /** Runs {@code r} and checks that the kernel wrote {@code files} new files itself meanwhile. */
+    private void passedThrough(int files, IoRunnable r) throws IOException {
+        long before = fuse.writePassthroughFiles();
+        r.run();
+        assertEquals(before + files, fuse.writePassthroughFiles(), "files the kernel wrote into backing files itself");
+    }
+
+    private interface IoRunnable {
+        void run() throws IOException;
+    }
+
+    private static byte[] random(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    @Test
+    void aNewFileIsWrittenByTheKernelAndCommittedByItsClose() throws Exception {
+        byte[] data = random(10 * MIB + 123, 1);
+        Path f = mnt.resolve("big.bin");
+        passedThrough(1, () -> {
+            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                for (int off = 0; off < data.length; off += MIB) {
+                    ch.write(ByteBuffer.wrap(data, off, Math.min(MIB, data.length - off)));
+                    assertEquals(Math.min(off + MIB, data.length), Files.size(f), "stat while the kernel writes it");
+                }
+            }
+        });
+        assertEquals(data.length, fs.resolve("/big.bin").size());
+        assertArrayEquals(data, Files.readAllBytes(f));
+        Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0, Duration.ofSeconds(30), "uploads");
+        int blockSize = fs.format().blockSize();
+        assertEquals((data.length + blockSize - 1) / blockSize, objects(), "committed once, by its close: one object a block");
+        assertArrayEquals(data, readFromObjects("big.bin"), "uploaded, and committed with its whole length");
+    }
+
+    @Test
+    void aWriteAfterAnFsyncIsCommittedByTheClose() throws Exception {
+        byte[] first = random(MIB, 2);
+        byte[] second = first.clone();
+        System.arraycopy(random(4096, 3), 0, second, 0, 4096); // same size: only its mtime tells the file changed
+        Path f = mnt.resolve("twice.bin");
+        passedThrough(1, () -> {
+            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.wrap(first));
+                ch.force(true); // commits the first version; its blocks upload at once
+                Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0, Duration.ofSeconds(30), "the first version uploaded");
+                ch.write(ByteBuffer.wrap(second, 0, 4096), 0);
+            }
+        });
+        assertArrayEquals(second, readFromObjects("twice.bin"));
+    }
+
+    @Test
+    void truncationsWhileTheKernelWritesCutItsFile() throws Exception {
+        byte[] data = random(MIB, 4);
+        Path f = mnt.resolve("cut.bin");
+        passedThrough(1, () -> {
+            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.wrap(data));
+                ch.force(true);
+                ch.truncate(1000);
+                assertEquals(1000, Files.size(f));
+                ch.write(ByteBuffer.wrap(data, 0, 10), 5000);
+                assertEquals(5010, Files.size(f));
+            }
+        });
+        byte[] expected = new byte[5010];
+        System.arraycopy(data, 0, expected, 0, 1000);
+        System.arraycopy(data, 0, expected, 5000, 10);
+        assertArrayEquals(expected, Files.readAllBytes(f));
+        assertArrayEquals(expected, readFromObjects("cut.bin"));
+    }
+
+    @Test
+    void otherOpensOfTheFileShareWhatTheKernelWrites() throws Exception {
+        Path f = mnt.resolve("shared.txt");
+        passedThrough(1, () -> {
+            try (FileChannel w1 = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                w1.write(ByteBuffer.wrap("hello".getBytes()));
+                try (FileChannel w2 = FileChannel.open(f, StandardOpenOption.WRITE);
+                     FileChannel r = FileChannel.open(f, StandardOpenOption.READ)) {
+                    w2.write(ByteBuffer.wrap(" world".getBytes()), 5);
+                    ByteBuffer got = ByteBuffer.allocate(64);
+                    r.read(got, 0);
+                    assertEquals("hello world", new String(got.array(), 0, got.position()));
+                }
+                w1.write(ByteBuffer.wrap("!".getBytes()), 11);
+            }
+        });
+        assertEquals("hello world!", Files.readString(f));
+        assertEquals("hello world!", new String(readFromObjects("shared.txt")));
+    }
+
+    @Test
+    void aFileInATemporaryPartIsCommittedByThePartsRename() throws Exception {
+        Path tmp = Files.createDirectories(mnt.resolve("data/db/t/tmp_insert_202001_1_1_0"));
+        byte[] data = random(3 * MIB + 5, 5);
+        passedThrough(1, () -> Files.write(tmp.resolve("v.bin"), data));
+        Files.move(tmp, tmp.resolveSibling("202001_1_1_0"));
+        Path part = mnt.resolve("data/db/t/202001_1_1_0/v.bin");
+        assertArrayEquals(data, Files.readAllBytes(part));
+        assertArrayEquals(data, readFromObjects("data/db/t/202001_1_1_0/v.bin"));
+    }
+}
