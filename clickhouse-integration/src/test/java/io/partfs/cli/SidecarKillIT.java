@@ -81,6 +81,10 @@ class SidecarKillIT {
             assertTrue(Mounts.isMounted(mnt) && Mounts.disconnected(mnt), "a dead mount is left behind");
             int inFlight = writer.attempted.get();
             Set<Integer> acked = Set.copyOf(writer.acknowledged);
+            if (mode == Mode.WRITEBACK) {
+                assertTrue(backingFiles(dir) > 0, "the kernel wrote the parts' files into staging files itself (write "
+                        + "passthrough), and the restart is to upload what their attributes name");
+            }
 
             sidecar = startSidecar(partfs, mount, mnt, dir.resolve("sidecar-2.log"));
             assertTrue(Files.readString(dir.resolve("sidecar-2.log")).contains("took down the mount at " + mnt),
@@ -115,6 +119,20 @@ class SidecarKillIT {
                 sidecar.waitFor(30, TimeUnit.SECONDS);
             }
             partfs.unmountAndDelete(mnt, dir);
+        }
+    }
+
+    /** Staging files under {@code dir} the kernel wrote a new file into and a commit named slices in. */
+    private static long backingFiles(Path dir) throws java.io.IOException {
+        try (var files = Files.walk(dir.resolve("home"))) {
+            return files.filter(f -> f.getFileName().toString().startsWith(".spare-") && Files.isRegularFile(f)).filter(f -> {
+                try {
+                    var view = Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class);
+                    return view != null && view.list().contains("partfs.slices");
+                } catch (java.io.IOException e) {
+                    return false;
+                }
+            }).count();
         }
     }
 
