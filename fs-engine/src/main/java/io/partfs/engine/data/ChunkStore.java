@@ -482,8 +482,8 @@ public final class ChunkStore implements Closeable {
         } catch (IOException e) {
             clean = false;
         }
-        if (clean && backed.remove(ino, b)) {
-            b.release(staging);
+        if (clean) {
+            forget(ino, b);
         }
     }
 
@@ -501,7 +501,20 @@ public final class ChunkStore implements Closeable {
             return;
         }
         b.commit(meta, staging, volume, blockSize);
-        if (b.closed() && backed.remove(ino, b)) {
+        if (b.closed()) {
+            forget(ino, b);
+        }
+    }
+
+    /**
+     * Forgets a committed backing file. Counted as a retirement first, as a writer's (see
+     * {@link #retiredSince}): attributes read before its last commit, checked for a backing
+     * file only after it is gone, would miss both its size and its commit (ClickHouse saw
+     * a part's .mrk file empty that way, merging a part whose rename had just committed it).
+     */
+    private void forget(long ino, BackedFile b) {
+        retired(ino);
+        if (backed.remove(ino, b)) {
             b.release(staging);
         }
     }

@@ -35,15 +35,17 @@ class WritePassthroughTest {
     private Path mnt;
     private TestVolume volume;
     private PartFs fs;
+    private io.partfs.engine.testing.CountingKvStore kv;
     private KernelFuse fuse;
 
     @BeforeEach
     void mount() throws Exception {
         dir = Files.createTempDirectory("partfs-wpt-");
         mnt = Files.createDirectory(dir.resolve("mnt"));
-        PartFsConfig config = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).build(); // uploads at once
+        // uploads at once; no metadata cache, so that a stat's read of the metadata can be held (below)
+        PartFsConfig config = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).metaCacheTtl(Duration.ZERO).build();
         volume = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null, config);
-        fs = volume.open();
+        fs = volume.open(o -> o, k -> kv = new io.partfs.engine.testing.CountingKvStore(k));
         FuseOptions options = FuseOptions.builder().driver(FuseOptions.Driver.KERNEL).build();
         fuse = (KernelFuse) FuseMount.create(fs, null, options);
         fuse.mountAndWait(mnt, options);
@@ -207,5 +209,42 @@ class WritePassthroughTest {
         Path part = mnt.resolve("data/db/t/202001_1_1_0/v.bin");
         assertArrayEquals(data, Files.readAllBytes(part));
         assertArrayEquals(data, readFromObjects("data/db/t/202001_1_1_0/v.bin"));
+    }
+
+    @Test
+    void aStatThatReadTheMetadataBeforeTheRenamesCommitReadsItAgain() throws Exception {
+        Path tmp = Files.createDirectories(mnt.resolve("data/db/t/tmp_insert_202001_1_1_0"));
+        byte[] data = random(100, 6);
+        passedThrough(1, () -> Files.write(tmp.resolve("c.mrk"), data)); // closed: its commit waits for the rename
+        long ino = fs.resolve("/data/db/t/tmp_insert_202001_1_1_0/c.mrk").ino();
+        // a stat on another thread reads the file's metadata (empty: nothing committed yet) and is held there
+        java.util.concurrent.CountDownLatch read = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        Thread[] statter = new Thread[1];
+        kv.afterRead(() -> {
+            if (Thread.currentThread() == statter[0]) {
+                read.countDown();
+                try {
+                    go.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        long[] size = {-1};
+        statter[0] = new Thread(() -> {
+            try {
+                size[0] = fs.getattr(ino).size();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        statter[0].start();
+        assertTrue(read.await(30, java.util.concurrent.TimeUnit.SECONDS));
+        kv.afterRead(() -> { });
+        Files.move(tmp, tmp.resolveSibling("202001_1_1_0")); // commits the file, and forgets its backing file
+        go.countDown();
+        statter[0].join();
+        assertEquals(data.length, size[0], "the stat's metadata predated the commit: it must read it again");
     }
 }

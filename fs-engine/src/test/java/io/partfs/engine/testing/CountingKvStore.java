@@ -35,6 +35,13 @@ public final class CountingKvStore implements KvStore {
         this.afterCommit = hook;
     }
 
+    private volatile Runnable afterRead = () -> { };
+
+    /** Runs {@code hook} on the reading thread after each read, before the caller gets what it read. */
+    public void afterRead(Runnable hook) {
+        this.afterRead = hook;
+    }
+
     public CountingKvStore(KvStore real) {
         this.real = real;
     }
@@ -135,6 +142,12 @@ public final class CountingKvStore implements KvStore {
 
     @Override
     public <T> T read(ReadBody<T> body) throws IOException {
+        T got = readCounted(body);
+        afterRead.run();
+        return got;
+    }
+
+    private <T> T readCounted(ReadBody<T> body) throws IOException {
         return real.read(r -> body.run(new Reader() {
             @Override
             public byte[] get(String key) throws IOException {
