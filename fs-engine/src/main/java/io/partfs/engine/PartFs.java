@@ -194,7 +194,8 @@ public final class PartFs implements Closeable {
      */
     private Attr withPending(Attr a, long flushesBefore) throws IOException {
         if (a.type() == FileType.FILE && chunks.isBacked(a.ino())) {
-            return chunks.backedAttr(a); // the kernel writes it itself: its backing file has the size
+            Attr b = chunks.backedAttr(a); // the kernel writes it itself: its backing file has the size
+            return b != null ? b : meta.getattr(a.ino());
         }
         long pending = chunks.pendingEnd(a.ino());
         if (pending == ChunkStore.RETIRED || (pending < 0 && a.type() == FileType.FILE && chunks.retiredSince(a.ino(), flushesBefore))) {

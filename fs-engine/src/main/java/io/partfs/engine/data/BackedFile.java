@@ -39,6 +39,8 @@ final class BackedFile {
     private FileTime committedMtime;
     /** The kernel closed it: forgotten once committed. */
     private boolean closed;
+    /** Forgotten: committed (or given up) and closed; its backing file may be gone. */
+    private boolean released;
 
     BackedFile(long ino, Staging.Backing backing) throws IOException {
         this.ino = ino;
@@ -71,6 +73,9 @@ final class BackedFile {
      * committed.
      */
     synchronized boolean commit(MetaEngine meta, Staging staging, String volume, int blockSize) throws IOException {
+        if (released) {
+            return false; // a flush that found it just before another one's commit forgot it
+        }
         Map<String, Object> st = Files.readAttributes(backing.file(), "unix:size,lastModifiedTime", LinkOption.NOFOLLOW_LINKS);
         long size = (Long) st.get("size");
         FileTime mtime = (FileTime) st.get("lastModifiedTime");
@@ -115,10 +120,14 @@ final class BackedFile {
 
     /** Forgets the file once its last commit is made (or it is given up). */
     synchronized void release(Staging staging) {
+        if (released) {
+            return;
+        }
+        released = true;
         try {
             file.close();
         } catch (IOException ignored) {
-            // a read-only handle's close: nothing was buffered in it
+            // closed already (clean at its close): nothing is buffered in it
         }
         staging.closeBacking(backing);
     }

@@ -519,10 +519,21 @@ public final class ChunkStore implements Closeable {
         }
     }
 
-    /** {@code a} with its backing file's size and time, when the kernel writes it into one. */
+    /**
+     * {@code a} with its backing file's size and time, when the kernel writes it into one; null
+     * when the file was committed and forgotten meanwhile (its backing file may be gone): the
+     * caller reads the attributes again.
+     */
     public io.partfs.engine.Attr backedAttr(io.partfs.engine.Attr a) throws IOException {
         BackedFile b = backed.get(a.ino());
-        return b == null ? a : b.attr(a);
+        if (b == null) {
+            return null;
+        }
+        try {
+            return b.attr(a);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return null; // uploaded and deleted (or taken into the block cache) right after its commit
+        }
     }
 
     /** Truncates {@code ino}'s backing file, if it has one; false when it has none. */
