@@ -41,6 +41,8 @@ final class BackedFile {
     private boolean closed;
     /** Forgotten: committed (or given up) and closed; its backing file may be gone. */
     private boolean released;
+    /** The last commit failed (the metadata engine did not answer, say). */
+    private volatile boolean failed;
 
     BackedFile(long ino, Staging.Backing backing) throws IOException {
         this.ino = ino;
@@ -76,6 +78,22 @@ final class BackedFile {
         if (released) {
             return false; // a flush that found it just before another one's commit forgot it
         }
+        try {
+            boolean committed = commitNow(meta, staging, volume, blockSize);
+            failed = false;
+            return committed;
+        } catch (IOException | RuntimeException e) {
+            failed = true;
+            throw e;
+        }
+    }
+
+    /** Whether the last commit failed: the release after a failed close does not wait for the metadata engine again. */
+    boolean failed() {
+        return failed;
+    }
+
+    private boolean commitNow(MetaEngine meta, Staging staging, String volume, int blockSize) throws IOException {
         Map<String, Object> st = Files.readAttributes(backing.file(), "unix:size,lastModifiedTime", LinkOption.NOFOLLOW_LINKS);
         long size = (Long) st.get("size");
         FileTime mtime = (FileTime) st.get("lastModifiedTime");

@@ -170,9 +170,11 @@ public final class ChunkStore implements Closeable {
     public int retryFailed() {
         int committed = 0;
         for (Map.Entry<Long, BackedFile> e : backed.entrySet()) {
-            if (e.getValue().closed()) { // its commit failed (or waits for its part's rename, which commits it)
+            if (e.getValue().closed() && e.getValue().failed()) {
                 try {
                     flushBacked(e.getKey());
+                    committed++;
+                    log.info("inode {}, written through FUSE passthrough, committed after an earlier failure", e.getKey());
                 } catch (IOException x) {
                     retryFailures.warn(log, "inode {}, written through FUSE passthrough, still not committed: {}",
                             e.getKey(), x.getMessage());
@@ -341,6 +343,10 @@ public final class ChunkStore implements Closeable {
 
     /** Whether the last flush of {@code ino} failed with nothing written to it since: its data is still buffered. */
     public boolean failedSinceLastWrite(long ino) {
+        BackedFile b = backed.get(ino);
+        if (b != null && b.failed()) {
+            return true; // the kernel may have written to it since: its next commit, or the retrier's, takes that too
+        }
         FileWriter w = writers.get(ino);
         return w != null && w.failedSinceLastWrite();
     }

@@ -77,6 +77,7 @@ public final class Staging implements Closeable {
     static final int SPARE_BATCH = 64;
     /** The user extended attribute of a backing file naming the slices committed from it. */
     static final String SLICES_XATTR = "partfs.slices";
+    static final String PROBE_PREFIX = ".mtime-probe-";
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
     static final long BACKING_ROOM = 256L << 20;
     /** Commits a backing file's attribute remembers (ext4 takes ~4 KiB of attributes a file). */
@@ -108,7 +109,7 @@ public final class Staging implements Closeable {
     public final class Backing {
         private final Path file;
         /** Blocks of it still staged, and 1 while its file is open. Guarded by the Backing. */
-        private int users = 1;
+        private int users;
         /** The {@value #SLICES_XATTR} entries of its commits so far. */
         private final List<String> commits = new ArrayList<>();
 
@@ -122,31 +123,47 @@ public final class Staging implements Closeable {
             return file;
         }
 
+        private boolean sizeIs(long size) {
+            try {
+                return Files.size(file) == size;
+            } catch (IOException e) {
+                return false;
+            }
+        }
+
         private synchronized void use() {
             users++;
         }
 
         /**
-         * One user fewer; the last one deletes the file, unless {@code adoptAs} takes it into the
-         * block cache whole. True when this was the last one.
+         * One user fewer; the last one deletes the file. With {@code adoptAs}, an uploaded block
+         * of {@code data}, it goes into the block cache: the last user renames the file in when it
+         * holds just that block, else (or while others use the file) a copy is cached.
          */
-        private boolean unuse(String adoptAs, int size) {
+        private void unuse(String adoptAs, byte[] data) {
+            boolean last;
             synchronized (this) {
-                if (--users > 0) {
-                    return false;
+                last = --users <= 0;
+            }
+            if (!last) {
+                if (adoptAs != null) {
+                    cache.put(adoptAs, data);
                 }
+                return;
             }
             backings.remove(this);
             if (adoptAs != null) {
-                cache.adopt(adoptAs, file, size);
-                return true;
+                if (sizeIs(data.length)) { // a one-block file the kernel did not make longer since its commit
+                    cache.adopt(adoptAs, file, data.length);
+                    return;
+                }
+                cache.put(adoptAs, data);
             }
             try {
                 Files.deleteIfExists(file);
             } catch (IOException e) {
                 log.warn("cannot delete write-back backing file {}: {}", file, e.toString());
             }
-            return true;
         }
     }
 
@@ -225,6 +242,10 @@ public final class Staging implements Closeable {
         long bytes = 0;
         for (Path p : found) {
             String name = p.getFileName().toString();
+            if (name.startsWith(PROBE_PREFIX)) {
+                Files.deleteIfExists(p); // a process died while probing the filesystem's times
+                continue;
+            }
             if (name.startsWith(SPARE_PREFIX)) {
                 int blocks = recoverBacking(p);
                 if (blocks >= 0) {
@@ -310,16 +331,24 @@ public final class Staging implements Closeable {
         }
         Backing b = new Backing(spare, false);
         backings.add(b);
+        b.use(); // held while its blocks are queued: one uploaded meanwhile must not delete the file under the rest
         int queued = 0;
+        boolean unreadable = false;
         for (String commit : desc.split("\n")) {
-            if (!commit.isBlank()) {
-                b.commits.add(commit); // kept by close (this process may have the pid of the one that wrote it)
+            if (commit.isBlank()) {
+                continue;
+            }
+            b.commits.add(commit); // kept by close (this process may have the pid of the one that wrote it)
+            try {
                 queued += stageCommitted(b, commit, Long.MIN_VALUE);
+            } catch (IOException | RuntimeException e) {
+                unreadable = true;
+                log.error("write-back backing file {}: cannot read its commit '{}' ({}); left in place, its blocks are "
+                        + "not uploaded (partfs fsck lists the files that miss them)", spare, commit, e.toString());
             }
         }
-        if (queued == 0) {
-            b.use(); // nothing to upload: delete it
-            b.unuse(null, 0);
+        if (!unreadable) { // an unreadable one keeps the hold: it stays, also once the rest is uploaded
+            b.unuse(null, null); // deletes it at once when nothing was to be uploaded
         }
         return queued;
     }
@@ -383,7 +412,7 @@ public final class Staging implements Closeable {
     }
 
     private boolean probeTimestamps() {
-        Path probe = dir.resolve(".mtime-probe-" + ProcessHandle.current().pid());
+        Path probe = dir.resolve(PROBE_PREFIX + ProcessHandle.current().pid());
         try (FileChannel ch = FileChannel.open(probe, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ)) {
             for (int i = 0; i < 5; i++) {
                 ch.write(ByteBuffer.wrap(new byte[] {1}), i);
@@ -458,7 +487,7 @@ public final class Staging implements Closeable {
                     schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
                     staged++;
                 } else {
-                    b.unuse(null, 0);
+                    b.unuse(null, null);
                 }
             }
         }
@@ -467,7 +496,7 @@ public final class Staging implements Closeable {
 
     /** The backing file was closed by the kernel: deleted now, or once its staged blocks are uploaded. */
     public void closeBacking(Backing b) {
-        b.unuse(null, 0);
+        b.unuse(null, null);
     }
 
     /**
@@ -693,7 +722,7 @@ public final class Staging implements Closeable {
             return false;
         }
         if (st.in() != null) {
-            st.in().unuse(null, 0);
+            st.in().unuse(null, null);
         } else {
             try {
                 Files.deleteIfExists(file(key));
@@ -756,7 +785,7 @@ public final class Staging implements Closeable {
                 // its caller uploads it itself: nothing left to upload either way
                 if (pending.remove(key, staged)) {
                     if (staged.in() != null) {
-                        staged.in().unuse(null, 0);
+                        staged.in().unuse(null, null);
                     }
                     signal();
                 }
@@ -776,12 +805,11 @@ public final class Staging implements Closeable {
             if (was.in() == null) {
                 cache.adopt(key, f, data.length);
             } else {
-                boolean adopted = was.whole() && was.in().unuse(key, data.length); // a closed one-block file: renamed in
-                if (!adopted) {
+                if (was.whole()) {
+                    was.in().unuse(key, data); // a closed one-block file is renamed into the cache
+                } else {
                     cache.put(key, data);
-                    if (!was.whole()) {
-                        was.in().unuse(null, 0);
-                    }
+                    was.in().unuse(null, null);
                 }
             }
             signal();

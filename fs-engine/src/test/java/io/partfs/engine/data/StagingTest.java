@@ -121,6 +121,19 @@ class StagingTest {
     }
 
     @Test
+    void aBackingFileWhoseAttributeCannotBeReadDoesNotStopTheStart() throws Exception {
+        Files.createDirectories(dir);
+        Path bad = dir.resolve(Staging.SPARE_PREFIX + "1-0");
+        Files.write(bad, new byte[100]);
+        Files.getFileAttributeView(bad, UserDefinedFileAttributeView.class)
+                .write(Staging.SLICES_XATTR, ByteBuffer.wrap("vol 1048576 x 100".getBytes(StandardCharsets.UTF_8)));
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(0, staging.recover(), "nothing to upload from it");
+        }
+        assertTrue(Files.exists(bad), "left in place for whoever looks into it");
+    }
+
+    @Test
     void blocksThatFoundTheStoreUnreachableWaitForItAndGoTogetherWhenItAnswers() throws Exception {
         var store = new io.partfs.engine.testing.CountingObjectStore(objects);
         store.failPuts(true);
