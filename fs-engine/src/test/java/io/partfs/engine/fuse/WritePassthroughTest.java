@@ -212,6 +212,26 @@ class WritePassthroughTest {
     }
 
     @Test
+    void aCommitTheMetadataEngineFailedIsMadeByTheRetrierOnceItAnswers() throws Exception {
+        byte[] data = random(2 * MIB + 1, 7);
+        Path f = mnt.resolve("retried.bin");
+        passedThrough(1, () -> {
+            FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            ch.write(ByteBuffer.wrap(data));
+            kv.failUpdates(true);
+            IOException closing = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, ch::close);
+            assertTrue(String.valueOf(closing.getMessage()).contains("Input/output error"), closing.getMessage());
+        });
+        assertEquals(data.length, fs.resolve("/retried.bin").size(), "not committed, and a stat shows what the kernel wrote");
+        kv.failUpdates(false);
+        // a round of the retrier (every 15 s in the background), once the kernel's RELEASE after the close arrived
+        java.util.concurrent.atomic.AtomicInteger committed = new java.util.concurrent.atomic.AtomicInteger();
+        Poll.until(() -> committed.addAndGet(fs.chunks().retryFailed()) > 0, Duration.ofSeconds(30), "the retrier's commit");
+        assertEquals(1, committed.get());
+        assertArrayEquals(data, readFromObjects("retried.bin"));
+    }
+
+    @Test
     void aStatThatReadTheMetadataBeforeTheRenamesCommitReadsItAgain() throws Exception {
         Path tmp = Files.createDirectories(mnt.resolve("data/db/t/tmp_insert_202001_1_1_0"));
         byte[] data = random(100, 6);

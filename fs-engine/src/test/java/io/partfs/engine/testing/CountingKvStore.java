@@ -36,6 +36,12 @@ public final class CountingKvStore implements KvStore {
     }
 
     private volatile Runnable afterRead = () -> { };
+    private volatile boolean failUpdates;
+
+    /** Fails every transaction from now on (as an engine that does not answer), or no more. */
+    public void failUpdates(boolean fail) {
+        this.failUpdates = fail;
+    }
 
     /** Runs {@code hook} on the reading thread after each read, before the caller gets what it read. */
     public void afterRead(Runnable hook) {
@@ -75,6 +81,9 @@ public final class CountingKvStore implements KvStore {
 
     @Override
     public <T> T update(Txn<T> body) throws IOException {
+        if (failUpdates) {
+            throw new IOException("the metadata engine does not answer (CountingKvStore.failUpdates)");
+        }
         transactions.incrementAndGet();
         T result = real.update(tx -> body.run(new CountingWriter(tx)));
         afterCommit.run();
