@@ -66,8 +66,16 @@ final class BackedFile {
         return t.to(java.util.concurrent.TimeUnit.NANOSECONDS);
     }
 
-    synchronized void truncate(long length) throws IOException {
+    /**
+     * Cuts (or extends) the backing file while the kernel has it open; false once it closed it
+     * (the caller then commits it and truncates the metadata as for any file).
+     */
+    synchronized boolean truncate(long length) throws IOException {
+        if (closed || released) {
+            return false;
+        }
         file.setLength(length);
+        return true;
     }
 
     /**

@@ -448,7 +448,8 @@ public final class ChunkStore implements Closeable {
      * A local file for the kernel to write new file {@code ino} into, or null when there is none
      * to give (not write-back, no spare ready, a staging filesystem without user extended
      * attributes or fine-grained mtimes, too little room): the file is then written the usual way.
-     * Follow with {@link #closeBacked} when the kernel closed it, or when it did not take it.
+     * Follow with {@link #closeBacked} when the kernel closed it, or {@link #abandonBacked} when
+     * it did not take it.
      */
     public java.nio.file.Path openBacked(long ino) {
         if (!writeBack || !staging.fineTimestamps()) {
@@ -542,14 +543,10 @@ public final class ChunkStore implements Closeable {
         }
     }
 
-    /** Truncates {@code ino}'s backing file, if it has one; false when it has none. */
+    /** Truncates {@code ino}'s backing file while the kernel writes it; false when it has none (any more). */
     public boolean truncateBacked(long ino, long length) throws IOException {
         BackedFile b = backed.get(ino);
-        if (b == null) {
-            return false;
-        }
-        b.truncate(length);
-        return true;
+        return b != null && b.truncate(length);
     }
 
     /** {@link #pendingEnd} of a file whose writer had nothing buffered, or was flushed meanwhile: its attributes may be newer. */
