@@ -78,24 +78,33 @@ class WritePassthroughTest {
 
     /** The volume's content of {@code name}, read by a new client with no local disk of this mount's (objects only). */
     private byte[] readFromObjects(String name) throws IOException {
+        return readFromObjects(java.util.List.of(name)).get(name);
+    }
+
+    /** {@link #readFromObjects(String)} of several files, by name; unmounts first. */
+    private java.util.Map<String, byte[]> readFromObjects(java.util.Collection<String> names) throws IOException {
         unmountOnly();
         PartFsConfig fresh = PartFsConfig.builder().blockCache(dir.resolve("other-cache"), 64L << 20).ioThreads(4).build();
+        java.util.Map<String, byte[]> out = new java.util.HashMap<>();
         try (PartFs other = volume.openAs(fresh)) {
-            var a = other.resolve("/" + name);
-            long fh = other.open(a.ino(), PartFs.O_RDONLY);
-            try {
-                byte[] out = new byte[(int) a.size()];
-                int done = 0;
-                while (done < out.length) {
-                    int n = other.read(fh, done, out, done, out.length - done);
-                    assertTrue(n > 0, "read " + done + " of " + out.length + " bytes");
-                    done += n;
+            for (String name : names) {
+                var a = other.resolve("/" + name);
+                long fh = other.open(a.ino(), PartFs.O_RDONLY);
+                try {
+                    byte[] got = new byte[(int) a.size()];
+                    int done = 0;
+                    while (done < got.length) {
+                        int n = other.read(fh, done, got, done, got.length - done);
+                        assertTrue(n > 0, "read " + done + " of " + got.length + " bytes of " + name);
+                        done += n;
+                    }
+                    out.put(name, got);
+                } finally {
+                    other.release(fh);
                 }
-                return out;
-            } finally {
-                other.release(fh);
             }
         }
+        return out;
     }
 
     /** Blocks in the volume's object store. */
@@ -266,5 +275,101 @@ class WritePassthroughTest {
         go.countDown();
         statter[0].join();
         assertEquals(data.length, size[0], "the stat's metadata predated the commit: it must read it again");
+    }
+
+    /**
+     * Random creates, writes, truncates, fsyncs, closes, reopens, renames and unlinks of a few
+     * files, mirrored on a local directory: every read through the mount, and every file as a new
+     * client reads it from the object store at the end, must match.
+     */
+    @Test
+    void randomWritesMatchALocalDirectory() throws Exception {
+        long seed = Long.getLong("partfs.seed", System.nanoTime());
+        Random rnd = new Random(seed);
+        Path local = Files.createDirectory(dir.resolve("local"));
+        java.util.Map<String, FileChannel[]> open = new java.util.TreeMap<>(); // name -> {mount, local}
+        java.util.List<String> names = new java.util.ArrayList<>();
+        long before = fuse.writePassthroughFiles();
+        int creates = 0;
+        try {
+            for (int op = 0; op < 1500; op++) {
+                String what = "op " + op + " (seed " + seed + ")";
+                int kind = rnd.nextInt(100);
+                if (kind < 8 || names.isEmpty()) {
+                    String name = "f" + op;
+                    open.put(name, new FileChannel[] {
+                            FileChannel.open(mnt.resolve(name), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
+                            FileChannel.open(local.resolve(name), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)});
+                    names.add(name);
+                    creates++;
+                    continue;
+                }
+                String name = names.get(rnd.nextInt(names.size()));
+                FileChannel[] ch = open.get(name);
+                if (ch == null) { // closed: reopen it for writing, or read it whole
+                    if (rnd.nextBoolean()) {
+                        open.put(name, new FileChannel[] {
+                                FileChannel.open(mnt.resolve(name), StandardOpenOption.READ, StandardOpenOption.WRITE),
+                                FileChannel.open(local.resolve(name), StandardOpenOption.READ, StandardOpenOption.WRITE)});
+                    } else {
+                        assertArrayEquals(Files.readAllBytes(local.resolve(name)), Files.readAllBytes(mnt.resolve(name)), what);
+                    }
+                    continue;
+                }
+                if (kind < 55) {
+                    byte[] b = new byte[1 + rnd.nextInt(256 << 10)];
+                    rnd.nextBytes(b);
+                    long at = rnd.nextInt(3 * MIB);
+                    ch[0].write(ByteBuffer.wrap(b), at);
+                    ch[1].write(ByteBuffer.wrap(b), at);
+                } else if (kind < 62) {
+                    long to = rnd.nextInt(3 * MIB);
+                    ch[0].truncate(to);
+                    ch[1].truncate(to);
+                } else if (kind < 70) {
+                    ch[0].force(true);
+                } else if (kind < 82) {
+                    assertEquals(ch[1].size(), ch[0].size(), what + ": size of " + name);
+                    assertEquals(Files.size(local.resolve(name)), Files.size(mnt.resolve(name)), what + ": stat of " + name);
+                    int len = rnd.nextInt(512 << 10);
+                    long at = ch[1].size() == 0 ? 0 : rnd.nextLong(ch[1].size());
+                    ByteBuffer want = ByteBuffer.allocate(len);
+                    ByteBuffer got = ByteBuffer.allocate(len);
+                    ch[1].read(want, at);
+                    ch[0].read(got, at);
+                    assertArrayEquals(want.array(), got.array(), what + ": read of " + name + " at " + at);
+                } else if (kind < 95) {
+                    open.remove(name);
+                    ch[0].close();
+                    ch[1].close();
+                } else if (kind < 98) {
+                    String to = name + "r";
+                    Files.move(mnt.resolve(name), mnt.resolve(to));
+                    Files.move(local.resolve(name), local.resolve(to));
+                    names.set(names.indexOf(name), to);
+                    open.put(to, open.remove(name));
+                } else {
+                    Files.delete(mnt.resolve(name));
+                    Files.delete(local.resolve(name));
+                    names.remove(name);
+                    open.remove(name);
+                    ch[0].close();
+                    ch[1].close();
+                }
+            }
+        } finally {
+            for (FileChannel[] ch : open.values()) {
+                ch[0].close();
+                ch[1].close();
+            }
+        }
+        assertEquals(before + creates, fuse.writePassthroughFiles(), "every new file was written by the kernel itself");
+        for (String name : names) {
+            assertArrayEquals(Files.readAllBytes(local.resolve(name)), Files.readAllBytes(mnt.resolve(name)), name + " (seed " + seed + ")");
+        }
+        java.util.Map<String, byte[]> stored = readFromObjects(names);
+        for (String name : names) {
+            assertArrayEquals(Files.readAllBytes(local.resolve(name)), stored.get(name), name + " from the object store (seed " + seed + ")");
+        }
     }
 }
