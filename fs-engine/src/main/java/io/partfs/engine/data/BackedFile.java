@@ -51,7 +51,7 @@ final class BackedFile {
     }
 
     long size() throws IOException {
-        return file.length();
+        return Files.size(backing.file()); // also after a clean close closed this process's handle
     }
 
     /** {@code a} with the backing file's size and, when later, its modification time. */
