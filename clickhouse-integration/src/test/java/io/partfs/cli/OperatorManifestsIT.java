@@ -26,7 +26,7 @@ import org.yaml.snakeyaml.Yaml;
  * reaches ClickHouse, the disk points at it, the secrets exist), and the sidecar's own script
  * and startup probe, taken from the manifest, run for real against s3proxy with only the
  * pod's paths moved into a temporary directory: format, mount, probe, restart, SIGTERM, and a
- * restart after SIGKILL.
+ * restart after SIGKILL; ClickHouse's own start waits for that mount.
  */
 class OperatorManifestsIT {
     private static final Path DIR = Partfs.ROOT.resolve("operator-manifests");
@@ -128,6 +128,7 @@ class OperatorManifestsIT {
         Path dir = Files.createTempDirectory("partfs-k8s-");
         Path mnt = dir.resolve("state/mnt");
         Process sidecar = null;
+        Process clickhouse = null;
         try (S3Server s3 = S3Server.start()) {
             Map<String, Object> side = sidecar();
             String script = local(at(side, "args", 0), dir);
@@ -153,8 +154,17 @@ class OperatorManifestsIT {
             new Random(5).nextBytes(data);
             // the pod restarting: after a stop (SIGTERM), then after the sidecar was killed
             for (int start = 1; start <= 3; start++) {
+                // ClickHouse's container, started ahead of the sidecar: no mount point yet, the
+                // bare directory after a SIGTERM, a dead mount after a SIGKILL
+                Path started = dir.resolve("clickhouse-started-" + start);
+                clickhouse = startClickHouse(dir, started);
+                awaitChecks(dir, clickhouse, 2);
+                assertFalse(Files.exists(started), "start " + start + ": ClickHouse started without a live mount");
                 sidecar = pb.start();
                 awaitProbe(probeScript, sidecar, dir);
+                assertTrue(clickhouse.waitFor(60, TimeUnit.SECONDS), "start " + start + ": ClickHouse still waits for a live mount");
+                assertEquals(0, clickhouse.exitValue());
+                assertTrue(Files.exists(started), "start " + start + ": the image's entrypoint ran");
                 try {
                     if (start == 1) {
                         Files.write(mnt.resolve("part.bin"), data);
@@ -188,9 +198,11 @@ class OperatorManifestsIT {
                 assertFalse(log.contains(S3Server.SECRET_KEY) || log.contains("k8s-test-token"), "no secret in the log");
             }
         } finally {
-            if (sidecar != null && sidecar.isAlive()) { // a failed assertion left it running
-                sidecar.destroyForcibly();
-                sidecar.waitFor(30, TimeUnit.SECONDS);
+            for (Process p : new Process[] {sidecar, clickhouse}) {
+                if (p != null && p.isAlive()) { // a failed assertion left it running
+                    p.destroyForcibly();
+                    p.waitFor(30, TimeUnit.SECONDS);
+                }
             }
             Partfs.ensureUnmounted(mnt);
             TempDirs.deleteRecursively(dir);
@@ -225,6 +237,47 @@ class OperatorManifestsIT {
         } finally {
             TempDirs.deleteRecursively(dir);
         }
+    }
+
+    /**
+     * The ClickHouse container's command from the manifest, paths moved under {@code dir}, with
+     * the image's entrypoint replaced by a command that creates {@code started}. Every
+     * {@code stat} its wait loop runs adds a line to {@code dir/clickhouse-checks}.
+     */
+    private static Process startClickHouse(Path dir, Path started) throws Exception {
+        Map<String, Object> clickhouse = at(podSpec(), "containers", 0);
+        List<String> command = at(clickhouse, "command");
+        assertEquals(List.of("/bin/sh", "-c"), command);
+        String script = at(clickhouse, "args", 0);
+        assertTrue(script.contains("exec /entrypoint.sh"), "the wrapper ends in the image's entrypoint: " + script);
+        String mounted = at(envVar(clickhouse, "PARTFS_MOUNTED"), "value");
+        List<String> probe = at(sidecar(), "startupProbe", "exec", "command");
+        assertEquals(probe.get(2), mounted, "ClickHouse waits for what the sidecar's startup probe checks");
+
+        Path bin = Files.createDirectories(dir.resolve("clickhouse-bin"));
+        Path stat = bin.resolve("stat");
+        Files.writeString(stat, "#!/bin/sh\necho >> " + dir.resolve("clickhouse-checks") + "\nexec /usr/bin/stat \"$@\"\n");
+        stat.toFile().setExecutable(true);
+        Files.deleteIfExists(dir.resolve("clickhouse-checks"));
+        ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", local(script, dir).replace("exec /entrypoint.sh", "exec touch " + started))
+                .redirectErrorStream(true).redirectOutput(dir.resolve("clickhouse.log").toFile());
+        pb.environment().put("PARTFS_MOUNTED", local(mounted, dir));
+        pb.environment().put("PATH", bin + ":" + pb.environment().get("PATH"));
+        return pb.start();
+    }
+
+    /** Waits until ClickHouse's wait loop has checked the mount {@code n} times; fails after 60 s. */
+    private static void awaitChecks(Path dir, Process clickhouse, int n) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        Path checks = dir.resolve("clickhouse-checks");
+        while (!Files.exists(checks) || Files.readAllLines(checks).size() < n) {
+            assertTrue(clickhouse.isAlive(), "ClickHouse's wrapper exited: " + Files.readString(dir.resolve("clickhouse.log")));
+            assertTrue(System.nanoTime() < deadline, "ClickHouse's wrapper did not check the mount " + n + " times in 60 s");
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+        String said = Files.readString(dir.resolve("clickhouse.log"));
+        assertTrue(said.contains("waiting for the PartFS mount"), said);
+        assertEquals(1, said.split("waiting for", -1).length - 1, "said once: " + said);
     }
 
     private static Map<String, Object> envVar(Map<String, Object> container, String name) {
