@@ -29,6 +29,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: {@link #lock} guards the index only; file reads and writes happen outside it.
  * A block is written to a temporary file and renamed in, so readers see all of it or nothing.
+ *
+ * <p>Linked blocks ({@link #link}): a block uploaded from a range of a larger local file that
+ * nothing writes any more (a closed write-back backing file) is cached as a hard link to that
+ * file, named {@code <key>@<offset>}, not copied. The file's bytes count once, in full, for as
+ * long as any of its links is cached, and are freed with the last one: what the cache counts is
+ * what the disk holds.
  */
 public final class BlockCache {
     private static final Logger log = LoggerFactory.getLogger(BlockCache.class);
@@ -50,6 +56,10 @@ public final class BlockCache {
     /** True until the blocks a previous run left are indexed. Guarded by {@link #lock}. */
     private boolean loading;
     private final java.util.concurrent.CountDownLatch loaded = new java.util.concurrent.CountDownLatch(1);
+    /** Cached blocks that are ranges of a shared file, by key. Guarded by {@link #lock}. */
+    private final Map<String, Link> linked = new java.util.HashMap<>();
+    /** The shared files of {@link #linked}, by file key (device and inode). Guarded by {@link #lock}. */
+    private final Map<Object, Shared> shared = new java.util.HashMap<>();
     private long used;
     private long hits;
     private long misses;
@@ -95,6 +105,24 @@ public final class BlockCache {
         }
     }
 
+    /** A file whose ranges are cached blocks: its bytes count once, while any of its links is cached. */
+    private static final class Shared {
+        final Object fileKey;
+        final long bytes;
+        int links;
+
+        Shared(Object fileKey, long bytes) {
+            this.fileKey = fileKey;
+            this.bytes = bytes;
+        }
+    }
+
+    /** A cached block that is bytes {@code [offset, offset + size)} of a shared file, through the hard link {@code path}. */
+    private record Link(Path path, long offset, Shared file) {
+    }
+
+    private static final char LINK_MARK = '@';
+
     /** Waits until the blocks found on disk at start are indexed (for tests and tools). */
     public void awaitLoaded() throws InterruptedException {
         loaded.await();
@@ -105,6 +133,8 @@ public final class BlockCache {
         final List<String> keys = new ArrayList<>();
         long[] sizes = new long[1024];
         long[] mtimes = new long[1024];
+        /** Of the found blocks that are links ({@link #link}), by their index in {@link #keys}. */
+        final Map<Integer, FoundLink> links = new java.util.HashMap<>();
 
         void add(String key, long size, long mtime) {
             int i = keys.size();
@@ -116,6 +146,10 @@ public final class BlockCache {
             sizes[i] = size;
             mtimes[i] = mtime;
         }
+    }
+
+    /** A link found on disk: its path, the range's offset, its file's key and size. */
+    private record FoundLink(Path path, long offset, Object fileKey, long fileBytes) {
     }
 
     /**
@@ -155,7 +189,20 @@ public final class BlockCache {
                             Files.deleteIfExists(f); // a put a crash interrupted, not one of this run's in flight
                         }
                     } else if (a.isRegularFile()) {
-                        found.add(unflatten(name), a.size(), a.lastModifiedTime().toMillis());
+                        int mark = name.lastIndexOf(LINK_MARK);
+                        if (mark < 0) {
+                            found.add(unflatten(name), a.size(), a.lastModifiedTime().toMillis());
+                        } else {
+                            String key = unflatten(name.substring(0, mark));
+                            long size = linkedSize(key, name.substring(mark + 1));
+                            if (size < 0 || a.fileKey() == null) {
+                                Files.deleteIfExists(f); // not a name this cache makes
+                            } else {
+                                found.links.put(found.keys.size(), new FoundLink(f, Long.parseLong(name.substring(mark + 1)),
+                                        a.fileKey(), a.size()));
+                                found.add(key, size, a.lastModifiedTime().toMillis());
+                            }
+                        }
                     }
                     return java.nio.file.FileVisitResult.CONTINUE;
                 }
@@ -179,25 +226,53 @@ public final class BlockCache {
         long[] mtimes = found.mtimes;
         java.util.Arrays.sort(order, (a, b) -> Long.compare(mtimes[a], mtimes[b]));
         int blocks;
+        List<Path> duplicates = new ArrayList<>();
         synchronized (lock) {
             LinkedHashMap<String, Long> merged = new LinkedHashMap<>(Math.max(1024, (order.length + index.size()) * 4 / 3 + 1), 0.75f, true);
             for (int i : order) {
                 String key = found.keys.get(i);
-                if (!index.containsKey(key)) {
-                    merged.put(key, found.sizes[i]);
+                FoundLink l = found.links.get(i);
+                if (index.containsKey(key) || merged.containsKey(key)) {
+                    if (l != null) {
+                        duplicates.add(l.path()); // the block is cached twice (fetched again while this walk ran): one goes
+                    }
+                    continue;
+                }
+                merged.put(key, found.sizes[i]);
+                if (l != null) {
+                    Shared sh = shared.computeIfAbsent(l.fileKey(), k -> new Shared(k, l.fileBytes()));
+                    sh.links++;
+                    linked.put(key, new Link(l.path(), l.offset(), sh));
                 }
             }
             merged.putAll(index); // in the order of use since the start: after everything older
             index = merged;
             used = 0;
-            for (long size : index.values()) {
-                used += size;
+            for (Map.Entry<String, Long> e : index.entrySet()) {
+                used += linked.containsKey(e.getKey()) ? 0 : e.getValue();
+            }
+            for (Shared sh : shared.values()) {
+                used += sh.bytes;
             }
             loading = false;
             blocks = index.size();
         }
+        duplicates.forEach(BlockCache::deleteQuietly);
         evict();
         log.info("block cache {}: {} blocks found on disk, indexed in {} ms", dir, blocks, (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    /**
+     * The size of block {@code key} (its name ends in {@code _<size>}, see ChunkStore.blockKey) when
+     * {@code offset} is a valid offset, else -1.
+     */
+    private static long linkedSize(String key, String offset) {
+        try {
+            long size = Long.parseLong(key.substring(key.lastIndexOf('_') + 1));
+            return Long.parseLong(offset) >= 0 && size > 0 ? size : -1;
+        } catch (NumberFormatException | IndexOutOfBoundsException e) {
+            return -1;
+        }
     }
 
     /** A cache that holds nothing. */
@@ -246,6 +321,11 @@ public final class BlockCache {
         return dir.resolve(BUCKETS[(flat.hashCode() >>> 8) & 0xff]).resolve(flat);
     }
 
+    private Path linkFile(String key, long offset) {
+        Path f = file(key);
+        return f.resolveSibling(f.getFileName().toString() + LINK_MARK + offset);
+    }
+
     /** Bytes {@code [off, off+len)} of a cached block, or null when it is not cached. */
     public byte[] read(String key, int off, int len) {
         byte[] out = new byte[len];
@@ -263,8 +343,16 @@ public final class BlockCache {
         if (!lookup(key, true)) {
             return false;
         }
+        Link l;
+        synchronized (lock) {
+            l = linked.get(key);
+        }
         try {
-            LocalFiles.readRange(file(key), off, len, dst);
+            if (l == null) {
+                LocalFiles.readRange(file(key), off, len, dst);
+            } else {
+                LocalFiles.readRange(l.path(), l.offset() + off, len, dst);
+            }
             return true;
         } catch (IOException e) {
             if (!(e instanceof NoSuchFileException)) {
@@ -275,9 +363,17 @@ public final class BlockCache {
         }
     }
 
-    /** The local file of a cached block, or null; it may be evicted (deleted) at any time after. */
+    /**
+     * The local file that is exactly a cached block, or null (also for a {@linkplain #link linked}
+     * block, a range of a larger file); it may be evicted (deleted) at any time after.
+     */
     public Path pathIfCached(String key) {
-        return capacity > 0 && lookup(key, false) ? file(key) : null;
+        if (capacity <= 0 || !lookup(key, false)) {
+            return null;
+        }
+        synchronized (lock) {
+            return linked.containsKey(key) ? null : file(key);
+        }
     }
 
     public boolean contains(String key) {
@@ -369,10 +465,15 @@ public final class BlockCache {
             }
             return;
         }
+        boolean linkedMeanwhile;
         synchronized (lock) {
-            if (index.put(key, (long) data.length) == null) {
+            linkedMeanwhile = linked.containsKey(key);
+            if (!linkedMeanwhile && index.put(key, (long) data.length) == null) {
                 used += data.length;
             }
+        }
+        if (linkedMeanwhile) {
+            deleteQuietly(f); // the link serves it
         }
     }
 
@@ -409,25 +510,111 @@ public final class BlockCache {
             deleteQuietly(src);
             return;
         }
+        Path stale;
         synchronized (lock) {
             Long before = index.put(key, size);
-            used += size - (before == null ? 0 : before);
+            Link l = linked.get(key);
+            used -= before == null ? 0 : forget(key, before);
+            used += size;
+            stale = l == null ? null : l.path();
+        }
+        if (stale != null) {
+            deleteQuietly(stale);
         }
         evict();
+    }
+
+    /**
+     * Caches block {@code key} of {@code size} bytes as the range at {@code offset} of
+     * {@code src}, a file nothing writes any more, by a hard link to it instead of a copy. The
+     * caller may delete its own name of the file afterwards. False when it cannot link (the
+     * caller may {@link #put} a copy instead); true when cached (or not to be cached at all).
+     */
+    public boolean link(String key, Path src, long offset, int size) {
+        if (capacity <= 0) {
+            return true;
+        }
+        Path f = linkFile(key, offset);
+        Object fileKey;
+        long bytes;
+        try {
+            java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(src, java.nio.file.attribute.BasicFileAttributes.class);
+            fileKey = a.fileKey();
+            bytes = a.size();
+            if (fileKey == null || offset + size > bytes) {
+                return false;
+            }
+            if (bytes > capacity / 2) {
+                return false; // counted whole, it would crowd out everything else: copies of its blocks instead
+            }
+            synchronized (lock) {
+                if (index.containsKey(key)) {
+                    return true;
+                }
+            }
+            ensureBucket(f.getParent());
+            try {
+                Files.createLink(f, src);
+            } catch (NoSuchFileException e) {
+                buckets.remove(f.getParent()); // the directory was removed under us: once more
+                ensureBucket(f.getParent());
+                Files.createLink(f, src);
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            log.debug("cannot cache block {} as a link to {}: {}", key, src, e.toString());
+            return false;
+        }
+        boolean taken = false;
+        synchronized (lock) {
+            if (!index.containsKey(key)) {
+                Shared sh = shared.computeIfAbsent(fileKey, k -> new Shared(k, bytes));
+                if (sh.links++ == 0) {
+                    used += sh.bytes;
+                }
+                linked.put(key, new Link(f, offset, sh));
+                index.put(key, (long) size);
+                taken = true;
+            }
+        }
+        if (!taken) {
+            deleteQuietly(f); // cached meanwhile
+        }
+        evict();
+        return true;
+    }
+
+    /**
+     * Takes the accounting of {@code key} (of {@code size} bytes), just removed from the index,
+     * off the books: returns the bytes that frees on disk, 0 for a link whose file other links
+     * still hold. Call with {@link #lock} held.
+     */
+    private long forget(String key, long size) {
+        Link l = linked.remove(key);
+        if (l == null) {
+            return size;
+        }
+        if (--l.file().links > 0) {
+            return 0;
+        }
+        shared.remove(l.file().fileKey);
+        return l.file().bytes;
     }
 
     public void remove(String key) {
         Long size;
         boolean unindexed;
+        Path f = file(key);
         synchronized (lock) {
+            Link l = linked.get(key);
+            f = l == null ? f : l.path();
             size = index.remove(key);
             if (size != null) {
-                used -= size;
+                used -= forget(key, size);
             }
             unindexed = loading; // the block may be on disk and not indexed yet
         }
         if (size != null || unindexed) {
-            deleteQuietly(file(key));
+            deleteQuietly(f);
         }
     }
 
@@ -446,20 +633,22 @@ public final class BlockCache {
 
     /** Evicts down to the bounds and at least {@code bytes} more; returns the bytes freed. */
     private long evict(long bytes) {
-        List<String> victims = new ArrayList<>();
+        List<Path> victims = new ArrayList<>();
         long freed = 0;
         synchronized (lock) {
             Iterator<Map.Entry<String, Long>> it = index.entrySet().iterator();
             while ((used > capacity || index.size() > maxBlocks || freed < bytes) && it.hasNext()) {
                 Map.Entry<String, Long> e = it.next();
-                used -= e.getValue();
-                freed += e.getValue();
-                victims.add(e.getKey());
+                Link l = linked.get(e.getKey());
+                victims.add(l == null ? file(e.getKey()) : l.path());
+                long gone = forget(e.getKey(), e.getValue());
+                used -= gone;
+                freed += gone;
                 it.remove();
             }
         }
-        for (String k : victims) {
-            deleteQuietly(file(k));
+        for (Path f : victims) {
+            deleteQuietly(f);
         }
         return freed;
     }

@@ -46,8 +46,10 @@ import org.slf4j.LoggerFactory;
  * process. A commit of it ({@link #commitBacking}) fsyncs the file with an attribute
  * {@value #SLICES_XATTR} naming the slices committed ({@code <volume> <block size> <first
  * slice id> <length>} per commit, slice {@code first + c} holding chunk {@code c}); its blocks
- * are then staged where they are, at their offsets in the file, and uploaded from there. The
- * file is deleted once it is closed and every block of it is uploaded. After a crash a spare
+ * are then staged where they are, at their offsets in the file, and uploaded from there. A
+ * block uploaded after the file was closed goes into the block cache as a hard link to the file
+ * ({@link BlockCache#link}), one uploaded while it is open as a copy. The file's staging name
+ * is deleted once it is closed and every block of it is uploaded. After a crash a spare
  * with that attribute stages the blocks it names (the file as it is then: writes after the last
  * commit may show in them, as writes not fsynced may after a crash; bytes a truncation took read
  * as zeros).
@@ -112,10 +114,16 @@ public final class Staging implements Closeable {
         private int users;
         /** The {@value #SLICES_XATTR} entries of its commits so far. */
         private final List<String> commits = new ArrayList<>();
+        /**
+         * The kernel has closed it (or an earlier process left it): nothing writes it any more, so
+         * a block read from it for upload stays what it uploaded, and the block cache may link it.
+         */
+        private volatile boolean closed;
 
         private Backing(Path file, boolean open) {
             this.file = file;
             this.users = open ? 1 : 0;
+            this.closed = !open;
         }
 
         /** The file the kernel writes. */
@@ -496,6 +504,7 @@ public final class Staging implements Closeable {
 
     /** The backing file was closed by the kernel: deleted now, or once its staged blocks are uploaded. */
     public void closeBacking(Backing b) {
+        b.closed = true;
         b.unuse(null, null);
     }
 
@@ -774,6 +783,8 @@ public final class Staging implements Closeable {
         }
         Path f = file(key);
         boolean park = false;
+        // taken before the read: a file closed by then holds after the upload what the upload read
+        boolean linkable = staged.in() != null && !staged.whole() && staged.in().closed;
         try {
             byte[] data;
             try {
@@ -808,7 +819,10 @@ public final class Staging implements Closeable {
                 if (was.whole()) {
                     was.in().unuse(key, data); // a closed one-block file is renamed into the cache
                 } else {
-                    cache.put(key, data);
+                    // a block of a closed file is linked into the cache: no second copy on disk
+                    if (!(linkable && was == staged && cache.link(key, was.in().file, was.offset(), data.length))) {
+                        cache.put(key, data);
+                    }
                     was.in().unuse(null, null);
                 }
             }

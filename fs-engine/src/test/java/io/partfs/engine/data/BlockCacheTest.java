@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -166,5 +167,98 @@ class BlockCacheTest {
             assertEquals(before - (2 << 20), c.stats().bytes(), "two blocks evicted for what needs the room");
             assertTrue(c.contains("k19"));
         }
+    }
+
+    /** A 3,000-byte file holding three blocks of 1,000 bytes, each byte its offset's low bits, in the staging directory. */
+    private Path sharedFile() throws Exception {
+        byte[] data = new byte[3000];
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (byte) (i * 7);
+        }
+        return Files.write(Files.createDirectories(dir.resolve(BlockCache.STAGING)).resolve("backing"), data);
+    }
+
+    private static final String[] LINKED = {"v/chunks/0/0/5_0_1000", "v/chunks/0/0/5_1_1000", "v/chunks/0/0/5_2_1000"};
+
+    private static void assertBlock(BlockCache c, int i) {
+        byte[] got = c.read(LINKED[i], 10, 5);
+        for (int j = 0; j < 5; j++) {
+            assertEquals((byte) ((i * 1000 + 10 + j) * 7), got[j], "byte " + j + " of block " + i);
+        }
+    }
+
+    @Test
+    void linkedRangesOfAFileCountItOnceAndFreeItWithTheirLastLink() throws Exception {
+        Path src = sharedFile();
+        BlockCache c = new BlockCache(dir, 1 << 20);
+        c.awaitLoaded();
+        for (int i = 0; i < 3; i++) {
+            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000));
+        }
+        assertEquals(4, Files.getAttribute(src, "unix:nlink"), "linked three times, not copied");
+        Files.delete(src); // as staging does once the blocks are uploaded
+        for (int i = 0; i < 3; i++) {
+            assertBlock(c, i);
+        }
+        assertNull(c.pathIfCached(LINKED[1]), "a range is not a whole-block file");
+        assertEquals(3000, c.stats().bytes());
+        assertEquals(3, c.stats().blocks());
+        c.remove(LINKED[0]);
+        assertEquals(3000, c.stats().bytes(), "the file stays on disk while two links hold it");
+        assertBlock(c, 2);
+        c.remove(LINKED[1]);
+        c.remove(LINKED[2]);
+        assertEquals(0, c.stats().bytes());
+        try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+            assertEquals(List.of(), s.filter(Files::isRegularFile).toList(), "nothing left on disk");
+        }
+    }
+
+    @Test
+    void linkedBlocksAreFoundAgainAfterARestart() throws Exception {
+        Path src = sharedFile();
+        BlockCache c = new BlockCache(dir, 1 << 20);
+        c.awaitLoaded();
+        c.link(LINKED[0], src, 0, 1000);
+        c.link(LINKED[2], src, 2000, 1000);
+        Files.delete(src);
+        BlockCache again = new BlockCache(dir, 1 << 20);
+        again.awaitLoaded();
+        assertEquals(2, again.stats().blocks());
+        assertEquals(3000, again.stats().bytes(), "the whole file, once");
+        assertBlock(again, 0);
+        assertBlock(again, 2);
+        assertNull(again.read(LINKED[1], 0, 1), "never linked");
+    }
+
+    @Test
+    void evictingLinkedBlocksFreesTheirFileWithTheLastOne() throws Exception {
+        Path src = sharedFile();
+        BlockCache c = new BlockCache(dir, 6000);
+        c.awaitLoaded();
+        for (int i = 0; i < 3; i++) {
+            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000));
+        }
+        Files.delete(src);
+        c.put("x", new byte[1000]);
+        c.put("y", new byte[1000]);
+        c.put("z", new byte[1000]);
+        assertEquals(6000, c.stats().bytes());
+        c.put("w", new byte[1000]); // over capacity: the links are least recently used, and only all three free anything
+        for (String k : LINKED) {
+            assertTrue(!c.contains(k), k + " evicted");
+        }
+        assertTrue(c.contains("x") && c.contains("y") && c.contains("z") && c.contains("w"));
+        assertEquals(4000, c.stats().bytes());
+    }
+
+    @Test
+    void aFileTooLargeForTheCacheIsNotLinked() throws Exception {
+        Path src = sharedFile();
+        BlockCache c = new BlockCache(dir, 5000);
+        c.awaitLoaded();
+        assertTrue(!c.link(LINKED[0], src, 0, 1000), "3,000 bytes counted whole would take more than half of 5,000: the caller copies");
+        assertEquals(0, c.stats().blocks());
+        assertEquals(1, Files.getAttribute(src, "unix:nlink"));
     }
 }

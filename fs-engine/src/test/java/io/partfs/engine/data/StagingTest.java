@@ -120,6 +120,77 @@ class StagingTest {
         }
     }
 
+    /**
+     * Blocks of a backing file uploaded once it is closed go into the block cache as hard links
+     * to it, not as copies: the disk holds the file's bytes once. Blocks uploaded while it is
+     * still open are copies (the kernel may still write the file).
+     */
+    @Test
+    void blocksOfAClosedBackingFileAreLinkedIntoTheCacheAndThoseOfAnOpenOneCopied() throws Exception {
+        int blockSize = 1 << 20;
+        byte[] data = new byte[3 * blockSize + 7];
+        new java.util.Random(11).nextBytes(data);
+        Path cacheDir = tmp.resolve("cache");
+        Path stagingDir = cacheDir.resolve(BlockCache.STAGING);
+        Path closedFile;
+        try (Staging staging = new Staging(stagingDir, objects, BlockCache.disabled(), 2, Duration.ofHours(1), Duration.ofSeconds(30))) {
+            Staging.Backing b = staging.openBacking();
+            closedFile = b.file();
+            Files.write(closedFile, data);
+            staging.commitBacking(b, "vol", blockSize, 300, data.length);
+            staging.closeBacking(b);
+        } // closed and committed, not uploaded: the next start uploads it
+        BlockCache cache = new BlockCache(cacheDir, 1L << 30);
+        cache.awaitLoaded();
+        try (Staging staging = new Staging(stagingDir, objects, cache, 2, Duration.ZERO, Duration.ofSeconds(30))) {
+            assertEquals(4, staging.recover());
+            io.partfs.engine.testing.Poll.until(() -> staging.pendingBlocks() == 0 && Files.notExists(closedFile),
+                    "the closed file's blocks uploaded and its staging name gone");
+            for (int i = 0; i < 4; i++) {
+                int size = ChunkStore.blockLength(blockSize, data.length, i);
+                String key = ChunkStore.blockKey("vol", 300, i, size);
+                assertArrayEquals(java.util.Arrays.copyOfRange(data, i * blockSize, i * blockSize + size), cache.read(key, 0, size),
+                        "block " + i + " read from the cache");
+            }
+            assertEquals(new BlockCache.Stats(data.length, 4, 4, 0), cache.stats(), "the file's bytes, counted once");
+            List<Path> cached = cachedFiles(cacheDir);
+            assertEquals(4, cached.size(), cached.toString());
+            for (Path f : cached) {
+                assertEquals(4, Files.getAttribute(f, "unix:nlink"), "a link to the one file, not a copy: " + f);
+            }
+
+            Staging.Backing open = staging.openBacking(); // a file the kernel still writes: its commit uploads at once
+            Files.write(open.file(), data);
+            staging.commitBacking(open, "vol", blockSize, 400, data.length);
+            io.partfs.engine.testing.Poll.until(() -> staging.pendingBlocks() == 0, "the open file's blocks uploaded");
+            for (int i = 0; i < 4; i++) {
+                int size = ChunkStore.blockLength(blockSize, data.length, i);
+                assertArrayEquals(java.util.Arrays.copyOfRange(data, i * blockSize, i * blockSize + size),
+                        cache.read(ChunkStore.blockKey("vol", 400, i, size), 0, size), "block " + i + " of the open file");
+            }
+            assertEquals(2L * data.length, cache.stats().bytes(), "copies count block by block");
+            assertEquals(8, cachedFiles(cacheDir).size());
+            assertEquals(4, cachedFiles(cacheDir).stream().filter(f -> nlink(f) == 1).count(), "the open file's blocks are copies");
+            staging.closeBacking(open);
+            assertTrue(Files.notExists(open.file()), "closed with every block uploaded: deleted");
+        }
+    }
+
+    /** The regular files in the cache directory, outside staging. */
+    private static List<Path> cachedFiles(Path cacheDir) throws IOException {
+        try (Stream<Path> s = Files.walk(cacheDir)) {
+            return s.filter(Files::isRegularFile).filter(f -> !f.startsWith(cacheDir.resolve(BlockCache.STAGING))).toList();
+        }
+    }
+
+    private static int nlink(Path f) {
+        try {
+            return (Integer) Files.getAttribute(f, "unix:nlink");
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     @Test
     void aBackingFileWhoseAttributeCannotBeReadDoesNotStopTheStart() throws Exception {
         Files.createDirectories(dir);
