@@ -376,6 +376,42 @@ public final class BlockCache {
         }
     }
 
+    /** Whether block {@code key} is cached as a {@linkplain #link link} into a larger file. */
+    public boolean isLinked(String key) {
+        synchronized (lock) {
+            return linked.containsKey(key);
+        }
+    }
+
+    /**
+     * A file that holds exactly {@code size} bytes made of the cached blocks {@code keys}, each
+     * at its offset in {@code offsets}, when they are all {@linkplain #link links} into one file
+     * of that size; else null. It is one of their links, a name of that whole file, which may
+     * be evicted (deleted) at any time after.
+     */
+    public Path linkedWholeFile(List<String> keys, long[] offsets, long size) {
+        if (capacity <= 0 || keys.isEmpty()) {
+            return null;
+        }
+        synchronized (lock) {
+            Shared file = null;
+            for (int i = 0; i < keys.size(); i++) {
+                Link l = linked.get(keys.get(i));
+                if (l == null || l.offset() != offsets[i] || (file != null && l.file() != file)) {
+                    return null;
+                }
+                file = l.file();
+            }
+            if (file.bytes != size) {
+                return null;
+            }
+            for (String k : keys) {
+                index.get(k); // used: the blocks of an open file stay as long as others
+            }
+            return linked.get(keys.get(0)).path();
+        }
+    }
+
     public boolean contains(String key) {
         return capacity > 0 && lookup(key, false);
     }

@@ -10,6 +10,7 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -207,7 +208,7 @@ public final class ChunkStore implements Closeable {
         };
     }
 
-    int blockSize() {
+    public int blockSize() {
         return blockSize;
     }
 
@@ -489,6 +490,7 @@ public final class ChunkStore implements Closeable {
         } catch (IOException e) {
             clean = false;
         }
+        staging.kernelClosed(b.backing); // its uploaded blocks may now be linked into the block cache
         if (clean) {
             forget(ino, b);
         }
@@ -746,16 +748,21 @@ public final class ChunkStore implements Closeable {
     }
 
     /**
-     * The local file that holds all of {@code file}'s content, when its content is exactly one
-     * whole block (one slice from offset 0, nothing buffered) already in the block cache,
-     * staging, or a local object directory; else null. Never fetches: a miss stays a miss.
-     * The file may be evicted or moved right after, so an open of it can fail and the caller
-     * falls back.
+     * The local file that holds all of {@code file}'s content, else null. Either its content is
+     * exactly one whole block (one slice from offset 0, nothing buffered) already in the block
+     * cache, staging, or a local object directory; or it is larger, each 64 MiB chunk one whole
+     * slice, and every block of it is in the block cache as a link into one file of its size at
+     * its own offset (a file this machine wrote through passthrough, see {@link BlockCache#link}).
+     * Never fetches: a miss stays a miss. The file may be evicted or moved right after, so an
+     * open of it can fail and the caller falls back.
      */
     public java.nio.file.Path localWholeFile(Attr file) throws IOException {
         long size = file.size();
-        if (file.type() != FileType.FILE || size <= 0 || size > blockSize || pendingEnd(file.ino()) >= 0) {
+        if (file.type() != FileType.FILE || size <= 0 || pendingEnd(file.ino()) >= 0) {
             return null;
+        }
+        if (size > blockSize) {
+            return linkedWholeFile(file);
         }
         List<Slice> slices = meta.readChunk(file.ino(), 0, file.dataVersion());
         if (slices.size() != 1) {
@@ -771,6 +778,32 @@ public final class ChunkStore implements Closeable {
             p = staging.pathIfStaged(key);
         }
         return p != null ? p : objects.localFile(key); // a local object directory (embedded volume)
+    }
+
+    /** {@link #localWholeFile} of a file larger than a block: its blocks linked into one file, or null. */
+    private java.nio.file.Path linkedWholeFile(Attr file) throws IOException {
+        long size = file.size();
+        List<String> keys = new ArrayList<>();
+        List<Long> offsets = new ArrayList<>();
+        for (long c = 0; c * CHUNK < size; c++) {
+            int len = (int) Math.min(CHUNK, size - c * CHUNK);
+            List<Slice> slices = meta.readChunk(file.ino(), c, file.dataVersion());
+            if (slices.size() != 1) {
+                return null;
+            }
+            Slice s = slices.get(0);
+            if (s.isHole() || s.pos() != 0 || s.off() != 0 || s.len() != len || s.size() != len) {
+                return null;
+            }
+            for (int i = 0; i < blocks(blockSize, len); i++) {
+                keys.add(blockKey(s.id(), i, blockLength(blockSize, len, i)));
+                offsets.add(c * CHUNK + (long) i * blockSize);
+            }
+            if (c == 0 && !cache.isLinked(keys.get(0))) {
+                return null; // the usual case, a file this machine did not write: no more metadata read for it
+            }
+        }
+        return cache.linkedWholeFile(keys, offsets.stream().mapToLong(Long::longValue).toArray(), size);
     }
 
     /** Starts fetching the blocks of {@code [off, off+len)} of {@code file} into the cache. */

@@ -46,10 +46,11 @@ import org.slf4j.LoggerFactory;
  * process. A commit of it ({@link #commitBacking}) fsyncs the file with an attribute
  * {@value #SLICES_XATTR} naming the slices committed ({@code <volume> <block size> <first
  * slice id> <length>} per commit, slice {@code first + c} holding chunk {@code c}); its blocks
- * are then staged where they are, at their offsets in the file, and uploaded from there. A
- * block uploaded after the file was closed goes into the block cache as a hard link to the file
- * ({@link BlockCache#link}), one uploaded while it is open as a copy. The file's staging name
- * is deleted once it is closed and every block of it is uploaded. After a crash a spare
+ * are then staged where they are, at their offsets in the file, and uploaded from there. Once
+ * the kernel closed the file ({@link #kernelClosed}), its uploaded blocks go into the block
+ * cache as hard links to it ({@link BlockCache#link}); blocks uploaded while it was open are
+ * linked at its close if it did not change since their commit, else not cached. The file's
+ * staging name is deleted once it is closed and every block of it is uploaded. After a crash a spare
  * with that attribute stages the blocks it names (the file as it is then: writes after the last
  * commit may show in them, as writes not fsynced may after a crash; bytes a truncation took read
  * as zeros).
@@ -97,9 +98,9 @@ public final class Staging implements Closeable {
      * Kept here rather than read from the file's time, which a cache directory on a network
      * filesystem would take from the server's clock.
      */
-    private record Staged(int size, long at, Backing in, long offset, boolean whole) {
+    private record Staged(int size, long at, Backing in, long offset, boolean whole, int commit) {
         Staged(int size, long at) {
-            this(size, at, null, 0, false);
+            this(size, at, null, 0, false, 0);
         }
     }
 
@@ -117,13 +118,86 @@ public final class Staging implements Closeable {
         /**
          * The kernel has closed it (or an earlier process left it): nothing writes it any more, so
          * a block read from it for upload stays what it uploaded, and the block cache may link it.
+         * Guarded by the Backing.
          */
-        private volatile boolean closed;
+        private boolean closed;
+        /** The number of its last commit, and its size and mtime right after that commit's fsync. Guarded by the Backing. */
+        private int commit;
+        private long committedSize = -1;
+        private java.nio.file.attribute.FileTime committedMtime;
+        /** Blocks uploaded while the kernel still had it open: linked at its close if it did not change. Guarded by the Backing. */
+        private List<Uploaded> uploadedOpen = new ArrayList<>();
 
         private Backing(Path file, boolean open) {
             this.file = file;
             this.users = open ? 1 : 0;
             this.closed = !open;
+        }
+
+        private synchronized boolean closed() {
+            return closed;
+        }
+
+        /** A block of commit {@code u.commit()} uploaded from a read made while the kernel had the file open. */
+        private void uploadedWhileOpen(Uploaded u) {
+            synchronized (this) {
+                if (!closed) {
+                    uploadedOpen.add(u);
+                    return;
+                }
+            }
+            linkIfUnchanged(u); // closed since the read
+        }
+
+        /** The kernel closed it: blocks uploaded while it was open are linked into the cache if it did not change since. */
+        private void kernelClosed() {
+            List<Uploaded> waiting;
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                waiting = uploadedOpen;
+                uploadedOpen = new ArrayList<>();
+                if (waiting.isEmpty()) {
+                    return;
+                }
+                users++; // held while linking: a release racing this one must not delete the file meanwhile
+            }
+            try {
+                for (Uploaded u : waiting) {
+                    linkIfUnchanged(u);
+                }
+            } finally {
+                unuse(null, null);
+            }
+        }
+
+        /**
+         * Links uploaded block {@code u} into the block cache when it belongs to the last commit and
+         * the file has not changed since that commit: its size and mtime are those seen right after
+         * the commit's fsync, before any of its blocks was read (a write after a stat gets a later
+         * mtime: {@link #fineTimestamps}), so the range holds what was uploaded. Else it is not
+         * cached: a later read fetches it.
+         */
+        private void linkIfUnchanged(Uploaded u) {
+            long size;
+            java.nio.file.attribute.FileTime mtime;
+            synchronized (this) {
+                if (u.commit() != commit || committedMtime == null) {
+                    return;
+                }
+                size = committedSize;
+                mtime = committedMtime;
+            }
+            try {
+                Map<String, Object> st = Files.readAttributes(file, "unix:size,lastModifiedTime", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                if ((Long) st.get("size") == size && mtime.equals(st.get("lastModifiedTime"))) {
+                    cache.link(u.key(), file, u.offset(), u.size());
+                }
+            } catch (IOException e) {
+                log.debug("not caching block {} of {}: {}", u.key(), file, e.toString());
+            }
         }
 
         /** The file the kernel writes. */
@@ -173,6 +247,10 @@ public final class Staging implements Closeable {
                 log.warn("cannot delete write-back backing file {}: {}", file, e.toString());
             }
         }
+    }
+
+    /** A block of a backing file, uploaded from a read made while the kernel had the file open. */
+    private record Uploaded(String key, long offset, int size, int commit) {
     }
 
     /** Backing files with blocks staged or open: kept by {@link #close}. */
@@ -348,7 +426,7 @@ public final class Staging implements Closeable {
             }
             b.commits.add(commit); // kept by close (this process may have the pid of the one that wrote it)
             try {
-                queued += stageCommitted(b, commit, Long.MIN_VALUE);
+                queued += stageCommitted(b, commit, Long.MIN_VALUE, 0);
             } catch (IOException | RuntimeException e) {
                 unreadable = true;
                 log.error("write-back backing file {}: cannot read its commit '{}' ({}); left in place, its blocks are "
@@ -451,7 +529,9 @@ public final class Staging implements Closeable {
     public void commitBacking(Backing b, String volume, int blockSize, long firstId, long length) throws IOException {
         String commit = volume + " " + blockSize + " " + firstId + " " + length;
         String desc;
+        int number;
         synchronized (b) {
+            number = ++b.commit;
             b.commits.add(commit);
             if (b.commits.size() > MAX_COMMITS_KEPT) {
                 // the oldest commits' slices are covered by the later ones: only a crash that also lost their
@@ -466,15 +546,23 @@ public final class Staging implements Closeable {
         try (FileChannel ch = FileChannel.open(b.file, StandardOpenOption.WRITE)) {
             ch.force(true); // the data and the attribute together; the spare's name was durable already
         }
-        stageCommitted(b, commit, System.currentTimeMillis());
+        // what the file is before any block of this commit is read for upload (see linkIfUnchanged)
+        Map<String, Object> st = Files.readAttributes(b.file, "unix:size,lastModifiedTime", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        synchronized (b) {
+            if (b.commit == number) {
+                b.committedSize = (Long) st.get("size");
+                b.committedMtime = (java.nio.file.attribute.FileTime) st.get("lastModifiedTime");
+            }
+        }
+        stageCommitted(b, commit, System.currentTimeMillis(), number);
         long missing = space.shortfall(0);
         if (missing > 0) {
             cache.evictBytes(missing); // the kernel wrote without asking: give the floor back what the cache can
         }
     }
 
-    /** Stages the blocks one commit entry of a backing file names; returns how many. */
-    private int stageCommitted(Backing b, String commit, long at) throws IOException {
+    /** Stages the blocks one commit entry of a backing file names, as its commit {@code number}; returns how many. */
+    private int stageCommitted(Backing b, String commit, long at, int number) throws IOException {
         String[] f = commit.trim().split(" ");
         if (f.length != 4) {
             throw new IOException("malformed " + SLICES_XATTR + " attribute of " + b.file + ": '" + commit + "'");
@@ -491,7 +579,7 @@ public final class Staging implements Closeable {
                 long offset = c * ChunkStore.CHUNK + (long) i * blockSize;
                 String key = ChunkStore.blockKey(volume, firstId + c, i, size);
                 b.use();
-                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, offset == 0 && size == length)) == null) {
+                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, offset == 0 && size == length, number)) == null) {
                     schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
                     staged++;
                 } else {
@@ -502,9 +590,18 @@ public final class Staging implements Closeable {
         return staged;
     }
 
-    /** The backing file was closed by the kernel: deleted now, or once its staged blocks are uploaded. */
+    /**
+     * The kernel closed the backing file (its last handle): nothing writes it any more. Blocks of
+     * it uploaded from now on are linked into the block cache, and those uploaded while it was
+     * open too if it did not change since their commit.
+     */
+    public void kernelClosed(Backing b) {
+        b.kernelClosed();
+    }
+
+    /** The backing file is done with (closed, and committed or given up): deleted now, or once its staged blocks are uploaded. */
     public void closeBacking(Backing b) {
-        b.closed = true;
+        b.kernelClosed();
         b.unuse(null, null);
     }
 
@@ -784,7 +881,7 @@ public final class Staging implements Closeable {
         Path f = file(key);
         boolean park = false;
         // taken before the read: a file closed by then holds after the upload what the upload read
-        boolean linkable = staged.in() != null && !staged.whole() && staged.in().closed;
+        boolean closedAtRead = staged.in() != null && !staged.whole() && staged.in().closed();
         try {
             byte[] data;
             try {
@@ -820,7 +917,11 @@ public final class Staging implements Closeable {
                     was.in().unuse(key, data); // a closed one-block file is renamed into the cache
                 } else {
                     // a block of a closed file is linked into the cache: no second copy on disk
-                    if (!(linkable && was == staged && cache.link(key, was.in().file, was.offset(), data.length))) {
+                    if (was != staged) {
+                        cache.put(key, data);
+                    } else if (!closedAtRead) {
+                        was.in().uploadedWhileOpen(new Uploaded(key, was.offset(), data.length, was.commit()));
+                    } else if (!cache.link(key, was.in().file, was.offset(), data.length)) {
                         cache.put(key, data);
                     }
                     was.in().unuse(null, null);

@@ -122,11 +122,12 @@ class StagingTest {
 
     /**
      * Blocks of a backing file uploaded once it is closed go into the block cache as hard links
-     * to it, not as copies: the disk holds the file's bytes once. Blocks uploaded while it is
-     * still open are copies (the kernel may still write the file).
+     * to it, not as copies: the disk holds the file's bytes once. Blocks uploaded while the kernel
+     * still has it open wait for its close, and are linked then if it did not change since their
+     * commit; else they are not cached.
      */
     @Test
-    void blocksOfAClosedBackingFileAreLinkedIntoTheCacheAndThoseOfAnOpenOneCopied() throws Exception {
+    void blocksOfABackingFileAreLinkedIntoTheCacheOnceTheKernelClosedIt() throws Exception {
         int blockSize = 1 << 20;
         byte[] data = new byte[3 * blockSize + 7];
         new java.util.Random(11).nextBytes(data);
@@ -159,20 +160,36 @@ class StagingTest {
                 assertEquals(4, Files.getAttribute(f, "unix:nlink"), "a link to the one file, not a copy: " + f);
             }
 
-            Staging.Backing open = staging.openBacking(); // a file the kernel still writes: its commit uploads at once
+            // a file the kernel still has open: its commit uploads at once, and the cache waits for its close
+            Staging.Backing open = staging.openBacking();
             Files.write(open.file(), data);
             staging.commitBacking(open, "vol", blockSize, 400, data.length);
             io.partfs.engine.testing.Poll.until(() -> staging.pendingBlocks() == 0, "the open file's blocks uploaded");
+            assertEquals(4, cachedFiles(cacheDir).size(), "nothing cached while the kernel may still write the file");
+            staging.kernelClosed(open); // unchanged since its commit: what was uploaded is what it holds
             for (int i = 0; i < 4; i++) {
                 int size = ChunkStore.blockLength(blockSize, data.length, i);
                 assertArrayEquals(java.util.Arrays.copyOfRange(data, i * blockSize, i * blockSize + size),
-                        cache.read(ChunkStore.blockKey("vol", 400, i, size), 0, size), "block " + i + " of the open file");
+                        cache.read(ChunkStore.blockKey("vol", 400, i, size), 0, size), "block " + i + " of the file closed after its upload");
             }
-            assertEquals(2L * data.length, cache.stats().bytes(), "copies count block by block");
+            assertEquals(2L * data.length, cache.stats().bytes());
             assertEquals(8, cachedFiles(cacheDir).size());
-            assertEquals(4, cachedFiles(cacheDir).stream().filter(f -> nlink(f) == 1).count(), "the open file's blocks are copies");
+            assertEquals(0, cachedFiles(cacheDir).stream().filter(f -> nlink(f) == 1).count(), "links, no copies");
             staging.closeBacking(open);
-            assertTrue(Files.notExists(open.file()), "closed with every block uploaded: deleted");
+            assertTrue(Files.notExists(open.file()), "closed with every block uploaded: its staging name deleted");
+
+            // written again after its commit, before its close: what was uploaded is not what it holds
+            Staging.Backing changed = staging.openBacking();
+            Files.write(changed.file(), data);
+            staging.commitBacking(changed, "vol", blockSize, 500, data.length);
+            io.partfs.engine.testing.Poll.until(() -> staging.pendingBlocks() == 0, "the changed file's blocks uploaded");
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(changed.file(), java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3}), 10);
+            }
+            staging.kernelClosed(changed);
+            assertEquals(8, cachedFiles(cacheDir).size(), "none of its blocks cached");
+            assertEquals(2L * data.length, cache.stats().bytes());
+            staging.closeBacking(changed);
         }
     }
 

@@ -211,13 +211,50 @@ class WritePassthroughTest {
 
     @Test
     void aFileInATemporaryPartIsCommittedByThePartsRename() throws Exception {
-        Path tmp = Files.createDirectories(mnt.resolve("data/db/t/tmp_insert_202001_1_1_0"));
         byte[] data = random(3 * MIB + 5, 5);
-        passedThrough(1, () -> Files.write(tmp.resolve("v.bin"), data));
-        Files.move(tmp, tmp.resolveSibling("202001_1_1_0"));
-        Path part = mnt.resolve("data/db/t/202001_1_1_0/v.bin");
+        Path part = writePart("tmp_insert_", "202001_1_1_0", "v.bin", data);
         assertArrayEquals(data, Files.readAllBytes(part));
         assertArrayEquals(data, readFromObjects("data/db/t/202001_1_1_0/v.bin"));
+    }
+
+    /**
+     * A part's file of several blocks, written by the kernel itself: once the part is renamed
+     * (its commit) and the blocks uploaded, the block cache holds them as links to that one
+     * file, and a read-only open hands the kernel that file, so it reads the part back itself too.
+     */
+    @Test
+    void aPartFileOfSeveralBlocksIsReadBackThroughTheFileTheKernelWrote() throws Exception {
+        byte[] data = random(10 * MIB + 4321, 9);
+        Path f = writePart("tmp_merge_", "202001_1_2_1", "c.bin", data);
+        int blockSize = fs.chunks().blockSize();
+        long blocks = (data.length + blockSize - 1) / blockSize;
+        Poll.until(() -> linkedBlocks() == blocks, "the part file's " + blocks + " blocks uploaded and linked into the block cache");
+        long before = fuse.passthroughOpens();
+        assertArrayEquals(data, Files.readAllBytes(f));
+        assertEquals(before + 1, fuse.passthroughOpens(), "read by the kernel from the file it wrote");
+        assertArrayEquals(data, readFromObjects("data/db/t/202001_1_2_1/c.bin"));
+    }
+
+    /**
+     * Writes {@code data} as file {@code name} of part {@code part} of table data/db/t the way
+     * ClickHouse does, into a temporary part (the kernel writing it itself) renamed after; returns the file.
+     */
+    private Path writePart(String tmpPrefix, String part, String name, byte[] data) throws IOException {
+        Path tmp = Files.createDirectories(mnt.resolve("data/db/t/" + tmpPrefix + part));
+        passedThrough(1, () -> Files.write(tmp.resolve(name), data));
+        Files.move(tmp, tmp.resolveSibling(part));
+        return mnt.resolve("data/db/t/" + part + "/" + name);
+    }
+
+    /** Blocks the block cache holds as links into a larger file (BlockCache.link). */
+    private long linkedBlocks() {
+        Path cache = dir.resolve("cache");
+        try (var files = Files.walk(cache)) {
+            return files.filter(p -> Files.isRegularFile(p) && !p.startsWith(cache.resolve("staging"))
+                    && p.getFileName().toString().contains("@")).count();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Test
