@@ -12,10 +12,10 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * scripts/writeback-io-bench end to end at a small size, on a real write-back mount: the new
- * files are uploaded and cached, read back equal (the script fails otherwise), and the sidecar
- * writes each byte once, into the object directory: the block cache links the closed files'
- * blocks instead of copying them (a copy would double what it wrote).
+ * scripts/writeback-io-bench end to end at a small size, on a real write-back mount with default
+ * options: the new part files are uploaded and cached, read back equal (the script fails
+ * otherwise), and the sidecar writes each byte once, into the object directory: the block cache
+ * links the closed files' blocks instead of copying them (a copy would double what it wrote).
  */
 class WritebackIoBenchIT {
     @Test
@@ -36,6 +36,7 @@ class WritebackIoBenchIT {
             long objects = Long.parseLong(m.group(2));
             assertEquals(32, objects, log);
             assertTrue(wrote <= objects + 2, "the sidecar wrote the data once, not a cache copy besides: " + log);
+            assertTrue(log.matches("(?s).*read back with the page cache dropped: [0-9]+ MiB/s.*"), log);
         } finally {
             if (p != null && p.isAlive()) {
                 p.destroy(); // the script unmounts and removes its directory on TERM
