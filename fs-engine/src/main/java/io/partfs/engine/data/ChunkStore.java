@@ -762,7 +762,7 @@ public final class ChunkStore implements Closeable {
             return null;
         }
         if (size > blockSize) {
-            return linkedWholeFile(file);
+            return size <= LINKED_PASSTHROUGH_MAX ? linkedWholeFile(file) : null;
         }
         List<Slice> slices = meta.readChunk(file.ino(), 0, file.dataVersion());
         if (slices.size() != 1) {
@@ -779,6 +779,14 @@ public final class ChunkStore implements Closeable {
         }
         return p != null ? p : objects.localFile(key); // a local object directory (embedded volume)
     }
+
+    /**
+     * The largest file of several blocks {@link #localWholeFile} hands to the kernel. Cold
+     * sequential reads (benchmarks/RESULTS.md, round 37): files of 8 and 32 MiB 1.25x and 1.17x
+     * faster through the kernel than through this process; of 256 MiB 0.6-0.8x, this process's
+     * parallel readahead ahead of the kernel's single stream; 64 MiB either way.
+     */
+    static final long LINKED_PASSTHROUGH_MAX = 32L << 20;
 
     /** {@link #localWholeFile} of a file larger than a block: its blocks linked into one file, or null. */
     private java.nio.file.Path linkedWholeFile(Attr file) throws IOException {
