@@ -79,6 +79,8 @@ public final class PartFs implements Closeable {
             config.metrics().gauge("partfs_writeback_unstaged_blocks", "Blocks written in write-back mode since the mount that the "
                     + "local disk had no room to stage (--free-space-ratio), so uploaded before fsync returned.",
                     staging::turnedAway);
+            config.metrics().gauge("partfs_writeback_space_evicted_bytes", "Block cache bytes given back since the mount to keep "
+                    + "room on the disk for new files the kernel writes itself (write passthrough).", staging::evictedForBackings);
         }
         registerCacheMetrics(config.metrics(), cache);
         config.metrics().gauge("partfs_write_buffer_bytes", "Bytes written and not yet uploaded and committed, all files.",

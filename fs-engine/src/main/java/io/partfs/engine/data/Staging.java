@@ -85,6 +85,11 @@ public final class Staging implements Closeable {
     static final long BACKING_ROOM = 256L << 20;
     /** Commits a backing file's attribute remembers (ext4 takes ~4 KiB of attributes a file). */
     static final int MAX_COMMITS_KEPT = 64;
+    /**
+     * How often the disk's free space is looked at while the kernel writes backing files: at
+     * ~1.5 GB/s that is ~75 MB between looks, well inside {@link #BACKING_ROOM}.
+     */
+    static final long SPACE_WATCH_MS = 50;
 
     private final Path dir;
     private final ObjectStore objects;
@@ -256,6 +261,11 @@ public final class Staging implements Closeable {
     /** Backing files with blocks staged or open: kept by {@link #close}. */
     private final java.util.Set<Backing> backings = ConcurrentHashMap.newKeySet();
     private final ScheduledThreadPoolExecutor uploaders;
+    /** Runs {@link #watchSpace}; {@link #watchingSpace} while it is scheduled or running. */
+    private final ScheduledThreadPoolExecutor spaceWatch = new ScheduledThreadPoolExecutor(1, ChunkStore.daemon("partfs-space-watch"));
+    private final java.util.concurrent.atomic.AtomicBoolean watchingSpace = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.atomic.AtomicLong evictedForBackings = new java.util.concurrent.atomic.AtomicLong();
+    private final io.partfs.engine.LogLimit spaceShort = new io.partfs.engine.LogLimit(java.time.Duration.ofMinutes(1));
     private final Object drained = new Object();
     private final long drainStallMs;
     private final long uploadDelayMs;
@@ -471,7 +481,70 @@ public final class Staging implements Closeable {
         }
         Backing b = new Backing(spare, true);
         backings.add(b);
+        if (watchingSpace.compareAndSet(false, true)) {
+            spaceWatch.execute(this::watchSpace);
+        }
         return b;
+    }
+
+    /**
+     * The kernel writes backing files without asking, so nothing else sees a merge's output fill
+     * the disk. While any is open this looks at the free space every {@value #SPACE_WATCH_MS} ms
+     * and evicts from the block cache to keep {@link #BACKING_ROOM} above the free-space floor;
+     * a writer then gets ENOSPC only once the cache has nothing left to give back. One thread of
+     * its own, so that uploads waiting on a slow store never delay it; it stops while no backing
+     * file is open.
+     */
+    private void watchSpace() {
+        if (!anyBackingOpen()) {
+            watchingSpace.set(false);
+            // one opened since the look above either saw the flag still set (and left the watch
+            // to this run) or set it again itself: exactly one of the two goes on
+            if (!anyBackingOpen() || !watchingSpace.compareAndSet(false, true)) {
+                return;
+            }
+        }
+        keepBackingRoom();
+        try {
+            spaceWatch.schedule(this::watchSpace, SPACE_WATCH_MS, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            watchingSpace.set(false);
+        }
+    }
+
+    private boolean anyBackingOpen() {
+        for (Backing b : backings) {
+            if (!b.closed()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void keepBackingRoom() {
+        long missing = space.shortfall(BACKING_ROOM);
+        if (missing <= 0) {
+            return;
+        }
+        long freed = cache.evictBytes(missing);
+        evictedForBackings.addAndGet(freed);
+        if (freed < missing) {
+            long open = backings.stream().filter(b -> !b.closed()).count();
+            spaceShort.warn(log, "write-back: {} MiB free on the disk of {} while the kernel writes {} new file(s) into it, and "
+                    + "the block cache has nothing more to give back: a writer that fills the disk gets ENOSPC (No space left "
+                    + "on device); give the cache directory a larger disk, or mount with --no-write-passthrough", Math.max(0,
+                    space.usable()) >> 20, dir, open);
+        }
+    }
+
+    /** Bytes the block cache gave back to keep room for files the kernel writes itself ({@link #watchSpace}). */
+    public long evictedForBackings() {
+        return evictedForBackings.get();
+    }
+
+    /** Whether the free space is being watched for open backing files (tests). */
+    boolean watchingSpace() {
+        return watchingSpace.get();
     }
 
     private volatile Boolean fineTimestamps;
@@ -1060,6 +1133,7 @@ public final class Staging implements Closeable {
     /** Stops uploading; what is still staged stays on disk for the next start, unused spares do not. */
     @Override
     public void close() {
+        spaceWatch.shutdownNow();
         uploaders.shutdownNow();
         try {
             uploaders.awaitTermination(10, TimeUnit.SECONDS);

@@ -322,4 +322,62 @@ class StagingTest {
             }
         }
     }
+
+    /**
+     * A file the kernel writes itself takes the disk towards its free-space floor without the
+     * sidecar seeing a byte: while it is open the block cache gives back room, so that the next
+     * write fits where it would have failed with ENOSPC. On a 1 GiB tmpfs with a floor of 10%:
+     * ~500 MiB of cached blocks, then 300 MiB written into a backing file leave 224 MiB free, less
+     * than the next 300 MiB need.
+     */
+    @Test
+    void theBlockCacheGivesBackRoomWhileTheKernelWritesABackingFile() throws Exception {
+        try (io.partfs.engine.testing.SmallDisk disk = new io.partfs.engine.testing.SmallDisk(1024)) {
+            Path cacheDir = disk.dir().resolve("cache");
+            BlockCache cache = new BlockCache(cacheDir, 1L << 30, Long.MAX_VALUE, 0.1);
+            cache.awaitLoaded();
+            byte[] block = new byte[4 << 20];
+            new java.util.Random(3).nextBytes(block);
+            for (int i = 0; i < 125; i++) {
+                cache.put(ChunkStore.blockKey("vol", 1000 + i, 0, block.length), block);
+            }
+            long cached = cache.stats().bytes();
+            assertEquals(500L << 20, cached);
+            long floor = disk.total() / 10;
+            try (Staging staging = new Staging(cacheDir.resolve(BlockCache.STAGING), objects, cache, 2, Duration.ofHours(1),
+                    Duration.ofSeconds(30), 0.1)) {
+                Staging.Backing b = staging.openBacking();
+                assertTrue(b != null, "room for a backing file at the start");
+                byte[] part = new byte[300 << 20];
+                new java.util.Random(4).nextBytes(part);
+                try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(b.file(), java.nio.file.StandardOpenOption.WRITE)) {
+                    writeFully(ch, part); // as the kernel writes it: the sidecar sees nothing
+                    io.partfs.engine.testing.Poll.until(() -> free(disk) >= floor + Staging.BACKING_ROOM,
+                            "the block cache gives back room above the floor");
+                    assertTrue(staging.evictedForBackings() > 0);
+                    assertEquals(cached - staging.evictedForBackings(), cache.stats().bytes(), "what was given back is what the cache lost");
+                    writeFully(ch, part); // 600 MiB in all: more than was free at the start
+                    ch.force(true);
+                }
+                assertEquals(600L << 20, Files.size(b.file()));
+                staging.closeBacking(b);
+                io.partfs.engine.testing.Poll.until(() -> !staging.watchingSpace(), "the watch stops with no backing file open");
+            }
+        }
+    }
+
+    private static void writeFully(java.nio.channels.FileChannel ch, byte[] data) throws IOException {
+        ByteBuffer buf = ByteBuffer.wrap(data);
+        while (buf.hasRemaining()) {
+            ch.write(buf);
+        }
+    }
+
+    private static long free(io.partfs.engine.testing.SmallDisk disk) {
+        try {
+            return disk.free();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 }
