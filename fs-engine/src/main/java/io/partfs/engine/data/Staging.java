@@ -82,7 +82,7 @@ public final class Staging implements Closeable {
     static final String SLICES_XATTR = "partfs.slices";
     static final String PROBE_PREFIX = ".mtime-probe-";
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
-    static final long BACKING_ROOM = 256L << 20;
+    public static final long BACKING_ROOM = 256L << 20;
     /** Commits a backing file's attribute remembers (ext4 takes ~4 KiB of attributes a file). */
     static final int MAX_COMMITS_KEPT = 64;
     /**

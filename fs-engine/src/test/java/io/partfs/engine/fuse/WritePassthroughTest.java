@@ -43,7 +43,11 @@ class WritePassthroughTest {
         dir = Files.createTempDirectory("partfs-wpt-");
         mnt = Files.createDirectory(dir.resolve("mnt"));
         // uploads at once; no metadata cache, so that a stat's read of the metadata can be held (below)
-        PartFsConfig config = TestVolume.defaultConfig(dir).toBuilder().writeBack(true).metaCacheTtl(Duration.ZERO).build();
+        mountWith(TestVolume.defaultConfig(dir).toBuilder().writeBack(true).metaCacheTtl(Duration.ZERO).build());
+    }
+
+    /** Mounts a new volume in {@link #dir} on {@link #mnt} with {@code config}. */
+    private void mountWith(PartFsConfig config) throws Exception {
         volume = new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null, config);
         fs = volume.open(o -> o, k -> kv = new io.partfs.engine.testing.CountingKvStore(k));
         FuseOptions options = FuseOptions.builder().driver(FuseOptions.Driver.KERNEL).build();
@@ -233,6 +237,76 @@ class WritePassthroughTest {
         assertArrayEquals(data, Files.readAllBytes(f));
         assertEquals(before + 1, fuse.passthroughOpens(), "read by the kernel from the file it wrote");
         assertArrayEquals(data, readFromObjects("data/db/t/202001_1_2_1/c.bin"));
+    }
+
+    /**
+     * A merge's output, written by the kernel itself, on a disk that the block cache fills:
+     * while the file grows the cache gives back room (Staging's space watch), so the file fits
+     * where, with the cache left as it was, the writer would have got ENOSPC. A 1 GiB tmpfs holds
+     * the cache and staging (floor: 10%); five 100 MiB part files are cached on it, then a
+     * 600 MiB file is written while 524 MiB are free.
+     */
+    @Test
+    void aFileTheKernelWritesIsGivenRoomByTheBlockCache() throws Exception {
+        unmountOnly();
+        try (io.partfs.engine.testing.SmallDisk disk = new io.partfs.engine.testing.SmallDisk(1024)) {
+            try {
+                mountWith(TestVolume.defaultConfig(dir).toBuilder().blockCache(disk.dir().resolve("cache"), 1L << 30)
+                        .freeSpaceRatio(0.1).writeBack(true).build());
+                var cache = fs.chunks().cache();
+                var staging = fs.chunks().staging();
+                byte[] part = random(100 * MIB, 21);
+                for (int i = 0; i < 5; i++) {
+                    writePart("tmp_insert_", "20200" + (i + 1) + "_1_1_0", "c.bin", part);
+                }
+                Poll.until(() -> staging.pendingBlocks() == 0 && cache.stats().bytes() == 500L * MIB,
+                        "the five part files uploaded and linked into the block cache");
+                long floor = disk.total() / 10;
+                assertTrue(disk.free() < 600L * MIB, disk.free() + " bytes free: the file would not fit as things are");
+
+                byte[] half = random(300 * MIB, 22);
+                Path merged = Files.createDirectories(mnt.resolve("data/db/t/tmp_merge_202001_1_5_1")).resolve("c.bin");
+                passedThrough(1, () -> {
+                    try (FileChannel ch = FileChannel.open(merged, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                        writeFully(ch, half);
+                        Poll.until(() -> free(disk) >= floor + io.partfs.engine.data.Staging.BACKING_ROOM,
+                                "room given back above the floor while the kernel writes the file");
+                        writeFully(ch, half);
+                        ch.force(true);
+                    }
+                });
+                assertTrue(staging.evictedForBackings() > 0);
+                assertTrue(cache.stats().bytes() < 500L * MIB, "cached part files evicted: " + cache.stats());
+                try (FileChannel ch = FileChannel.open(merged, StandardOpenOption.READ)) {
+                    assertEquals(600L * MIB, ch.size());
+                    ByteBuffer got = ByteBuffer.allocate(half.length);
+                    for (long at = 0; at < ch.size(); at += half.length) {
+                        got.clear();
+                        while (got.hasRemaining() && ch.read(got, at + got.position()) > 0) {
+                            // reads the rest
+                        }
+                        assertArrayEquals(half, got.array(), "bytes " + at + " on");
+                    }
+                }
+            } finally {
+                unmountOnly();
+            }
+        }
+    }
+
+    private static void writeFully(FileChannel ch, byte[] data) throws IOException {
+        ByteBuffer buf = ByteBuffer.wrap(data);
+        while (buf.hasRemaining()) {
+            ch.write(buf);
+        }
+    }
+
+    private static long free(io.partfs.engine.testing.SmallDisk disk) {
+        try {
+            return disk.free();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /**
