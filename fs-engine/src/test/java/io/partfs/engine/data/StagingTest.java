@@ -351,33 +351,18 @@ class StagingTest {
                 byte[] part = new byte[300 << 20];
                 new java.util.Random(4).nextBytes(part);
                 try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(b.file(), java.nio.file.StandardOpenOption.WRITE)) {
-                    writeFully(ch, part); // as the kernel writes it: the sidecar sees nothing
-                    io.partfs.engine.testing.Poll.until(() -> free(disk) >= floor + Staging.BACKING_ROOM,
+                    io.partfs.engine.testing.SmallDisk.writeFully(ch, part); // as the kernel writes it: the sidecar sees nothing
+                    io.partfs.engine.testing.Poll.until(() -> disk.free() >= floor + Staging.BACKING_ROOM,
                             "the block cache gives back room above the floor");
                     assertTrue(staging.evictedForBackings() > 0);
                     assertEquals(cached - staging.evictedForBackings(), cache.stats().bytes(), "what was given back is what the cache lost");
-                    writeFully(ch, part); // 600 MiB in all: more than was free at the start
+                    io.partfs.engine.testing.SmallDisk.writeFully(ch, part); // 600 MiB in all: more than was free at the start
                     ch.force(true);
                 }
                 assertEquals(600L << 20, Files.size(b.file()));
                 staging.closeBacking(b);
                 io.partfs.engine.testing.Poll.until(() -> !staging.watchingSpace(), "the watch stops with no backing file open");
             }
-        }
-    }
-
-    private static void writeFully(java.nio.channels.FileChannel ch, byte[] data) throws IOException {
-        ByteBuffer buf = ByteBuffer.wrap(data);
-        while (buf.hasRemaining()) {
-            ch.write(buf);
-        }
-    }
-
-    private static long free(io.partfs.engine.testing.SmallDisk disk) {
-        try {
-            return disk.free();
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
         }
     }
 }

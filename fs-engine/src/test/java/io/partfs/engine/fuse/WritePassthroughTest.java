@@ -268,10 +268,10 @@ class WritePassthroughTest {
                 Path merged = Files.createDirectories(mnt.resolve("data/db/t/tmp_merge_202001_1_5_1")).resolve("c.bin");
                 passedThrough(1, () -> {
                     try (FileChannel ch = FileChannel.open(merged, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                        writeFully(ch, half);
-                        Poll.until(() -> free(disk) >= floor + io.partfs.engine.data.Staging.BACKING_ROOM,
+                        io.partfs.engine.testing.SmallDisk.writeFully(ch, half);
+                        Poll.until(() -> disk.free() >= floor + io.partfs.engine.data.Staging.BACKING_ROOM,
                                 "room given back above the floor while the kernel writes the file");
-                        writeFully(ch, half);
+                        io.partfs.engine.testing.SmallDisk.writeFully(ch, half);
                         ch.force(true);
                     }
                 });
@@ -291,21 +291,6 @@ class WritePassthroughTest {
             } finally {
                 unmountOnly();
             }
-        }
-    }
-
-    private static void writeFully(FileChannel ch, byte[] data) throws IOException {
-        ByteBuffer buf = ByteBuffer.wrap(data);
-        while (buf.hasRemaining()) {
-            ch.write(buf);
-        }
-    }
-
-    private static long free(io.partfs.engine.testing.SmallDisk disk) {
-        try {
-            return disk.free();
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
         }
     }
 

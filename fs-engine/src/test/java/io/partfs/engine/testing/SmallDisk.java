@@ -29,8 +29,20 @@ public final class SmallDisk implements AutoCloseable {
     }
 
     /** Free bytes, as statfs says. */
-    public long free() throws IOException {
-        return Files.getFileStore(dir).getUsableSpace();
+    public long free() {
+        try {
+            return Files.getFileStore(dir).getUsableSpace();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** Writes all of {@code data} at {@code ch}'s position, as a writer filling this disk would (ENOSPC throws). */
+    public static void writeFully(java.nio.channels.FileChannel ch, byte[] data) throws IOException {
+        java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(data);
+        while (buf.hasRemaining()) {
+            ch.write(buf);
+        }
     }
 
     public long total() throws IOException {
