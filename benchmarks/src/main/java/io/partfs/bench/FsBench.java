@@ -74,6 +74,7 @@ public final class FsBench implements Callable<Integer> {
         Path work = Files.createTempDirectory("partfs-fs-bench-");
         Path mnt = Files.createDirectories(work.resolve("mnt"));
         Map<String, List<Map<String, String[]>>> results = new LinkedHashMap<>();
+        Map<String, Long> peakRss = new LinkedHashMap<>();
         String objTable = "";
         var started = new java.util.concurrent.atomic.AtomicReference<Stack>();
         BenchCleanup.onExit("fs-bench", started::get, mnt, work, true);
@@ -91,13 +92,14 @@ public final class FsBench implements Callable<Integer> {
                 }
                 Stack.progress("partfs bench on %s", fs);
                 Process tool = null;
+                long sidecar = -1;
                 Path dir = mnt;
                 try {
                     switch (fs) {
                         case "local" -> dir = Files.createDirectories(work.resolve("local"));
                         case "bindfs" -> tool = stack.startBindfs(Files.createDirectories(work.resolve("bindfs-source")), mnt);
-                        case "partfs" -> stack.mountPartFs(mnt, partfsOptions);
-                        case "partfs-writeback" -> stack.mountPartFs(mnt, writeBack());
+                        case "partfs" -> sidecar = stack.mountPartFs(mnt, partfsOptions);
+                        case "partfs-writeback" -> sidecar = stack.mountPartFs(mnt, writeBack());
                         case "rclone" -> tool = stack.startRclone(mnt);
                         case "s3fs" -> tool = stack.startS3fs(mnt);
                         default -> throw new IllegalArgumentException("unknown filesystem " + fs);
@@ -125,6 +127,10 @@ public final class FsBench implements Callable<Integer> {
                     Stack.progress("  %s failed: %s", fs, e.getMessage());
                     results.putIfAbsent(fs, new ArrayList<>());
                 } finally {
+                    long pid = sidecar > 0 ? sidecar : tool != null ? tool.pid() : -1;
+                    if (pid > 0) {
+                        peakRss.put(fs, Procs.peakRss(pid));
+                    }
                     if (fs.startsWith("partfs")) {
                         stack.umountPartFs(mnt);
                     } else if (tool != null) {
@@ -145,12 +151,20 @@ public final class FsBench implements Callable<Integer> {
         String md = String.format("partfs bench, %d thread(s), big file %s, %d small files of 128K per thread,%s S3 latency %.0f ms%n%n",
                 threads, bigFileSize, smallFiles, listEntries > 0 ? " a directory of " + listEntries + " entries listed," : "", latency)
                 + (passes > 1 ? "Median of passes 2-" + passes + " on each mount:\n\n" : "")
-                + markdown(steady) + "\n" + ratios(steady)
+                + markdown(steady) + "\n" + ratios(steady) + memory(peakRss)
                 + (passes > 1 ? "\nFirst pass after mounting:\n\n" + markdown(pass(results, 0)) + "\n" + ratios(pass(results, 0))
                         + "\nEvery pass:\n\n" + everyPass(results) : "")
                 + (objTable.isEmpty() ? "" : "\n```\n" + objTable.trim() + "\n```\n");
         Stack.report(out, md);
         return 0;
+    }
+
+    /** A line with each filesystem's process's peak RSS over its passes (the PartFS sidecar's, rclone's, ...). */
+    static String memory(Map<String, Long> peakRss) {
+        List<String> each = new ArrayList<>();
+        peakRss.forEach((fs, rss) -> each.add(fs + " " + (rss > 0 ? (rss >> 20) + " MiB" : "unknown")));
+        return each.isEmpty() ? "" : "\nPeak RSS of each filesystem's process (for PartFS: the sidecar) over its passes: "
+                + String.join(", ", each) + ".\n";
     }
 
     private List<String> writeBack() {

@@ -78,4 +78,14 @@ class FsBenchTest {
                 FsBench.parse(table("300.00 MiB/s", "2000.00 files/s"))));
         assertEquals("200.00 MiB/s", FsBench.steady(results).get("partfs").get("Read big file")[0]);
     }
+
+    @Test
+    void theReportSaysEachFilesystemsPeakRss() {
+        Map<String, Long> rss = new LinkedHashMap<>();
+        rss.put("partfs", 412L << 20);
+        rss.put("rclone", -1L);
+        assertEquals("\nPeak RSS of each filesystem's process (for PartFS: the sidecar) over its passes: partfs 412 MiB, rclone unknown.\n",
+                FsBench.memory(rss));
+        assertEquals("", FsBench.memory(Map.of()), "local disk alone: no process, no line");
+    }
 }
