@@ -657,7 +657,7 @@ public final class KernelFuse implements FuseMount {
                 Passthrough.Opened through = null;
                 if (sharing && c.attr().ino() == existing) {
                     through = passthrough.shareWritable(existing, c.fh());
-                } else if (c.isNew() && (flags & PartFs.O_ACCMODE) != PartFs.O_RDONLY) {
+                } else if (c.isNew() && (flags & PartFs.O_ACCMODE) != PartFs.O_RDONLY && (flags & PartFs.O_APPEND) == 0) {
                     through = writeThrough(node, name, c);
                 }
                 if (through == null && (reserved || passthrough.reserve(c.attr().ino()))) {
@@ -689,7 +689,10 @@ public final class KernelFuse implements FuseMount {
      * local backing file itself (write-back mode, see {@link io.partfs.engine.data.BackedFile});
      * null when it is written the usual way: write passthrough is off, the data layer has no
      * backing file to give, the kernel refused it, or the part-metadata cache keeps the file
-     * (it learns a file's content from its WRITEs).
+     * (it learns a file's content from its WRITEs). Not called for a create with O_APPEND: a log
+     * that appends and fsyncs each record (ClickHouse's write-ahead log, the Log engines) would
+     * commit the whole file at every fsync, as the kernel says nothing of what it wrote; through
+     * this process each commit takes only what was appended.
      */
     private Passthrough.Opened writeThrough(long dir, String name, PartFs.Created c) {
         if (!options.writePassthrough() || !passthrough.enabled() || observed.active() && observed.observed(pathOf(dir, name))) {

@@ -240,6 +240,45 @@ class WritePassthroughTest {
     }
 
     /**
+     * A file created with O_APPEND is written through this process, not by the kernel: each fsync
+     * of a log that appends a record and fsyncs commits only the record. Passed through, every
+     * fsync committed the whole file again (100 appends of 256 KiB: 1,263 MiB uploaded for 25 MiB).
+     */
+    @Test
+    void aFileCreatedForAppendingCommitsOnlyWhatEachFsyncAppends() throws Exception {
+        byte[] record = random(256 * 1024, 31);
+        Path log = Files.createDirectories(mnt.resolve("data/db/t")).resolve("wal.bin");
+        long before = objectBytes();
+        passedThrough(0, () -> {
+            try (FileChannel ch = FileChannel.open(log, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+                for (int i = 0; i < 20; i++) {
+                    io.partfs.engine.testing.SmallDisk.writeFully(ch, record);
+                    ch.force(true);
+                }
+            }
+        });
+        long appended = 20L * record.length;
+        Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0, "every record uploaded");
+        long uploaded = objectBytes() - before;
+        assertTrue(uploaded >= appended && uploaded <= 2 * appended,
+                uploaded + " bytes uploaded for " + appended + " appended: each fsync commits what it appended");
+        byte[] all = Files.readAllBytes(log);
+        assertEquals(appended, all.length);
+        for (int i = 0; i < 20; i++) {
+            assertArrayEquals(record, java.util.Arrays.copyOfRange(all, i * record.length, (i + 1) * record.length), "record " + i);
+        }
+    }
+
+    /** Bytes of the blocks in the volume's object store. */
+    private long objectBytes() {
+        try (var files = Files.walk(dir.resolve("objects"))) {
+            return files.filter(p -> Files.isRegularFile(p) && p.toString().contains("/chunks/")).mapToLong(p -> p.toFile().length()).sum();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
      * A merge's output, written by the kernel itself, on a disk that the block cache fills:
      * while the file grows the cache gives back room (Staging's space watch), so the file fits
      * where, with the cache left as it was, the writer would have got ENOSPC. A 1 GiB tmpfs holds
