@@ -667,15 +667,32 @@ public final class BlockCache {
         return bytes <= 0 || capacity <= 0 ? 0 : evict(bytes);
     }
 
-    /** Evicts down to the bounds and at least {@code bytes} more; returns the bytes freed. */
+    /**
+     * Evicts down to the bounds and at least {@code bytes} more; returns the bytes freed.
+     *
+     * <p>Where only the disk's room asks for more, links into a file that still has a name outside
+     * the cache (a write-back file whose upload is in progress: staging deletes its name when the
+     * last block is up) are passed over. Evicting them would free nothing on disk yet count the
+     * whole file as freed, so that the next check of the floor would find it still short and evict
+     * what it could have kept.
+     */
     private long evict(long bytes) {
         List<Path> victims = new ArrayList<>();
         long freed = 0;
         synchronized (lock) {
             Iterator<Map.Entry<String, Long>> it = index.entrySet().iterator();
+            Map<Shared, Boolean> outside = null; // asked once a file: its links leave the books before their names leave the disk
             while ((used > capacity || index.size() > maxBlocks || freed < bytes) && it.hasNext()) {
                 Map.Entry<String, Long> e = it.next();
                 Link l = linked.get(e.getKey());
+                if (l != null && used <= capacity && index.size() <= maxBlocks) {
+                    if (outside == null) {
+                        outside = new java.util.HashMap<>();
+                    }
+                    if (outside.computeIfAbsent(l.file(), f -> namedOutside(l))) {
+                        continue;
+                    }
+                }
                 victims.add(l == null ? file(e.getKey()) : l.path());
                 long gone = forget(e.getKey(), e.getValue());
                 used -= gone;
@@ -687,6 +704,15 @@ public final class BlockCache {
             deleteQuietly(f);
         }
         return freed;
+    }
+
+    /** Whether the file of link {@code l} has more names than the cache's links to it. Call with {@link #lock} held. */
+    private static boolean namedOutside(Link l) {
+        try {
+            return ((Number) Files.getAttribute(l.path(), "unix:nlink")).intValue() > l.file().links;
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+            return false; // gone, or a filesystem that cannot tell: evict as before
+        }
     }
 
     private static void deleteQuietly(Path p) {

@@ -187,14 +187,20 @@ class BlockCacheTest {
         }
     }
 
-    @Test
-    void linkedRangesOfAFileCountItOnceAndFreeItWithTheirLastLink() throws Exception {
-        Path src = sharedFile();
-        BlockCache c = new BlockCache(dir, 1 << 20);
+    /** A cache of {@code capacity} bytes holding the three blocks of {@link #sharedFile} as links to {@code src}. */
+    private BlockCache linkingAllThree(Path src, long capacity) throws Exception {
+        BlockCache c = new BlockCache(dir, capacity);
         c.awaitLoaded();
         for (int i = 0; i < 3; i++) {
             assertTrue(c.link(LINKED[i], src, i * 1000L, 1000));
         }
+        return c;
+    }
+
+    @Test
+    void linkedRangesOfAFileCountItOnceAndFreeItWithTheirLastLink() throws Exception {
+        Path src = sharedFile();
+        BlockCache c = linkingAllThree(src, 1 << 20);
         assertEquals(4, Files.getAttribute(src, "unix:nlink"), "linked three times, not copied");
         Files.delete(src); // as staging does once the blocks are uploaded
         for (int i = 0; i < 3; i++) {
@@ -234,11 +240,7 @@ class BlockCacheTest {
     @Test
     void evictingLinkedBlocksFreesTheirFileWithTheLastOne() throws Exception {
         Path src = sharedFile();
-        BlockCache c = new BlockCache(dir, 6000);
-        c.awaitLoaded();
-        for (int i = 0; i < 3; i++) {
-            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000));
-        }
+        BlockCache c = linkingAllThree(src, 6000);
         Files.delete(src);
         c.put("x", new byte[1000]);
         c.put("y", new byte[1000]);
@@ -250,6 +252,32 @@ class BlockCacheTest {
         }
         assertTrue(c.contains("x") && c.contains("y") && c.contains("z") && c.contains("w"));
         assertEquals(4000, c.stats().bytes());
+    }
+
+    /**
+     * While a file's upload is in progress its staging name holds it on disk, so evicting its
+     * links for room frees nothing: the cache gives way with blocks that free their bytes instead,
+     * and with the links once the staging name is gone.
+     */
+    @Test
+    void evictingForRoomPassesOverLinksWhoseFileIsStillStaged() throws Exception {
+        Path src = sharedFile();
+        BlockCache c = linkingAllThree(src, 1 << 20);
+        c.put("x", new byte[1000]);
+        c.put("y", new byte[1000]);
+        assertEquals(1000, c.evictBytes(1000), "one block that frees its bytes");
+        for (String k : LINKED) {
+            assertTrue(c.contains(k), k + " kept: its file is still staged");
+        }
+        assertTrue(!c.contains("x") && c.contains("y"), "the least recently used block that frees anything");
+        assertEquals(4, Files.getAttribute(src, "unix:nlink"));
+        Files.delete(src); // the upload is done
+        assertEquals(3000, c.evictBytes(1000), "now the links free their file");
+        for (String k : LINKED) {
+            assertTrue(!c.contains(k), k + " evicted");
+        }
+        assertTrue(c.contains("y"));
+        assertEquals(1000, c.stats().bytes());
     }
 
     @Test
