@@ -110,6 +110,8 @@ public final class BlockCache {
         final Object fileKey;
         final long bytes;
         int links;
+        /** Known to have no name outside the cache ({@link #namedOutside}): such names do not come back. */
+        boolean onlyLinks;
 
         Shared(Object fileKey, long bytes) {
             this.fileKey = fileKey;
@@ -681,17 +683,11 @@ public final class BlockCache {
         long freed = 0;
         synchronized (lock) {
             Iterator<Map.Entry<String, Long>> it = index.entrySet().iterator();
-            Map<Shared, Boolean> outside = null; // asked once a file: its links leave the books before their names leave the disk
             while ((used > capacity || index.size() > maxBlocks || freed < bytes) && it.hasNext()) {
                 Map.Entry<String, Long> e = it.next();
                 Link l = linked.get(e.getKey());
-                if (l != null && used <= capacity && index.size() <= maxBlocks) {
-                    if (outside == null) {
-                        outside = new java.util.HashMap<>();
-                    }
-                    if (outside.computeIfAbsent(l.file(), f -> namedOutside(l))) {
-                        continue;
-                    }
+                if (l != null && used <= capacity && index.size() <= maxBlocks && namedOutside(l)) {
+                    continue;
                 }
                 victims.add(l == null ? file(e.getKey()) : l.path());
                 long gone = forget(e.getKey(), e.getValue());
@@ -706,13 +702,26 @@ public final class BlockCache {
         return freed;
     }
 
-    /** Whether the file of link {@code l} has more names than the cache's links to it. Call with {@link #lock} held. */
+    /**
+     * Whether the file of link {@code l} has more names than the cache's links to it (one stat).
+     * Such files are the ones whose upload is in progress, a few at a time. Once a file has no
+     * other name it is remembered so: the answer must stay the same within an eviction, whose
+     * links leave the books before their names leave the disk. Call with {@link #lock} held.
+     */
     private static boolean namedOutside(Link l) {
-        try {
-            return ((Number) Files.getAttribute(l.path(), "unix:nlink")).intValue() > l.file().links;
-        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
-            return false; // gone, or a filesystem that cannot tell: evict as before
+        Shared f = l.file();
+        if (f.onlyLinks) {
+            return false;
         }
+        try {
+            if (((Number) Files.getAttribute(l.path(), "unix:nlink")).intValue() > f.links) {
+                return true;
+            }
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+            // gone, or a filesystem that cannot tell: evict as before
+        }
+        f.onlyLinks = true;
+        return false;
     }
 
     private static void deleteQuietly(Path p) {
