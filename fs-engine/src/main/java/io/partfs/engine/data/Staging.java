@@ -162,6 +162,7 @@ public final class Staging implements Closeable {
                     return;
                 }
                 closed = true;
+                openBackings.decrementAndGet();
                 waiting = uploadedOpen;
                 uploadedOpen = new ArrayList<>();
                 if (waiting.isEmpty()) {
@@ -260,6 +261,11 @@ public final class Staging implements Closeable {
 
     /** Backing files with blocks staged or open: kept by {@link #close}. */
     private final java.util.Set<Backing> backings = ConcurrentHashMap.newKeySet();
+    /**
+     * Of {@link #backings}, those the kernel has open: counted, since the space watch asks every
+     * {@value #SPACE_WATCH_MS} ms while thousands of closed ones may wait for their upload.
+     */
+    private final java.util.concurrent.atomic.AtomicInteger openBackings = new java.util.concurrent.atomic.AtomicInteger();
     private final ScheduledThreadPoolExecutor uploaders;
     /** Runs {@link #watchSpace}; {@link #watchingSpace} while it is scheduled or running. */
     private final ScheduledThreadPoolExecutor spaceWatch = new ScheduledThreadPoolExecutor(1, ChunkStore.daemon("partfs-space-watch"));
@@ -480,6 +486,7 @@ public final class Staging implements Closeable {
             }
         }
         Backing b = new Backing(spare, true);
+        openBackings.incrementAndGet();
         backings.add(b);
         if (watchingSpace.compareAndSet(false, true)) {
             spaceWatch.execute(this::watchSpace);
@@ -513,12 +520,7 @@ public final class Staging implements Closeable {
     }
 
     private boolean anyBackingOpen() {
-        for (Backing b : backings) {
-            if (!b.closed()) {
-                return true;
-            }
-        }
-        return false;
+        return openBackings.get() > 0;
     }
 
     private void keepBackingRoom() {
@@ -529,7 +531,7 @@ public final class Staging implements Closeable {
         long freed = cache.evictBytes(missing);
         evictedForBackings.addAndGet(freed);
         if (freed < missing) {
-            long open = backings.stream().filter(b -> !b.closed()).count();
+            long open = openBackings.get();
             spaceShort.warn(log, "write-back: {} MiB free on the disk of {} while the kernel writes {} new file(s) into it, and "
                     + "the block cache has nothing more to give back: a writer that fills the disk gets ENOSPC (No space left "
                     + "on device); give the cache directory a larger disk, or mount with --no-write-passthrough", Math.max(0,
