@@ -112,6 +112,44 @@ final class MetaCache {
         return ttlNanos;
     }
 
+    /** Listings of at least this many entries are large: see {@link #lookUpOneName}. */
+    static final int LARGE_LISTING = 1_000;
+    /**
+     * A lookup of one name costs about as much as reading this many entries of a listing with
+     * their attributes (0.3 ms against ~2 us an entry, Redis on loopback).
+     */
+    static final int ENTRIES_PER_NAME_LOOKUP = 128;
+
+    /** A directory whose listing was large when last read, and the lookups of one name made there since. */
+    private record Large(int entries, java.util.concurrent.atomic.AtomicInteger lookups) {
+    }
+
+    private final Map<Long, Large> large = new ConcurrentHashMap<>();
+
+    /** Records the size of the listing of {@code dir} just read from the store. */
+    void listed(long dir, int entries) {
+        if (entries >= LARGE_LISTING) {
+            large.put(dir, new Large(entries, new java.util.concurrent.atomic.AtomicInteger()));
+        } else {
+            large.remove(dir);
+        }
+    }
+
+    /**
+     * Whether a lookup in {@code dir}, whose listing is not cached, should read the one name
+     * rather than the whole listing (which it then keeps). On a shared volume a listing is kept
+     * for a second, and reading a table directory of 20,000 parts again took ~45 ms for each
+     * INSERT that looked up its new part's name. Yes for a directory found large, until its
+     * lookups of one name since the last reading have cost about what reading it again would
+     * ({@link #ENTRIES_PER_NAME_LOOKUP}): a burst of lookups (a server starting, stating every
+     * part) then reads the listing again, and pays at most twice what the better of the two
+     * would have.
+     */
+    boolean lookUpOneName(long dir) {
+        Large d = large.get(dir);
+        return d != null && d.lookups().incrementAndGet() <= d.entries() / ENTRIES_PER_NAME_LOOKUP;
+    }
+
     /** @param ttlNanos how long an entry may be used; {@code Long.MAX_VALUE} for an exclusive volume */
     MetaCache(long ttlNanos) {
         this.ttlNanos = ttlNanos;
@@ -151,6 +189,7 @@ final class MetaCache {
             attrs.clear();
             dirs.clear();
             xattrs.clear();
+            large.clear();
         }
     }
 

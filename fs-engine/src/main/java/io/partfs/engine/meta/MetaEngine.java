@@ -523,7 +523,12 @@ public final class MetaEngine implements Closeable {
         return out;
     }
 
-    /** The entry {@code name} in directory {@code parent} and its attributes. */
+    /**
+     * The entry {@code name} in directory {@code parent} and its attributes. With the cache on, a
+     * directory's listing is read whole (with its entries' attributes) at its first lookup and
+     * kept; in a large directory whose listing has expired, one name is read instead, until that
+     * has cost about what reading the listing again would ({@link MetaCache#lookUpOneName}).
+     */
     public Attr lookup(long parent, String name) throws IOException {
         if (cache == null) {
             return kv.read(r -> {
@@ -534,6 +539,16 @@ public final class MetaEngine implements Closeable {
                 }
                 return attr(r, decodeEntry(name, e).ino());
             });
+        }
+        MetaCache c = cache;
+        if (c.dir(parent) == null && c.lookUpOneName(parent)) {
+            long gen = c.generation();
+            DirAndEntry de = kv.read(r -> dirAndEntry(r, parent, name));
+            c.install(gen, List.of(de.dir()), null, null);
+            if (de.entry() == null) {
+                throw new FsException.NoSuchEntry(name);
+            }
+            return getattr(decodeEntry(name, de.entry()).ino());
         }
         DirEntry e = listing(parent).get(name);
         if (e == null) {
@@ -568,6 +583,7 @@ public final class MetaEngine implements Closeable {
             return null;
         });
         c.install(gen, attrs, dirIno, entries);
+        c.listed(dirIno, entries.size());
         return entries;
     }
 

@@ -226,6 +226,48 @@ abstract class MetaEngineContract {
         assertFalse(cached.readdir(dirs.get(1)).stream().anyMatch(e -> e.name().equals("f0")));
     }
 
+    /**
+     * On a shared volume a listing expires after a second; a lookup in a large directory then
+     * reads its one name, not the whole listing again, until such lookups have cost about what
+     * the listing would: then it is read again.
+     */
+    @Test
+    void aLookupInALargeDirectoryWhoseListingExpiredReadsOneName() throws Exception {
+        long big = dir(ROOT, "table").ino();
+        int entries = MetaCache.LARGE_LISTING + 24;
+        for (int i = 0; i < entries; i++) {
+            file(big, "part" + i);
+        }
+        long small = dir(ROOT, "part").ino();
+        file(small, "columns.txt");
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = new MetaEngine(counting, () -> clock.addAndGet(1000));
+        cached.load();
+        cached.enableCache(java.time.Duration.ofNanos(1)); // every listing expired when next used
+        assertEquals(entries, cached.readdir(big).size());
+        int oneName = entries / MetaCache.ENTRIES_PER_NAME_LOOKUP;
+        for (int i = 0; i < oneName; i++) {
+            counting.reset();
+            assertEquals(FileType.FILE, cached.lookup(big, "part" + (i * 97 % entries)).type());
+            assertFalse(counting.readsByKind().keySet().stream().anyMatch(k -> k.startsWith("hgetAll")),
+                    "lookup " + i + " read the listing again: " + counting.readsByKind());
+            assertTrue(counting.reads() <= 2, "the name, then its inode: " + counting.readsByKind());
+        }
+        counting.reset();
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(big, "tmp_insert_1"));
+        assertTrue(counting.readsByKind().keySet().stream().anyMatch(k -> k.startsWith("hgetAll")),
+                "after " + oneName + " lookups of one name, the listing is read again: " + counting.readsByKind());
+        counting.reset();
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(big, "tmp_insert_2"));
+        assertEquals(1, counting.reads(), "and then one name again: " + counting.readsByKind());
+        meta.unlink(big, "part0"); // through the other engine
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(big, "part0"));
+        counting.reset();
+        assertEquals(FileType.FILE, cached.lookup(small, "columns.txt").type());
+        assertTrue(counting.readsByKind().keySet().stream().anyMatch(k -> k.startsWith("hgetAll")),
+                "a small directory is read whole, as before: " + counting.readsByKind());
+    }
+
     @Test
     void getattrsReadsWhatTheCacheLacksInOneRequestAndAnswersNullForGoneInodes() throws Exception {
         long[] inos = new long[100];

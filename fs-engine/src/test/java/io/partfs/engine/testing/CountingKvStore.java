@@ -177,6 +177,12 @@ public final class CountingKvStore implements KvStore {
             }
 
             @Override
+            public byte[][] getAndHget(String key, String hash, String field) throws IOException {
+                count("getAndHget", key); // one request where the store pipelines the two (Redis)
+                return r.getAndHget(key, hash, field);
+            }
+
+            @Override
             public Map<String, byte[]> hgetAll(String hash) throws IOException {
                 count("hgetAll", hash);
                 return r.hgetAll(hash);
