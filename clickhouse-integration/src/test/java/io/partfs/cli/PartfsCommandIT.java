@@ -118,6 +118,58 @@ class PartfsCommandIT {
         assertEquals(0, partfs.run("umount", mnt.toString()).exit());
     }
 
+    /**
+     * A JDK from 24 on prints eight WARNING lines at every start of a JVM that loads jnr-fuse's
+     * native library, unless the launcher allows that by name; and a class archive made by one
+     * JDK serves no other. Runs when such a JDK is installed beside the default one (this
+     * workplace's machines have Temurin 25 under /usr/lib/jvm); skipped otherwise.
+     */
+    @Test
+    void aMountOnANewerJdkPrintsNoJvmWarningsAndGetsItsOwnClassArchive() throws Exception {
+        Path jdk = newerJdk(24);
+        org.junit.jupiter.api.Assumptions.assumeTrue(jdk != null, "no JDK 24 or later under /usr/lib/jvm");
+        partfs.env("PATH", jdk.resolve("bin") + ":" + System.getenv("PATH"));
+        Partfs.Result r = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, r.exit(), r.all());
+        assertFalse(r.all().contains("WARNING"), r.all());
+        Files.writeString(mnt.resolve("f"), "on a newer JDK");
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        try (Stream<Path> logs = Files.list(partfs.home().resolve("logs"))) {
+            for (Path log : logs.toList()) {
+                String text = Files.readString(log);
+                assertFalse(text.contains("WARNING: "), log + ":\n" + text);
+            }
+        }
+        String release = Files.readString(jdk.resolve("release"));
+        java.util.regex.Matcher v = java.util.regex.Pattern.compile("JAVA_VERSION=\"([0-9.]+)\"").matcher(release);
+        assertTrue(v.find(), release);
+        Path archive = Partfs.ROOT.resolve("clickhouse-integration/target/partfs-java" + v.group(1) + ".jsa");
+        assertTrue(Files.isRegularFile(archive), "the launcher made " + archive);
+        Partfs.Result shared = partfs.env("PARTFS_JAVA_EXTRA_OPTS", "-Xshare:on").run("--version");
+        assertEquals(0, shared.exit(), "-Xshare:on fails unless the archive maps: " + shared.all());
+    }
+
+    /** A JDK of feature version {@code min} or later under /usr/lib/jvm, or null. */
+    private static Path newerJdk(int min) throws IOException {
+        Path jvms = Path.of("/usr/lib/jvm");
+        if (!Files.isDirectory(jvms)) {
+            return null;
+        }
+        try (Stream<Path> all = Files.list(jvms)) {
+            for (Path j : all.sorted().toList()) {
+                Path release = j.resolve("release");
+                if (Files.isSymbolicLink(j) || !Files.isRegularFile(release) || !Files.isExecutable(j.resolve("bin/java"))) {
+                    continue;
+                }
+                java.util.regex.Matcher v = java.util.regex.Pattern.compile("JAVA_VERSION=\"(\\d+)").matcher(Files.readString(release));
+                if (v.find() && Integer.parseInt(v.group(1)) >= min) {
+                    return j;
+                }
+            }
+        }
+        return null;
+    }
+
     @Test
     void umountFindsAMountStartedWithAnotherDataHome() throws Exception {
         Partfs.Result r = partfs.run("mount", mnt.toString(), "--background");
