@@ -9,6 +9,7 @@ import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.testing.RandomWrites;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -282,21 +283,11 @@ abstract class DifferentialContract extends OnBackends {
     }
 
     private byte[] randomData() {
-        int n = switch (rnd.nextInt(10)) {
-            case 0 -> 0;
-            case 1, 2 -> (1 << 20) + rnd.nextInt(1 << 20); // crosses 1 MiB block boundaries
-            default -> rnd.nextInt(20_000);
-        };
-        byte[] b = new byte[n];
-        rnd.nextBytes(b);
-        return b;
+        return RandomWrites.data(rnd, 2 << 20);
     }
 
     private static void writeFully(FileChannel ch, long off, byte[] data) throws IOException {
-        ByteBuffer buf = ByteBuffer.wrap(data);
-        while (buf.hasRemaining()) {
-            ch.write(buf, off + buf.position());
-        }
+        RandomWrites.writeFully(ch, off, data);
     }
 
     private void requireRegular(String p) throws IOException {
