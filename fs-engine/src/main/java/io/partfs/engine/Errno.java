@@ -29,7 +29,8 @@ public enum Errno {
     ENOTEMPTY(39),
     ELOOP(40),
     ENODATA(61),
-    EOPNOTSUPP(95);
+    EOPNOTSUPP(95),
+    ESTALE(116);
 
     private final int code;
 

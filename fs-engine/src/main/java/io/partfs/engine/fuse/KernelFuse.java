@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
  * struct layouts follow {@code include/uapi/linux/fuse.h}.
  *
  * <p>What keeps calls away from this process: READDIRPLUS; directory listings the kernel keeps
- * (FOPEN_CACHE_DIR, dropped when the directory changes); no FLUSH after read-only opens
+ * (FOPEN_CACHE_DIR, dropped when the directory changes; on an exclusive volume only); no FLUSH after read-only opens
  * (FOPEN_NOFLUSH); the MergeTree readahead ({@link PartPrefetcher}), which lists parts
  * ahead of ClickHouse and stores their cached metadata files into the page cache; and FUSE
  * passthrough for part files held in one local block ({@link Passthrough}), read by the kernel.
@@ -119,6 +119,8 @@ public final class KernelFuse implements FuseMount {
     private final java.util.concurrent.atomic.LongAdder listingsTaken = new java.util.concurrent.atomic.LongAdder();
     /** Whether the kernel opens directories without asking (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1+). */
     private volatile boolean opendirless;
+    /** Whether other clients may change the volume (Redis): then the kernel keeps no directory listings. */
+    private final boolean sharedVolume;
     /**
      * Files whose content this process stored into the kernel's page cache, by inode, with the
      * data version stored. The next read-only open of such a file keeps the page cache when the
@@ -164,6 +166,7 @@ public final class KernelFuse implements FuseMount {
         this.workers = 16;
         // as long as the metadata cache keeps a listing (10 s at most: a reading takes far less)
         this.pages = new DirPages(Math.min(fs.meta().cacheTtlNanos(), 10_000_000_000L));
+        this.sharedVolume = !fs.meta().store().exclusive();
         fs.config().metrics().counterFrom("partfs_fuse_directory_listings_total",
                 "Directory listings READDIR and READDIRPLUS took; reading a large directory in several requests takes one.",
                 listingsTaken::sum);
@@ -361,6 +364,14 @@ public final class KernelFuse implements FuseMount {
             error = Errnos.errno(op, "inode " + node, t).code();
             out.clear().position(OUT_HEADER);
         }
+        if (error == Errno.ENOENT.code() && addressesOneInode(opcode)) {
+            // The inode the kernel names is gone: another client of a shared volume deleted it,
+            // or replaced its name by a rename, while this mount still knew the name. ENOENT
+            // would fail an open or stat of a name that never stopped existing; on ESTALE the
+            // kernel looks the path up once more and retries, as for NFS. A read or write of a
+            // file opened before is not retried: it fails with ESTALE, as on NFS.
+            error = Errno.ESTALE.code();
+        }
         if (changesEntries(opcode)) {
             pages.changed(node); // before the reply: a listing read on after it must show the change
         }
@@ -378,6 +389,15 @@ public final class KernelFuse implements FuseMount {
             }
             initialized.countDown(); // after the reply: the kernel applies INIT's settings as it reads it
         }
+    }
+
+    /** Whether {@code opcode} acts on the inode the request names and on no name in it. */
+    private static boolean addressesOneInode(int opcode) {
+        return switch (opcode) {
+            case GETATTR, SETATTR, OPEN, OPENDIR, READLINK, ACCESS, GETXATTR, LISTXATTR, SETXATTR, REMOVEXATTR,
+                    READ, WRITE, FLUSH, FSYNC, FALLOCATE -> true;
+            default -> false;
+        };
     }
 
     /** Whether {@code opcode} adds or removes entries of the directory it names (RENAME's second one: {@link #rename}). */
@@ -616,15 +636,18 @@ public final class KernelFuse implements FuseMount {
             }
             case REMOVEXATTR -> fs.removexattr(node, name(in));
             case OPENDIR -> {
-                if (opendirless) {
+                if (opendirless && !sharedVolume) {
                     return Errno.ENOSYS.code(); // from now on the kernel opens directories by itself
                 }
                 if (!fs.getattr(node).isDirectory()) {
                     throw new FsException.NotDirectory("inode " + node);
                 }
-                // listings need no handle; the kernel keeps what it read (CACHE_DIR) for the next
-                // opens until the directory changes here or its mtime does
-                openOut(out, 0, FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, 0);
+                // Listings need no handle. The only client of a volume lets the kernel keep what it
+                // read (CACHE_DIR) for the next opens until the directory changes here or its mtime
+                // does. A client of a shared volume does not: the kernel would keep a listing from
+                // the metadata cache's last second under the directory's newer mtime, read by a
+                // stat, and show it until the directory next changed (SharedVolumeMountsTest).
+                openOut(out, 0, sharedVolume ? 0 : FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, 0);
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);

@@ -1,0 +1,195 @@
+package io.partfs.engine.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.PartFs;
+import io.partfs.engine.testing.RedisServer;
+import io.partfs.engine.testing.TempDirs;
+import io.partfs.engine.testing.TestVolume;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Two mounts of one Redis volume, as two machines would have (here two FUSE mounts in one
+ * process, each with its own in-memory metadata, block cache and kernel caches): what one
+ * changes, the other sees within the bound the README gives, through the kernel's caches as
+ * well as PartFS's, and never as a state that was not: while it waits, a reader sees the file
+ * as it was or as it is, not the new size with the old bytes.
+ */
+class SharedVolumeMountsTest {
+    /**
+     * How stale a mount may be: the mount's in-memory metadata (1 s on a shared volume) plus the
+     * kernel's attribute and entry caches on top of it (1 s, the mount's defaults).
+     */
+    private static final long BOUND_MS = 2_000;
+    /** Slack for the polling reader and a busy CI machine. */
+    private static final long SLACK_MS = 1_500;
+
+    private Path dir;
+    private RedisServer redis;
+    private final List<PartFs> volumes = new ArrayList<>();
+    private final List<FuseMount> mounts = new ArrayList<>();
+    private Path a;
+    private Path b;
+    private final List<String> seen = new ArrayList<>();
+
+    @BeforeEach
+    void mountTwice() throws Exception {
+        dir = Files.createTempDirectory("partfs-shared-");
+        redis = RedisServer.start();
+        TestVolume volume = new TestVolume(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL, dir, redis, null,
+                TestVolume.defaultConfig(dir.resolve("a")));
+        a = mount(volume.open(), "mnt-a");
+        b = mount(volume.openAs(TestVolume.defaultConfig(dir.resolve("b"))), "mnt-b");
+    }
+
+    private Path mount(PartFs fs, String name) throws Exception {
+        volumes.add(fs);
+        Path mnt = Files.createDirectory(dir.resolve(name));
+        FuseOptions options = FuseOptions.builder().driver(FuseOptions.Driver.KERNEL).build();
+        FuseMount fuse = FuseMount.create(fs, null, options);
+        fuse.mountAndWait(mnt, options);
+        mounts.add(fuse);
+        return mnt;
+    }
+
+    @AfterEach
+    void unmount() throws Exception {
+        try {
+            for (FuseMount m : mounts) {
+                m.unmount();
+            }
+            for (PartFs fs : volumes) {
+                fs.close();
+            }
+        } finally {
+            if (redis != null) {
+                redis.close();
+            }
+            TempDirs.deleteRecursively(dir);
+        }
+        System.out.println("SharedVolumeMountsTest: " + String.join("; ", seen));
+    }
+
+    /** A read that failed with ESTALE: the file it opened was deleted by the other mount meanwhile. */
+    private static final byte[] STALE = new byte[0];
+
+    /** What B reads at {@code p}: the bytes, null when there is no such file, or {@link #STALE}. */
+    private static byte[] read(Path p) throws IOException {
+        try {
+            return Files.readAllBytes(p);
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            if ("Stale file handle".equals(e.getMessage())) {
+                return STALE;
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Polls {@code p} on B until it reads {@code now}, and fails if it reads anything but
+     * {@code now} or one of {@code before} meanwhile, or is still stale after the bound.
+     */
+    private void seesWithinBound(String what, Path p, byte[] now, byte[]... before) throws IOException {
+        long start = System.nanoTime();
+        int stale = 0;
+        while (true) {
+            byte[] got = read(p);
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            if (got == STALE) {
+                // opened from what B knew, then gone before the read: an error, never wrong bytes
+                stale++;
+                assertTrue(ms <= BOUND_MS + SLACK_MS, what + ": reads failed with ESTALE for " + ms + " ms");
+                continue;
+            }
+            if (Arrays.equals(got, now)) {
+                seen.add(what + " seen after " + ms + " ms" + (stale > 0 ? " (" + stale + " reads failed with ESTALE first)" : ""));
+                assertTrue(ms <= BOUND_MS + SLACK_MS, what + ": seen after " + ms + " ms");
+                return;
+            }
+            boolean earlier = Arrays.stream(before).anyMatch(x -> Arrays.equals(x, got));
+            assertTrue(earlier, what + ": after " + ms + " ms read a state that never was: "
+                    + (got == null ? "no file" : got.length + " bytes"));
+            assertTrue(ms <= BOUND_MS + SLACK_MS, what + ": still stale after " + ms + " ms");
+        }
+    }
+
+    private static byte[] random(int n, long seed) {
+        byte[] data = new byte[n];
+        new Random(seed).nextBytes(data);
+        return data;
+    }
+
+    @Test
+    void changesOnOneMountReachTheOtherWithinTheBoundAndNeverHalfway() throws Exception {
+        byte[] v1 = random(100_000, 1);
+        byte[] v2 = random(70_000, 2);
+        byte[] v3 = random(5 << 20, 3);
+        Files.createDirectories(a.resolve("t/all_1_1_0"));
+        assertArrayEquals(null, read(b.resolve("t/all_1_1_0/f")), "B looks the name up first: a negative entry to outlive");
+
+        Files.write(a.resolve("t/all_1_1_0/f"), v1);
+        seesWithinBound("a new file", b.resolve("t/all_1_1_0/f"), v1, null, new byte[0]);
+
+        // rewritten in place, shorter: B held the old size and its pages
+        Files.write(a.resolve("t/all_1_1_0/f"), v2);
+        seesWithinBound("a rewritten file", b.resolve("t/all_1_1_0/f"), v2, v1, new byte[0]);
+
+        // appended to, past a block: B's old size must not cut it, nor its old pages show
+        Files.write(a.resolve("t/all_1_1_0/f"), v3, StandardOpenOption.APPEND);
+        byte[] v23 = Arrays.copyOf(v2, v2.length + v3.length);
+        System.arraycopy(v3, 0, v23, v2.length, v3.length);
+        seesWithinBound("an appended file", b.resolve("t/all_1_1_0/f"), v23, v2);
+
+        // a part renamed, as ClickHouse renames tmp_insert_* parts and detaches them
+        Files.move(a.resolve("t/all_1_1_0"), a.resolve("t/all_1_1_1"), StandardCopyOption.ATOMIC_MOVE);
+        seesWithinBound("a renamed directory, new name", b.resolve("t/all_1_1_1/f"), v23, (byte[]) null);
+        seesWithinBound("a renamed directory, old name", b.resolve("t/all_1_1_0/f"), null, v23);
+
+        // replaced by a rename over it, as ClickHouse writes metadata files (a temporary, then rename)
+        Files.write(a.resolve("t/all_1_1_1/f.tmp"), v1);
+        Files.move(a.resolve("t/all_1_1_1/f.tmp"), a.resolve("t/all_1_1_1/f"), StandardCopyOption.ATOMIC_MOVE);
+        seesWithinBound("a file replaced by a rename", b.resolve("t/all_1_1_1/f"), v1, v23);
+
+        // a hard link, then the first name removed
+        Files.createLink(a.resolve("t/shadow"), a.resolve("t/all_1_1_1/f"));
+        Files.delete(a.resolve("t/all_1_1_1/f"));
+        seesWithinBound("a hard link", b.resolve("t/shadow"), v1, (byte[]) null);
+        seesWithinBound("an unlinked name", b.resolve("t/all_1_1_1/f"), null, v1);
+        long nlinkStart = System.nanoTime();
+        while (((Number) Files.getAttribute(b.resolve("t/shadow"), "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue() != 1) {
+            assertTrue(System.nanoTime() - nlinkStart < (BOUND_MS + SLACK_MS) * 1_000_000, "B's link count of t/shadow");
+        }
+
+        // a directory removed with what it held
+        Files.delete(a.resolve("t/shadow"));
+        Files.delete(a.resolve("t/all_1_1_1"));
+        long gone = System.nanoTime();
+        while (Files.exists(b.resolve("t/all_1_1_1"), LinkOption.NOFOLLOW_LINKS) || !list(b.resolve("t")).isEmpty()) {
+            assertTrue(System.nanoTime() - gone < (BOUND_MS + SLACK_MS) * 1_000_000, "B still has t/all_1_1_1: " + list(b.resolve("t")));
+        }
+        seen.add("a removed directory gone after " + (System.nanoTime() - gone) / 1_000_000 + " ms");
+    }
+
+    private static Set<String> list(Path d) throws IOException {
+        try (var s = Files.list(d)) {
+            return s.map(p -> p.getFileName().toString()).collect(java.util.stream.Collectors.toSet());
+        }
+    }
+}
