@@ -364,12 +364,13 @@ public final class KernelFuse implements FuseMount {
             error = Errnos.errno(op, "inode " + node, t).code();
             out.clear().position(OUT_HEADER);
         }
-        if (error == Errno.ENOENT.code() && addressesOneInode(opcode)) {
-            // The inode the kernel names is gone: another client of a shared volume deleted it,
-            // or replaced its name by a rename, while this mount still knew the name. ENOENT
-            // would fail an open or stat of a name that never stopped existing; on ESTALE the
-            // kernel looks the path up once more and retries, as for NFS. A read or write of a
-            // file opened before is not retried: it fails with ESTALE, as on NFS.
+        if (sharedVolume && error == Errno.ENOENT.code() && addressesOneInode(opcode)) {
+            // The inode the kernel names is gone: another client deleted it, or replaced its
+            // name by a rename, while this mount still knew the name. ENOENT would fail an open
+            // or stat of a name that never stopped existing; on ESTALE the kernel looks the path
+            // up once more and retries, as for NFS. A read or write of a file opened before is
+            // not retried: it fails with ESTALE, as on NFS. (On an exclusive volume an inode only
+            // goes through this mount, which the kernel knows of: ENOENT stays, as before.)
             error = Errno.ESTALE.code();
         }
         if (changesEntries(opcode)) {
@@ -644,10 +645,13 @@ public final class KernelFuse implements FuseMount {
                 }
                 // Listings need no handle. The only client of a volume lets the kernel keep what it
                 // read (CACHE_DIR) for the next opens until the directory changes here or its mtime
-                // does. A client of a shared volume does not: the kernel would keep a listing from
-                // the metadata cache's last second under the directory's newer mtime, read by a
-                // stat, and show it until the directory next changed (SharedVolumeMountsTest).
-                openOut(out, 0, sharedVolume ? 0 : FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, 0);
+                // does. On a shared volume that could be for good: the kernel would keep a listing
+                // from the metadata cache's last second under the directory's newer mtime, read by
+                // a stat, until the directory next changed (SharedVolumeMountsTest). There the
+                // kernel keeps a listing for the opens within a second of sending it (ClickHouse
+                // lists each part twice as it loads it) and drops it at the first open after.
+                boolean keep = !sharedVolume || pages.listedWithin(node);
+                openOut(out, 0, FOPEN_CACHE_DIR | (keep ? FOPEN_KEEP_CACHE : 0), 0);
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);
@@ -1087,6 +1091,9 @@ public final class KernelFuse implements FuseMount {
             long stamp = pages.stamp(node);
             listing = DirPages.listing(node, stamp, fs.readdir(node));
             listingsTaken.increment();
+        }
+        if (offset == 0 && sharedVolume) {
+            pages.listedFromStart(node);
         }
         PartPrefetcher p = prefetcher;
         if (offset == 0 && p != null) { // in the order the reader gets them: ClickHouse loads parts so
