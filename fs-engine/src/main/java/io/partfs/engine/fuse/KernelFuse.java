@@ -43,7 +43,8 @@ import org.slf4j.LoggerFactory;
  * struct layouts follow {@code include/uapi/linux/fuse.h}.
  *
  * <p>What keeps calls away from this process: READDIRPLUS; directory listings the kernel keeps
- * (FOPEN_CACHE_DIR, dropped when the directory changes; on an exclusive volume only); no FLUSH after read-only opens
+ * (FOPEN_CACHE_DIR, dropped when the directory changes, and on a shared volume a second after it
+ * was sent); no FLUSH after read-only opens
  * (FOPEN_NOFLUSH); the MergeTree readahead ({@link PartPrefetcher}), which lists parts
  * ahead of ClickHouse and stores their cached metadata files into the page cache; and FUSE
  * passthrough for part files held in one local block ({@link Passthrough}), read by the kernel.
@@ -119,7 +120,10 @@ public final class KernelFuse implements FuseMount {
     private final java.util.concurrent.atomic.LongAdder listingsTaken = new java.util.concurrent.atomic.LongAdder();
     /** Whether the kernel opens directories without asking (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1+). */
     private volatile boolean opendirless;
-    /** Whether other clients may change the volume (Redis): then the kernel keeps no directory listings. */
+    /**
+     * Whether other clients may change the volume (Redis): then the kernel keeps a directory
+     * listing for a second only, and a request for an inode that is gone gets ESTALE.
+     */
     private final boolean sharedVolume;
     /**
      * Files whose content this process stored into the kernel's page cache, by inode, with the
