@@ -192,4 +192,54 @@ class SharedVolumeMountsTest {
             return s.map(p -> p.getFileName().toString()).collect(java.util.stream.Collectors.toSet());
         }
     }
+
+    /** Polls {@code what} on B until it answers {@code expected}, within the bound; returns after how long. */
+    private void answersWithinBound(String what, java.util.concurrent.Callable<Object> onB, Object expected) throws Exception {
+        long start = System.nanoTime();
+        Object got;
+        while (!java.util.Objects.equals(got = onB.call(), expected)) {
+            assertTrue(System.nanoTime() - start <= (BOUND_MS + SLACK_MS) * 1_000_000, what + ": still " + got);
+        }
+        seen.add(what + " seen after " + (System.nanoTime() - start) / 1_000_000 + " ms");
+    }
+
+    @Test
+    void inPlaceRewritesModesAndSymlinksReachTheOtherMount() throws Exception {
+        byte[] v1 = random(300_000, 11);
+        Files.write(a.resolve("f"), v1);
+        seesWithinBound("a new file", b.resolve("f"), v1, null, new byte[0]);
+        assertArrayEquals(v1, Files.readAllBytes(b.resolve("f")), "B has it in its page cache now");
+
+        // rewritten in place, same length, no truncation: only the bytes and the mtime change, and
+        // B's cached pages must all go (a mix of old and new pages would be a state that never was)
+        byte[] v2 = random(300_000, 12);
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(a.resolve("f"), StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(v2), 0);
+        }
+        seesWithinBound("a file rewritten in place, same length", b.resolve("f"), v2, v1);
+
+        // a held reader on B sees the file grow once its attributes are refreshed
+        byte[] more = random(70_000, 13);
+        try (java.nio.channels.FileChannel held = java.nio.channels.FileChannel.open(b.resolve("f"), StandardOpenOption.READ)) {
+            Files.write(a.resolve("f"), more, StandardOpenOption.APPEND);
+            answersWithinBound("a held file's new size", held::size, (long) (v2.length + more.length));
+            java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate(more.length);
+            while (tail.hasRemaining() && held.read(tail, v2.length + tail.position()) > 0) {
+                // read on
+            }
+            assertArrayEquals(more, tail.array(), "the appended bytes through the held handle");
+        }
+
+        Files.setPosixFilePermissions(a.resolve("f"), java.nio.file.attribute.PosixFilePermissions.fromString("r--------"));
+        answersWithinBound("a mode", () -> java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(b.resolve("f"), LinkOption.NOFOLLOW_LINKS)), "r--------");
+
+        Files.createSymbolicLink(a.resolve("s"), Path.of("target-1"));
+        answersWithinBound("a new symlink", () -> Files.isSymbolicLink(b.resolve("s")) ? Files.readSymbolicLink(b.resolve("s")).toString() : null,
+                "target-1");
+        Path tmp = a.resolve("s.tmp");
+        Files.createSymbolicLink(tmp, Path.of("target-2"));
+        Files.move(tmp, a.resolve("s"), StandardCopyOption.ATOMIC_MOVE);
+        answersWithinBound("a symlink replaced by a rename", () -> Files.readSymbolicLink(b.resolve("s")).toString(), "target-2");
+    }
 }
