@@ -3,7 +3,6 @@ package io.partfs.engine.fuse;
 import io.partfs.engine.DirEntry;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -119,36 +118,6 @@ final class DirPages {
 
     int keptCount() {
         return kept.size();
-    }
-
-    /** Directories listed from their start most recently, with when: at most {@value #MAX_RECENT}. */
-    private final java.util.LinkedHashMap<Long, Long> recent = new java.util.LinkedHashMap<>(256, 0.75f, false) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Long> eldest) {
-            return size() > MAX_RECENT;
-        }
-    };
-    static final int MAX_RECENT = 65_536;
-
-    /** Records that a listing of {@code dir} from its start was just sent to the kernel. */
-    void listedFromStart(long dir) {
-        long now = System.nanoTime();
-        synchronized (recent) {
-            recent.remove(dir); // so that the map stays ordered by time
-            recent.put(dir, now);
-        }
-    }
-
-    /**
-     * Whether a listing of {@code dir} from its start was sent to the kernel within the last
-     * {@code maxAgeNanos}; false for a directory not among the last {@value #MAX_RECENT} listed.
-     */
-    boolean listedWithin(long dir) {
-        Long at;
-        synchronized (recent) {
-            at = recent.get(dir);
-        }
-        return at != null && System.nanoTime() - at < maxAgeNanos;
     }
 
     private static int stripe(long dir) {

@@ -122,9 +122,18 @@ public final class KernelFuse implements FuseMount {
     private volatile boolean opendirless;
     /**
      * Whether other clients may change the volume (Redis): then the kernel keeps a directory
-     * listing for a second only, and a request for an inode that is gone gets ESTALE.
+     * listing for a second only ({@link #expireListing}), and a request for an inode that is
+     * gone gets ESTALE.
      */
     private final boolean sharedVolume;
+    /** Directories whose kept listing the kernel is to drop, and the thread that tells it when. */
+    private final Map<Long, Boolean> expiring = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ScheduledThreadPoolExecutor expiry = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "partfs-listing-expiry");
+        t.setDaemon(true);
+        return t;
+    });
+    private final long expiryNanos;
     /**
      * Files whose content this process stored into the kernel's page cache, by inode, with the
      * data version stored. The next read-only open of such a file keeps the page cache when the
@@ -171,6 +180,7 @@ public final class KernelFuse implements FuseMount {
         // as long as the metadata cache keeps a listing (10 s at most: a reading takes far less)
         this.pages = new DirPages(Math.min(fs.meta().cacheTtlNanos(), 10_000_000_000L));
         this.sharedVolume = !fs.meta().store().exclusive();
+        this.expiryNanos = Math.max(1, Math.min(fs.meta().cacheTtlNanos(), 10_000_000_000L));
         fs.config().metrics().counterFrom("partfs_fuse_directory_listings_total",
                 "Directory listings READDIR and READDIRPLUS took; reading a large directory in several requests takes one.",
                 listingsTaken::sum);
@@ -259,6 +269,7 @@ public final class KernelFuse implements FuseMount {
             p.close(); // its listings hold the mount busy
             prefetcher = null;
         }
+        expiry.shutdownNow();
         if (Mounts.isMounted(mp) && C.umount2(mp.toString(), 0) != 0) {
             int e = LibC.errno();
             if (e != LibC.EINVAL) { // EINVAL: no longer mounted
@@ -641,21 +652,16 @@ public final class KernelFuse implements FuseMount {
             }
             case REMOVEXATTR -> fs.removexattr(node, name(in));
             case OPENDIR -> {
-                if (opendirless && !sharedVolume) {
+                if (opendirless) {
                     return Errno.ENOSYS.code(); // from now on the kernel opens directories by itself
                 }
                 if (!fs.getattr(node).isDirectory()) {
                     throw new FsException.NotDirectory("inode " + node);
                 }
-                // Listings need no handle. The only client of a volume lets the kernel keep what it
-                // read (CACHE_DIR) for the next opens until the directory changes here or its mtime
-                // does. On a shared volume that could be for good: the kernel would keep a listing
-                // from the metadata cache's last second under the directory's newer mtime, read by
-                // a stat, until the directory next changed (SharedVolumeMountsTest). There the
-                // kernel keeps a listing for the opens within a second of sending it (ClickHouse
-                // lists each part twice as it loads it) and drops it at the first open after.
-                boolean keep = !sharedVolume || pages.listedWithin(node);
-                openOut(out, 0, FOPEN_CACHE_DIR | (keep ? FOPEN_KEEP_CACHE : 0), 0);
+                // listings need no handle; the kernel keeps what it read (CACHE_DIR) for the next
+                // opens until the directory changes here or its mtime does (or, on a shared
+                // volume, a second has passed: expireListing)
+                openOut(out, 0, FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, 0);
             }
             case READDIR -> readdir(node, in, out, false);
             case READDIRPLUS -> readdir(node, in, out, true);
@@ -1097,7 +1103,7 @@ public final class KernelFuse implements FuseMount {
             listingsTaken.increment();
         }
         if (offset == 0 && sharedVolume) {
-            pages.listedFromStart(node);
+            expireListing(node);
         }
         PartPrefetcher p = prefetcher;
         if (offset == 0 && p != null) { // in the order the reader gets them: ClickHouse loads parts so
@@ -1145,6 +1151,31 @@ public final class KernelFuse implements FuseMount {
             pages.done(listing);
         } else if (!kept && offset != 0) {
             pages.keep(listing);
+        }
+    }
+
+    /**
+     * On a shared volume, has the kernel drop its kept listing of {@code dir} (just sent from its
+     * start) a metadata-cache lifetime from now (FUSE_NOTIFY_INVAL_INODE, from a thread of its
+     * own). The kernel keeps a listing until the directory's mtime changes; the listing may come
+     * from the metadata cache's last second while the mtime it is kept under came from a fresher
+     * stat, and then nothing would ever drop it (SharedVolumeMountsTest). Dropped, the next
+     * listing is read again; until then ClickHouse's second listing of each part it loads is
+     * served by the kernel. A notification costs no request on the path of any call.
+     */
+    private void expireListing(long dir) {
+        if (expiring.putIfAbsent(dir, Boolean.TRUE) != null) {
+            return; // one is due already: it drops this listing too, early
+        }
+        try {
+            expiry.schedule(() -> {
+                expiring.remove(dir);
+                ByteBuffer buf = notifyBuffer(OUT_HEADER + 24);
+                buf.putInt(OUT_HEADER + 24).putInt(NOTIFY_INVAL_INODE).putLong(0).putLong(dir).putLong(0).putLong(-1);
+                notify(buf);
+            }, expiryNanos, TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException unmounting) {
+            expiring.remove(dir);
         }
     }
 

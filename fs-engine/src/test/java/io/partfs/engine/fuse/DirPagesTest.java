@@ -1,9 +1,7 @@
 package io.partfs.engine.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import io.partfs.engine.DirEntry;
@@ -79,22 +77,5 @@ class DirPagesTest {
         assertEquals(DirPages.MAX_KEPT, pages.keptCount());
         assertNull(pages.reusable(1), "the first kept went first");
         assertEquals(DirPages.MAX_KEPT + 10, pages.reusable(DirPages.MAX_KEPT + 10).dir());
-    }
-
-    /** On a shared volume the kernel keeps a listing for the opens within the lifetime of the one it was sent. */
-    @Test
-    void aDirectoryCountsAsRecentlyListedForTheLifetimeAndAmongTheLastListed() {
-        DirPages pages = new DirPages(MINUTE);
-        assertFalse(pages.listedWithin(7), "never listed");
-        pages.listedFromStart(7);
-        assertTrue(pages.listedWithin(7));
-        for (long dir = 100; dir < 100 + DirPages.MAX_RECENT; dir++) {
-            pages.listedFromStart(dir);
-        }
-        assertFalse(pages.listedWithin(7), "forgotten beyond the bound: the kernel drops what it kept");
-        assertTrue(pages.listedWithin(100 + DirPages.MAX_RECENT - 1));
-        DirPages none = new DirPages(0);
-        none.listedFromStart(7);
-        assertFalse(none.listedWithin(7), "no lifetime: nothing counts as recent");
     }
 }
