@@ -174,6 +174,11 @@ final class MetaCache {
         return fresh(t) ? t.value() : null;
     }
 
+    /** Drops the listing of {@code dir}: it names something no longer there. */
+    void forgetListing(long dir) {
+        dirs.remove(dir);
+    }
+
     /** Installs the extended attributes of {@code ino} read at {@code gen}, unless a transaction ran since. */
     void installXattrs(long gen, long ino, Map<String, byte[]> all) {
         trim();

@@ -530,31 +530,49 @@ public final class MetaEngine implements Closeable {
      * has cost about what reading the listing again would ({@link MetaCache#lookUpOneName}).
      */
     public Attr lookup(long parent, String name) throws IOException {
-        if (cache == null) {
-            return kv.read(r -> {
-                byte[] e = r.hget(dirKey(parent), name);
-                if (e == null) {
-                    dir(r, parent);
-                    throw new FsException.NoSuchEntry(name);
-                }
-                return attr(r, decodeEntry(name, e).ino());
-            });
-        }
         MetaCache c = cache;
-        if (c.dir(parent) == null && c.lookUpOneName(parent)) {
-            long gen = c.generation();
-            DirAndEntry de = kv.read(r -> dirAndEntry(r, parent, name));
-            c.install(gen, List.of(de.dir()), null, null);
-            if (de.entry() == null) {
-                throw new FsException.NoSuchEntry(name);
-            }
-            return getattr(decodeEntry(name, de.entry()).ino());
+        if (c == null || c.dir(parent) == null && c.lookUpOneName(parent)) {
+            return lookUpInStore(parent, name);
         }
         DirEntry e = listing(parent).get(name);
         if (e == null) {
             throw new FsException.NoSuchEntry(name);
         }
-        return getattr(e.ino());
+        try {
+            return getattr(e.ino());
+        } catch (FsException.NoSuchEntry gone) {
+            // The listing names an inode removed since it was read: another client replaced or
+            // removed the file, perhaps between the listing's two requests. The name may lead
+            // elsewhere now; the listing is not to be trusted for its remaining time.
+            c.forgetListing(parent);
+            return lookUpInStore(parent, name);
+        }
+    }
+
+    /**
+     * Entry {@code name} of {@code parent} read from the store, then its attributes: two
+     * requests, between which another client may remove the inode the entry named (a file
+     * replaced by a rename); the name is then read again, a few times at most.
+     */
+    private Attr lookUpInStore(long parent, String name) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            MetaCache c = cache;
+            long gen = c == null ? 0 : c.generation();
+            DirAndEntry de = kv.read(r -> dirAndEntry(r, parent, name));
+            if (c != null) {
+                c.install(gen, List.of(de.dir()), null, null);
+            }
+            if (de.entry() == null) {
+                throw new FsException.NoSuchEntry(name);
+            }
+            try {
+                return getattr(decodeEntry(name, de.entry()).ino());
+            } catch (FsException.NoSuchEntry gone) {
+                if (attempt == 3) {
+                    throw gone;
+                }
+            }
+        }
     }
 
     /**

@@ -227,6 +227,43 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * A listing is read in two requests (the names, then their inodes). Another client that
+     * replaces a file by a rename between the two leaves a listing naming an inode that is gone;
+     * a lookup of that name then finds the file now there, not "no such entry" for as long as
+     * the listing is kept. (A store whose reads see one moment, RocksDB's, cannot be caught so.)
+     */
+    @Test
+    void aLookupThroughAListingNamingAnInodeGoneSinceFindsTheFileNowThere() throws Exception {
+        long table = dir(ROOT, "table").ino();
+        long old = file(table, "count.txt").ino();
+        long replacement = file(table, "count.txt.tmp").ino();
+        io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine cached = cachingClient(counting);
+        assertEquals(table, cached.lookup(ROOT, "table").ino());
+        java.util.concurrent.atomic.AtomicBoolean replaced = new java.util.concurrent.atomic.AtomicBoolean();
+        counting.beforeRequest(op -> {
+            if (op.equals("getAll") && replaced.compareAndSet(false, true)) {
+                try {
+                    meta.rename(table, "count.txt.tmp", table, "count.txt", 0); // through the other engine,
+                    meta.deleteFileData(old); // which removes the replaced file at once, as a mount does
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        });
+        Attr found = cached.lookup(table, "count.txt");
+        counting.beforeRequest(op -> { });
+        assertTrue(replaced.get(), "the other client's rename ran between the reads");
+        if (meta.store().exclusive()) { // each read sees one moment (a RocksDB snapshot), kept by the cache
+            assertEquals(old, found.ino(), "the file the name led to when the listing was read");
+            return;
+        }
+        assertEquals(replacement, found.ino(), "the file the name leads to now");
+        assertEquals(replacement, cached.lookup(table, "count.txt").ino(), "and again");
+        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(table, "count.txt.tmp"));
+    }
+
+    /**
      * On a shared volume a listing expires after a second; a lookup in a large directory then
      * reads its one name, not the whole listing again, until such lookups have cost about what
      * the listing would: then it is read again.

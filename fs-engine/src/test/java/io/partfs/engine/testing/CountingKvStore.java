@@ -24,6 +24,7 @@ public final class CountingKvStore implements KvStore {
     }
 
     private void count(String op, String key) {
+        beforeRequest.accept(op);
         reads.incrementAndGet();
         byKind.computeIfAbsent(op + ":" + key.replaceAll("[0-9_].*$", ""), k -> new AtomicLong()).incrementAndGet();
     }
@@ -36,6 +37,16 @@ public final class CountingKvStore implements KvStore {
     }
 
     private volatile Runnable afterRead = () -> { };
+    private volatile java.util.function.Consumer<String> beforeRequest = op -> { };
+
+    /**
+     * Runs {@code hook} with the operation's name (get, hgetAll, getAll, ...) before each request
+     * a read makes, on the reading thread: for changes another client makes between two requests
+     * of one read.
+     */
+    public void beforeRequest(java.util.function.Consumer<String> hook) {
+        this.beforeRequest = hook;
+    }
     private volatile boolean failUpdates;
 
     /** Fails every transaction from now on (as an engine that does not answer), or no more. */
