@@ -578,7 +578,10 @@ public final class MetaEngine implements Closeable {
     /**
      * A directory's entries by name, from the cache or read with every child's attributes in
      * two requests (the whole listing, then all attributes at once): one round trip pair per
-     * directory instead of one per file.
+     * directory instead of one per file. An entry whose inode is gone by the second request
+     * (another client replaced or removed the file in between) has the listing read again, a
+     * few times at most: otherwise the name would be kept, for the listing's life, leading to
+     * nothing, where the file now under it may be another.
      */
     private Map<String, DirEntry> listing(long dirIno) throws IOException {
         MetaCache c = cache;
@@ -586,23 +589,31 @@ public final class MetaEngine implements Closeable {
         if (hit != null) {
             return hit;
         }
-        long gen = c.generation();
-        Map<String, DirEntry> entries = new java.util.HashMap<>();
-        List<Attr> attrs = new ArrayList<>();
-        Attr known = c.attr(dirIno); // usually there, from the parent's listing: one round trip saved
-        kv.read(r -> {
-            if (known == null || !known.isDirectory()) {
-                attrs.add(dir(r, dirIno));
+        for (int attempt = 1; ; attempt++) {
+            long gen = c.generation();
+            Map<String, DirEntry> entries = new java.util.HashMap<>();
+            List<Attr> attrs = new ArrayList<>();
+            int[] children = {0};
+            Attr known = c.attr(dirIno); // usually there, from the parent's listing: one round trip saved
+            kv.read(r -> {
+                if (known == null || !known.isDirectory()) {
+                    attrs.add(dir(r, dirIno));
+                }
+                for (Map.Entry<String, byte[]> e : r.hgetAll(dirKey(dirIno)).entrySet()) {
+                    entries.put(e.getKey(), decodeEntry(e.getKey(), e.getValue()));
+                }
+                List<Attr> of = attrsOf(r, new ArrayList<>(entries.values()));
+                children[0] = of.size();
+                attrs.addAll(of);
+                return null;
+            });
+            if (children[0] < entries.size() && attempt < 3) {
+                continue;
             }
-            for (Map.Entry<String, byte[]> e : r.hgetAll(dirKey(dirIno)).entrySet()) {
-                entries.put(e.getKey(), decodeEntry(e.getKey(), e.getValue()));
-            }
-            attrs.addAll(attrsOf(r, new ArrayList<>(entries.values())));
-            return null;
-        });
-        c.install(gen, attrs, dirIno, entries);
-        c.listed(dirIno, entries.size());
-        return entries;
+            c.install(gen, attrs, dirIno, entries);
+            c.listed(dirIno, entries.size());
+            return entries;
+        }
     }
 
     /** The attributes of the inodes {@code entries} name, in one request (entries whose inode is gone are left out). */
@@ -665,8 +676,14 @@ public final class MetaEngine implements Closeable {
             return null;
         });
         c.install(gen, attrs, null, null);
+        java.util.Set<Long> found = new java.util.HashSet<>();
+        for (Attr a : attrs) {
+            found.add(a.ino());
+        }
         for (int i = 0; i < wanted.size(); i++) {
-            c.install(gen, List.of(), wanted.get(i), listings.get(i));
+            if (listings.get(i).values().stream().allMatch(e -> found.contains(e.ino()))) {
+                c.install(gen, List.of(), wanted.get(i), listings.get(i));
+            } // else an inode named is gone (another client's change between the requests): listing() reads it
         }
     }
 

@@ -226,41 +226,103 @@ abstract class MetaEngineContract {
         assertFalse(cached.readdir(dirs.get(1)).stream().anyMatch(e -> e.name().equals("f0")));
     }
 
-    /**
-     * A listing is read in two requests (the names, then their inodes). Another client that
-     * replaces a file by a rename between the two leaves a listing naming an inode that is gone;
-     * a lookup of that name then finds the file now there, not "no such entry" for as long as
-     * the listing is kept. (A store whose reads see one moment, RocksDB's, cannot be caught so.)
-     */
-    @Test
-    void aLookupThroughAListingNamingAnInodeGoneSinceFindsTheFileNowThere() throws Exception {
+    /** Directory table holding count.txt, and a caching client that knows the table's attributes. */
+    record TableWithCount(long table, long count, io.partfs.engine.testing.CountingKvStore counting, MetaEngine cached) {
+    }
+
+    TableWithCount tableWithCount() throws IOException {
         long table = dir(ROOT, "table").ino();
-        long old = file(table, "count.txt").ino();
-        long replacement = file(table, "count.txt.tmp").ino();
+        long count = file(table, "count.txt").ino();
         io.partfs.engine.testing.CountingKvStore counting = new io.partfs.engine.testing.CountingKvStore(meta.store());
         MetaEngine cached = cachingClient(counting);
         assertEquals(table, cached.lookup(ROOT, "table").ino());
-        java.util.concurrent.atomic.AtomicBoolean replaced = new java.util.concurrent.atomic.AtomicBoolean();
-        counting.beforeRequest(op -> {
-            if (op.equals("getAll") && replaced.compareAndSet(false, true)) {
+        return new TableWithCount(table, count, counting, cached);
+    }
+
+    /**
+     * Has the other client (the test's engine) replace {@code dir}/count.txt by a rename, and
+     * remove the replaced file at once as a mount does, before each of the next {@code times}
+     * requests {@code op} that reads through {@code counting} make. Returns the replacements'
+     * inodes, in order, as they are made.
+     */
+    List<Long> replaceCountBefore(io.partfs.engine.testing.CountingKvStore counting, String op, int times, long dir) {
+        List<Long> made = new java.util.concurrent.CopyOnWriteArrayList<>();
+        counting.beforeRequest(o -> {
+            if (o.equals(op) && made.size() < times) {
                 try {
-                    meta.rename(table, "count.txt.tmp", table, "count.txt", 0); // through the other engine,
-                    meta.deleteFileData(old); // which removes the replaced file at once, as a mount does
+                    long old = meta.lookup(dir, "count.txt").ino();
+                    made.add(file(dir, "count.txt.tmp").ino());
+                    meta.rename(dir, "count.txt.tmp", dir, "count.txt", 0);
+                    meta.deleteFileData(old);
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }
             }
         });
-        Attr found = cached.lookup(table, "count.txt");
+        return made;
+    }
+
+    /**
+     * A listing is read in two requests (the names, then their inodes). When another client
+     * replaces a file by a rename between the two, the listing is read again: it names the file
+     * now there, not the inode gone, which would read as "no such entry" (and be left out of a
+     * listing with attributes) for as long as the listing is kept. (A store whose reads each see
+     * one moment, RocksDB's, cannot be caught between two requests.)
+     */
+    @Test
+    void aListingReadWhileAnotherClientReplacesAFileNamesTheFileNowThere() throws Exception {
+        TableWithCount t = tableWithCount();
+        long table = t.table();
+        io.partfs.engine.testing.CountingKvStore counting = t.counting();
+        MetaEngine cached = t.cached();
+        List<Long> replacements = replaceCountBefore(counting, "getAll", 1, table);
+        counting.reset();
+        List<DirEntry> listed = cached.readdir(table);
         counting.beforeRequest(op -> { });
-        assertTrue(replaced.get(), "the other client's rename ran between the reads");
-        if (meta.store().exclusive()) { // each read sees one moment (a RocksDB snapshot), kept by the cache
-            assertEquals(old, found.ino(), "the file the name led to when the listing was read");
+        assertEquals(1, replacements.size(), "the other client's rename ran between the reads");
+        assertEquals(List.of("count.txt"), listed.stream().map(DirEntry::name).toList());
+        if (meta.store().exclusive()) {
+            assertEquals(t.count(), listed.get(0).ino(), "the file the name led to when the listing was read");
             return;
         }
-        assertEquals(replacement, found.ino(), "the file the name leads to now");
-        assertEquals(replacement, cached.lookup(table, "count.txt").ino(), "and again");
+        assertEquals(replacements.get(0), listed.get(0).ino(), "the file the name leads to now");
+        assertEquals(2, counting.readsByKind().get("hgetAll:d"), "the listing, read again: " + counting.readsByKind());
+        counting.reset();
+        assertEquals(replacements.get(0), cached.getattrs(new long[] {listed.get(0).ino()})[0].ino());
+        assertEquals(replacements.get(0), cached.lookup(table, "count.txt").ino());
+        assertEquals(0, counting.reads(), "both kept with the listing: " + counting.readsByKind());
+    }
+
+    /**
+     * A lookup through a kept listing whose entry names an inode gone since reads the name
+     * itself: here a listing given up after the other client replaced the file at each of its
+     * three readings; and without a cache, a file replaced between reading the name and its inode.
+     */
+    @Test
+    void aLookupOfANameWhoseInodeWentMeanwhileFindsTheFileNowThere() throws Exception {
+        TableWithCount t = tableWithCount();
+        long table = t.table();
+        io.partfs.engine.testing.CountingKvStore counting = t.counting();
+        MetaEngine cached = t.cached();
+        List<Long> replacements = replaceCountBefore(counting, "getAll", 3, table);
+        Attr found = cached.lookup(table, "count.txt");
+        counting.beforeRequest(op -> { });
+        if (meta.store().exclusive()) {
+            assertEquals(t.count(), found.ino(), "the file the name led to when the listing was read");
+            return;
+        }
+        assertEquals(3, replacements.size(), "the other client replaced the file at each reading");
+        assertEquals(replacements.get(2), found.ino(), "the file the name leads to now");
+        assertEquals(replacements.get(2), cached.lookup(table, "count.txt").ino(), "and again");
         assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(table, "count.txt.tmp"));
+
+        io.partfs.engine.testing.CountingKvStore plain = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine uncached = new MetaEngine(plain, () -> clock.addAndGet(1000));
+        uncached.load();
+        List<Long> more = replaceCountBefore(plain, "get", 1, table); // the inode's read, after the name's
+        long foundUncached = uncached.lookup(table, "count.txt").ino();
+        assertEquals(List.of(foundUncached), more, "without a cache too, the file now there");
+        plain.beforeRequest(op -> { });
     }
 
     /**
