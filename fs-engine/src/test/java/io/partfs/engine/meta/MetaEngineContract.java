@@ -272,13 +272,10 @@ abstract class MetaEngineContract {
     @Test
     void aListingReadWhileAnotherClientReplacesAFileNamesTheFileNowThere() throws Exception {
         TableWithCount t = tableWithCount();
-        long table = t.table();
-        io.partfs.engine.testing.CountingKvStore counting = t.counting();
-        MetaEngine cached = t.cached();
-        List<Long> replacements = replaceCountBefore(counting, "getAll", 1, table);
-        counting.reset();
-        List<DirEntry> listed = cached.readdir(table);
-        counting.beforeRequest(op -> { });
+        List<Long> replacements = replaceCountBefore(t.counting(), "getAll", 1, t.table());
+        t.counting().reset();
+        List<DirEntry> listed = t.cached().readdir(t.table());
+        t.counting().beforeRequest(op -> { });
         assertEquals(1, replacements.size(), "the other client's rename ran between the reads");
         assertEquals(List.of("count.txt"), listed.stream().map(DirEntry::name).toList());
         if (meta.store().exclusive()) {
@@ -286,11 +283,11 @@ abstract class MetaEngineContract {
             return;
         }
         assertEquals(replacements.get(0), listed.get(0).ino(), "the file the name leads to now");
-        assertEquals(2, counting.readsByKind().get("hgetAll:d"), "the listing, read again: " + counting.readsByKind());
-        counting.reset();
-        assertEquals(replacements.get(0), cached.getattrs(new long[] {listed.get(0).ino()})[0].ino());
-        assertEquals(replacements.get(0), cached.lookup(table, "count.txt").ino());
-        assertEquals(0, counting.reads(), "both kept with the listing: " + counting.readsByKind());
+        assertEquals(2, t.counting().readsByKind().get("hgetAll:d"), "the listing, read again: " + t.counting().readsByKind());
+        t.counting().reset();
+        assertEquals(replacements.get(0), t.cached().getattrs(new long[] {listed.get(0).ino()})[0].ino());
+        assertEquals(replacements.get(0), t.cached().lookup(t.table(), "count.txt").ino());
+        assertEquals(0, t.counting().reads(), "both kept with the listing: " + t.counting().readsByKind());
     }
 
     /**
@@ -301,26 +298,23 @@ abstract class MetaEngineContract {
     @Test
     void aLookupOfANameWhoseInodeWentMeanwhileFindsTheFileNowThere() throws Exception {
         TableWithCount t = tableWithCount();
-        long table = t.table();
-        io.partfs.engine.testing.CountingKvStore counting = t.counting();
-        MetaEngine cached = t.cached();
-        List<Long> replacements = replaceCountBefore(counting, "getAll", 3, table);
-        Attr found = cached.lookup(table, "count.txt");
-        counting.beforeRequest(op -> { });
+        List<Long> replacements = replaceCountBefore(t.counting(), "getAll", 3, t.table());
+        Attr found = t.cached().lookup(t.table(), "count.txt");
+        t.counting().beforeRequest(op -> { });
         if (meta.store().exclusive()) {
             assertEquals(t.count(), found.ino(), "the file the name led to when the listing was read");
             return;
         }
         assertEquals(3, replacements.size(), "the other client replaced the file at each reading");
         assertEquals(replacements.get(2), found.ino(), "the file the name leads to now");
-        assertEquals(replacements.get(2), cached.lookup(table, "count.txt").ino(), "and again");
-        assertThrows(FsException.NoSuchEntry.class, () -> cached.lookup(table, "count.txt.tmp"));
+        assertEquals(replacements.get(2), t.cached().lookup(t.table(), "count.txt").ino(), "and again");
+        assertThrows(FsException.NoSuchEntry.class, () -> t.cached().lookup(t.table(), "count.txt.tmp"));
 
         io.partfs.engine.testing.CountingKvStore plain = new io.partfs.engine.testing.CountingKvStore(meta.store());
         MetaEngine uncached = new MetaEngine(plain, () -> clock.addAndGet(1000));
         uncached.load();
-        List<Long> more = replaceCountBefore(plain, "get", 1, table); // the inode's read, after the name's
-        long foundUncached = uncached.lookup(table, "count.txt").ino();
+        List<Long> more = replaceCountBefore(plain, "get", 1, t.table()); // the inode's read, after the name's
+        long foundUncached = uncached.lookup(t.table(), "count.txt").ino();
         assertEquals(List.of(foundUncached), more, "without a cache too, the file now there");
         plain.beforeRequest(op -> { });
     }
