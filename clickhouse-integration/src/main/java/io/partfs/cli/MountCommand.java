@@ -125,6 +125,13 @@ final class MountCommand implements Callable<Integer> {
                     "which has one entry timeout for all names, the smaller of --entry-cache and this one applies."})
     double dirEntryCache;
 
+    @Option(names = "--meta-cache-entries", paramLabel = "N", defaultValue = "500000",
+            description = {"File attributes and directory listings the sidecar keeps in memory (default: ${DEFAULT-VALUE},",
+                    "~300 bytes of heap each, ~150 MB in all). A server loading parts looks each of their files up",
+                    "here instead of asking the metadata engine; past the bound the entries read longest ago are",
+                    "evicted (partfs_meta_cache_evictions_total). Not the part-metadata cache (--metadata-cache-*)."})
+    int metaCacheEntries;
+
     @Option(names = "--atime-mode", paramLabel = "noatime|relatime", defaultValue = "noatime",
             description = {"When reads update access times (default: ${DEFAULT-VALUE}, as with JuiceFS: ClickHouse never",
                     "reads atime, and under relatime the first read of each new file costs a metadata transaction)."})
@@ -236,6 +243,10 @@ final class MountCommand implements Callable<Integer> {
         Path mp = mountPoint.toAbsolutePath().normalize();
         boolean deadMount = checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
+        if (metaCacheEntries < 1_000) {
+            throw new IllegalArgumentException("--meta-cache-entries must be at least 1000 (a part's files and listing take ~100), not "
+                    + metaCacheEntries);
+        }
         config(null, false); // checks the sizes before anything starts
         if (ioRetries < 1 || ioRetries > 100) {
             throw new IllegalArgumentException("--io-retries must be between 1 and 100, not " + ioRetries);
@@ -330,7 +341,7 @@ final class MountCommand implements Callable<Integer> {
         Path dir = cacheDir != null ? cacheDir
                 : volume.embedded() ? volume.embeddedDir().resolve("cache") : volume.home().resolve("cache").resolve(uuid == null ? "pending" : uuid);
         return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).blockCacheBlocks(cacheItems).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
-                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).writeBack(writeBack).deferPartFlushes(deferPartClose)
+                .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).metaCacheEntries(metaCacheEntries).writeBack(writeBack).deferPartFlushes(deferPartClose)
                 .uploadDelay(java.time.Duration.ofMillis(Math.round(uploadDelay * 1000)))
                 .metaBackupInterval(java.time.Duration.ofMillis(Math.round(backupMeta * 1000)))
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))

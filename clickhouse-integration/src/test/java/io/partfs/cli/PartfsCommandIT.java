@@ -227,6 +227,7 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--cache-items", "0"},
                 new String[] {"mount", mnt.toString(), "--upload-delay", "5"},
                 new String[] {"mount", mnt.toString(), "--io-timeout", "0"},
+                new String[] {"mount", mnt.toString(), "--meta-cache-entries", "10"},
                 new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},
                 new String[] {"format", "--block-size", "3M", "vol"},

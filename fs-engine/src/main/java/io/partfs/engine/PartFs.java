@@ -56,11 +56,11 @@ public final class PartFs implements Closeable {
         this.config = config;
         this.format = meta.load();
         java.time.Duration ttl = config.metaCacheTtl();
-        if (ttl == null) {
-            meta.enableCache(meta.store().exclusive() ? null : java.time.Duration.ofSeconds(1));
-        } else {
-            meta.enableCache(ttl);
-        }
+        meta.enableCache(ttl != null ? ttl : meta.store().exclusive() ? null : java.time.Duration.ofSeconds(1), config.metaCacheEntries());
+        config.metrics().gauge("partfs_meta_cache_entries", "Attributes, directory listings and extended-attribute sets held in "
+                + "memory (--meta-cache-entries bounds them).", meta::cacheEntries);
+        config.metrics().counterFrom("partfs_meta_cache_evictions_total", "Entries of the in-memory metadata cache evicted to stay "
+                + "within --meta-cache-entries; each is read from the metadata engine again when next used.", meta::cacheEvictions);
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
                 ? BlockCache.disabled()
                 : new BlockCache(config.blockCacheDir(), config.blockCacheSize(), config.blockCacheBlocks(), config.freeSpaceRatio());

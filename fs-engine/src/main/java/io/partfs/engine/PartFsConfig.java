@@ -24,12 +24,14 @@ public final class PartFsConfig {
     private final java.time.Duration uploadDelay;
     private final java.time.Duration reclaimDelay;
     private final java.time.Duration metaCacheTtl;
+    private final int metaCacheEntries;
     private final java.time.Duration metaBackupInterval;
     private final io.partfs.engine.metrics.Metrics metrics;
 
     private PartFsConfig(Builder b) {
         this.metrics = b.metrics;
         this.metaCacheTtl = b.metaCacheTtl;
+        this.metaCacheEntries = b.metaCacheEntries;
         this.metaBackupInterval = b.metaBackupInterval;
         this.readOnly = b.readOnly;
         this.atimeMode = b.atimeMode;
@@ -155,6 +157,12 @@ public final class PartFsConfig {
     public java.time.Duration metaCacheTtl() { return metaCacheTtl; }
 
     /**
+     * How many attributes, listings and extended-attribute sets the metadata cache holds at
+     * most (~300 bytes of heap each); past that, those read or written longest ago are evicted.
+     */
+    public int metaCacheEntries() { return metaCacheEntries; }
+
+    /**
      * How often a mount backs the volume's metadata up into its object store
      * ({@link io.partfs.engine.data.MetaBackup}); zero (the default here) for never.
      */
@@ -165,7 +173,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaBackupInterval(metaBackupInterval).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -206,6 +214,10 @@ public final class PartFsConfig {
         private java.time.Duration metaCacheTtl;
 
         public Builder metaCacheTtl(java.time.Duration ttl) { this.metaCacheTtl = ttl; return this; }
+
+        private int metaCacheEntries = io.partfs.engine.meta.MetaEngine.DEFAULT_CACHE_ENTRIES;
+
+        public Builder metaCacheEntries(int n) { this.metaCacheEntries = n; return this; }
 
         private java.time.Duration metaBackupInterval = java.time.Duration.ZERO;
 
@@ -265,6 +277,10 @@ public final class PartFsConfig {
             }
             if (metaCacheTtl != null && metaCacheTtl.isNegative()) {
                 throw new IllegalArgumentException("metadata cache TTL must not be negative");
+            }
+            if (metaCacheEntries < 1_000) {
+                throw new IllegalArgumentException("the metadata cache must be allowed at least 1000 entries (a part's files "
+                        + "and listing take ~100), not " + metaCacheEntries);
             }
             if (writeBack && (blockCacheDir == null || readOnly)) {
                 throw new IllegalArgumentException(readOnly ? "write-back makes no sense on a read-only mount"

@@ -3,6 +3,7 @@ package io.partfs.engine.meta;
 import io.partfs.engine.Attr;
 import io.partfs.engine.DirEntry;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -46,8 +47,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * transactions that began before it ended install nothing.
  */
 final class MetaCache {
-    /** Entries beyond this many are dropped all at once (a crude bound on memory). */
-    private static final int MAX_ENTRIES = 500_000; // ~150 MB of heap at most
+    /** The default bound on entries (attributes, listings, extended attributes): ~150 MB of heap at most. */
+    static final int DEFAULT_MAX_ENTRIES = 500_000;
+    /** Entries of a sample taken to find the install time before which to evict ({@link #trim}). */
+    private static final int EVICTION_SAMPLE = 4_096;
 
     private record Timed<T>(T value, long at) {
     }
@@ -78,6 +81,10 @@ final class MetaCache {
     }
 
     private final long ttlNanos;
+    private final int maxEntries;
+    /** Set while one thread evicts; the others go on without waiting for it. */
+    private final java.util.concurrent.atomic.AtomicBoolean evicting = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.atomic.LongAdder evicted = new java.util.concurrent.atomic.LongAdder();
     private final Map<Long, Timed<Attr>> attrs = new ConcurrentHashMap<>();
     private final Map<Long, Timed<Map<String, DirEntry>>> dirs = new ConcurrentHashMap<>();
     /** Extended attributes by inode, all of them (most often none). */
@@ -152,7 +159,29 @@ final class MetaCache {
 
     /** @param ttlNanos how long an entry may be used; {@code Long.MAX_VALUE} for an exclusive volume */
     MetaCache(long ttlNanos) {
+        this(ttlNanos, DEFAULT_MAX_ENTRIES);
+    }
+
+    /**
+     * @param ttlNanos how long an entry may be used; {@code Long.MAX_VALUE} for an exclusive volume
+     * @param maxEntries past this many entries the oldest are evicted ({@link #trim})
+     */
+    MetaCache(long ttlNanos, int maxEntries) {
+        if (maxEntries < 1) {
+            throw new IllegalArgumentException("the metadata cache must be allowed at least one entry, not " + maxEntries);
+        }
         this.ttlNanos = ttlNanos;
+        this.maxEntries = maxEntries;
+    }
+
+    /** Attributes, listings and extended-attribute sets held now. */
+    int size() {
+        return attrs.size() + dirs.size() + xattrs.size();
+    }
+
+    /** Entries evicted since this cache was made ({@link #trim}). */
+    long evicted() {
+        return evicted.sum();
     }
 
     private boolean fresh(Timed<?> t) {
@@ -189,13 +218,58 @@ final class MetaCache {
         }
     }
 
+    /**
+     * Past the bound, evicts the entries installed longest ago until a quarter of the bound is
+     * free. Until this, the whole cache was dropped at the bound: a server starting on more
+     * than ~16 tables x 350 parts x 50 columns then lost, among the rest, the listings just
+     * read ahead for the table it was loading (benchmarks/RESULTS.md, round 42). Which entries
+     * are the oldest is found from a sample of their install times, so an eviction costs two
+     * passes over the entries, once per quarter of the bound installed; entries installed at
+     * the very time found go too, so that one install larger than the bound is dropped whole
+     * instead of being scanned again at every install. Removing an entry is always safe: the
+     * next use reads it from the store. One thread evicts at a time; the others go on.
+     */
     private void trim() {
-        if (attrs.size() + dirs.size() + xattrs.size() > MAX_ENTRIES) {
-            attrs.clear();
-            dirs.clear();
-            xattrs.clear();
-            large.clear();
+        int size = size();
+        if (size <= maxEntries || !evicting.compareAndSet(false, true)) {
+            return;
         }
+        try {
+            long cutoff = installedBy(size - maxEntries * 3L / 4, size);
+            evicted.add(evictInstalledBy(attrs, cutoff) + evictInstalledBy(dirs, cutoff) + evictInstalledBy(xattrs, cutoff));
+        } finally {
+            evicting.set(false);
+        }
+    }
+
+    /** About when the {@code count} entries installed first (of about {@code size}) were installed, from a sample. */
+    private long installedBy(long count, int size) {
+        int every = Math.max(1, size / EVICTION_SAMPLE);
+        long[] sample = new long[size / every + 1];
+        int n = 0;
+        int i = 0;
+        for (Map<Long, ? extends Timed<?>> m : List.of(attrs, dirs, xattrs)) {
+            for (Timed<?> t : m.values()) {
+                if (i++ % every == 0 && n < sample.length) {
+                    sample[n++] = t.at();
+                }
+            }
+        }
+        if (n == 0) {
+            return Long.MIN_VALUE;
+        }
+        java.util.Arrays.sort(sample, 0, n);
+        return sample[(int) Math.min(n - 1, Math.max(0, count * n / Math.max(1, i) - 1))];
+    }
+
+    private static <T> int evictInstalledBy(Map<Long, Timed<T>> m, long cutoff) {
+        int n = 0;
+        for (Map.Entry<Long, Timed<T>> e : m.entrySet()) {
+            if (e.getValue().at() - cutoff <= 0 && m.remove(e.getKey(), e.getValue())) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** The generation to pass to {@link #install} after reading from the store. */

@@ -101,11 +101,35 @@ public final class MetaEngine implements Closeable {
      * clients, their changes show after {@code ttl}. Zero turns caching off.
      */
     public void enableCache(java.time.Duration ttl) {
+        enableCache(ttl, DEFAULT_CACHE_ENTRIES);
+    }
+
+    /** The default bound of {@link #enableCache(java.time.Duration, int)}: ~150 MB of heap at most. */
+    public static final int DEFAULT_CACHE_ENTRIES = MetaCache.DEFAULT_MAX_ENTRIES;
+
+    /**
+     * {@link #enableCache(java.time.Duration)} holding at most about {@code maxEntries}
+     * attributes, listings and extended-attribute sets; past that, those read or written longest
+     * ago are evicted.
+     */
+    public void enableCache(java.time.Duration ttl, int maxEntries) {
         if (ttl != null && ttl.isZero()) {
             cache = null;
             return;
         }
-        cache = new MetaCache(ttl == null ? Long.MAX_VALUE : ttl.toNanos());
+        cache = new MetaCache(ttl == null ? Long.MAX_VALUE : ttl.toNanos(), maxEntries);
+    }
+
+    /** Entries the cache holds now (0 when off). */
+    public int cacheEntries() {
+        MetaCache c = cache;
+        return c == null ? 0 : c.size();
+    }
+
+    /** Entries the cache evicted to stay within its bound (0 when off). */
+    public long cacheEvictions() {
+        MetaCache c = cache;
+        return c == null ? 0 : c.evicted();
     }
 
     /** How long a cached listing or attribute may be used: 0 when caching is off, {@code Long.MAX_VALUE} for ever. */

@@ -3,6 +3,7 @@ package io.partfs.engine.meta;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.Attr;
 import io.partfs.engine.DirEntry;
@@ -262,5 +263,36 @@ class MetaCacheTest {
         cache.install(cache.generation(), List.of(file(20, 1)), null, null);
         cache.endSingle(20, wrote(file(20, 9)), false, cache.beginSingle());
         assertNull(cache.attr(20));
+    }
+
+    @Test
+    void pastItsBoundTheCacheEvictsTheEntriesInstalledFirstAndKeepsTheRecentOnes() {
+        MetaCache small = new MetaCache(Long.MAX_VALUE, 100);
+        for (long ino = 1; ino <= 300; ino++) {
+            small.install(small.generation(), List.of(file(ino, ino)), null, null);
+            assertTrue(small.size() <= 101, "at most one install past the bound: " + small.size());
+            assertTrue(small.size() >= Math.min(ino, 75), "a quarter of the bound is freed, not the whole cache: " + small.size());
+        }
+        assertTrue(small.evicted() >= 200, "evicted " + small.evicted());
+        assertNull(small.attr(1), "the first installed went first");
+        for (long ino = 251; ino <= 300; ino++) {
+            assertNotNull(small.attr(ino), "the 50 installed last stay: " + ino);
+        }
+    }
+
+    @Test
+    void oneInstallLargerThanTheBoundIsDroppedAtTheNextInstall() {
+        MetaCache small = new MetaCache(Long.MAX_VALUE, 100);
+        List<Attr> many = new java.util.ArrayList<>();
+        java.util.Map<String, DirEntry> listing = new java.util.HashMap<>();
+        for (long ino = 2; ino < 152; ino++) {
+            many.add(file(ino, 1));
+            listing.put("f" + ino, new DirEntry("f" + ino, ino, FileType.FILE));
+        }
+        small.install(small.generation(), many, 1L, listing);
+        assertEquals(151, small.size(), "installed whole");
+        small.install(small.generation(), List.of(file(500, 5)), null, null);
+        assertEquals(1, small.size(), "all installed at one time, so all evicted at once");
+        assertEquals(5, small.attr(500).size());
     }
 }
