@@ -387,12 +387,16 @@ final class MountCommand implements Callable<Integer> {
         try {
             // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
             Signals.onTermination(stop::countDown);
-            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp)));
+            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp),
+                    () -> StatusCommand.report(fs.meta(), volume.metaUrl().toString(), mp)));
             // the session first: a file opened and unlinked as soon as the mount shows is held for it
             fs.startSession(String.format("%s pid %d at %s since %s",
                     InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
+            if (http != null) {
+                run.writeHttp(mp, http.host() + ":" + http.port());
+            }
             Thread watcher = new Thread(() -> {
                 try {
                     fuse.awaitUnmounted();

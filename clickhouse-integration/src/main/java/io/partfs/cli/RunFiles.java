@@ -9,8 +9,9 @@ import java.util.OptionalLong;
 
 /**
  * Per-mount files under {@code <home>/run} and {@code <home>/logs}: the pid of the process
- * serving a mount point (so {@code partfs umount} can stop it cleanly), its log, and the line
- * it leaves when it exits with writes it could not upload (so {@code partfs umount} can say so).
+ * serving a mount point (so {@code partfs umount} can stop it cleanly), the address of its HTTP
+ * endpoint (so {@code partfs status MOUNTPOINT} can ask it), its log, and the line it leaves
+ * when it exits with writes it could not upload (so {@code partfs umount} can say so).
  */
 final class RunFiles {
     private final Path home;
@@ -59,8 +60,27 @@ final class RunFiles {
         Files.writeString(f, String.valueOf(ProcessHandle.current().pid()));
     }
 
+    /** Also forgets the mount's HTTP address: both describe a running process. */
     void removePid(Path mountPoint) throws IOException {
         Files.deleteIfExists(pidFile(mountPoint));
+        Files.deleteIfExists(httpFile(mountPoint));
+    }
+
+    private Path httpFile(Path mountPoint) {
+        return home.resolve("run").resolve(key(mountPoint) + ".http");
+    }
+
+    /** Records where the process serving {@code mountPoint} serves HTTP ({@code host:port}). */
+    void writeHttp(Path mountPoint, String address) throws IOException {
+        Path f = httpFile(mountPoint);
+        Files.createDirectories(f.getParent());
+        Files.writeString(f, address);
+    }
+
+    /** The HTTP address recorded for a mount point whose process is still alive; null if none. */
+    String liveHttp(Path mountPoint) throws IOException {
+        Path f = httpFile(mountPoint);
+        return livePid(mountPoint).isPresent() && Files.exists(f) ? Files.readString(f).trim() : null;
     }
 
     /** The pid recorded for a mount point, if its process is still alive. */

@@ -1,18 +1,24 @@
 package io.partfs.cli;
 
 import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.meta.MetaEngine;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 /** {@code partfs status}: the volume's settings, usage and mounted clients. */
 @Command(name = "status", mixinStandardHelpOptions = true,
-        description = "Show a volume's settings, usage and the clients that have it mounted.")
+        description = {"Show a volume's settings, usage and the clients that have it mounted: of the volume --meta",
+                "or --name opens, or of the one mounted at MOUNTPOINT (asked of that mount, which holds it open)."})
 final class StatusCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -20,36 +26,87 @@ final class StatusCommand implements Callable<Integer> {
     @Mixin
     VolumeOptions volume;
 
+    @Parameters(paramLabel = "MOUNTPOINT", arity = "0..1",
+            description = {"Ask the mount at this path instead of opening the volume's metadata here: it answers",
+                    "through its HTTP endpoint (found from the mount's run files under --home, or --sidecar)."})
+    Path mountPoint;
+
+    @Option(names = "--sidecar", paramLabel = "URL",
+            description = "With MOUNTPOINT: the mount's HTTP endpoint (its --http-address), if not recorded under --home.")
+    String sidecar;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
+        if (mountPoint != null) {
+            out.print(askMount());
+            out.flush();
+            return 0;
+        }
+        if (sidecar != null) {
+            throw new IllegalArgumentException("--sidecar goes with a MOUNTPOINT: give the mount point to ask");
+        }
         volume.requireEmbeddedVolume();
         try (MetaEngine meta = volume.openMetaReadOnly()) {
-            VolumeFormat f = meta.volumeFormat();
-            MetaEngine.Usage u = meta.usage();
-            out.printf("volume:     %s (uuid %s)%n", f.name(), f.uuid());
-            out.printf("metadata:   %s%n", volume.metaUrl());
-            out.printf("storage:    %s%n", f.storage());
-            out.printf("block size: %s, chunk size: %s%n", Sizes.human(f.blockSize()), Sizes.human(VolumeFormat.CHUNK_SIZE));
-            out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());
-            MetaEngine.PendingDeletions d = meta.pendingDeletions();
-            out.printf("deletions:  %d files and %d slices waiting (mounts delete them in the background)%n", d.files(), d.slices());
-            MetaEngine.Trash t = meta.trash();
-            out.printf("trash:      %s; %d slices in it%s%n", FormatCommand.trashText(meta.trashHours()), t.slices(),
-                    t.slices() == 0 ? "" : ", the oldest freed in the hour from "
-                    + java.time.Instant.ofEpochMilli(t.oldestHourStartMillis()) + " ('partfs gc' counts their bytes)");
-            Map<Long, MetaEngine.Session> sessions = meta.sessions();
-            long now = System.currentTimeMillis();
-            java.time.Instant backup = io.partfs.engine.data.MetaBackup.lastStarted(meta.store());
-            out.printf("backup:     %s%n", backup == null ? "none yet (a mount backs the metadata up into the object store"
-                    + " every --backup-meta seconds)" : "last begun " + backup.truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
-                    + " (" + Math.max(0, now - backup.toEpochMilli()) / 60_000 + " min ago); 'partfs load --list-backups' lists them");
-            out.printf("clients:    %d mounted%n", meta.liveSessions().size());
-            for (MetaEngine.Session s : sessions.values()) {
-                out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, now));
-            }
+            out.print(report(meta, volume.metaUrl().toString(), null));
         }
+        out.flush();
         return 0;
+    }
+
+    /** What the mount at {@link #mountPoint} says of its volume. */
+    private String askMount() throws IOException {
+        var parsed = spec.commandLine().getParseResult();
+        if (parsed.hasMatchedOption("--meta") || parsed.hasMatchedOption("--name")) {
+            throw new IllegalArgumentException("give a MOUNTPOINT or --meta/--name, not both: the mount knows its volume");
+        }
+        Path mp = mountPoint.toAbsolutePath().normalize();
+        String type = Mounts.typeAt(mp);
+        if (!"fuse.partfs".equals(type)) {
+            throw new IllegalArgumentException(mp + " is not a PartFS mount point (" + (type == null ? "nothing is mounted there"
+                    : "a " + type + " mount") + "): give the path 'partfs mount' was given, or --meta/--name");
+        }
+        SidecarOptions endpoint = new SidecarOptions();
+        endpoint.url = sidecar != null ? sidecar : new RunFiles(volume.home()).liveHttp(mp);
+        if (endpoint.url == null) {
+            throw new IllegalArgumentException("the mount at " + mp + " recorded no HTTP endpoint under " + volume.home()
+                    + " (mounted with --http-address none, or another --home): pass its --sidecar, or use --meta/--name");
+        }
+        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(mp.toRealPath().toString()));
+    }
+
+    /** The status of the volume {@code meta} holds, as this command prints it; {@code mountPoint} when asked of a mount. */
+    static String report(MetaEngine meta, String metaUrl, Path mountPoint) throws IOException {
+        java.io.StringWriter text = new java.io.StringWriter();
+        PrintWriter out = new PrintWriter(text);
+        VolumeFormat f = meta.volumeFormat();
+        MetaEngine.Usage u = meta.usage();
+        out.printf("volume:     %s (uuid %s)%n", f.name(), f.uuid());
+        if (mountPoint != null) {
+            out.printf("mounted at: %s by pid %d%n", mountPoint, ProcessHandle.current().pid());
+        }
+        out.printf("metadata:   %s%n", metaUrl);
+        out.printf("storage:    %s%n", f.storage());
+        out.printf("block size: %s, chunk size: %s%n", Sizes.human(f.blockSize()), Sizes.human(VolumeFormat.CHUNK_SIZE));
+        out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());
+        MetaEngine.PendingDeletions d = meta.pendingDeletions();
+        out.printf("deletions:  %d files and %d slices waiting (mounts delete them in the background)%n", d.files(), d.slices());
+        MetaEngine.Trash t = meta.trash();
+        out.printf("trash:      %s; %d slices in it%s%n", FormatCommand.trashText(meta.trashHours()), t.slices(),
+                t.slices() == 0 ? "" : ", the oldest freed in the hour from "
+                + java.time.Instant.ofEpochMilli(t.oldestHourStartMillis()) + " ('partfs gc' counts their bytes)");
+        Map<Long, MetaEngine.Session> sessions = meta.sessions();
+        long now = System.currentTimeMillis();
+        java.time.Instant backup = io.partfs.engine.data.MetaBackup.lastStarted(meta.store());
+        out.printf("backup:     %s%n", backup == null ? "none yet (a mount backs the metadata up into the object store"
+                + " every --backup-meta seconds)" : "last begun " + backup.truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
+                + " (" + Math.max(0, now - backup.toEpochMilli()) / 60_000 + " min ago); 'partfs load --list-backups' lists them");
+        out.printf("clients:    %d mounted%n", meta.liveSessions().size());
+        for (MetaEngine.Session s : sessions.values()) {
+            out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, now));
+        }
+        out.flush();
+        return text.toString();
     }
 
     private static String heartbeat(MetaEngine.Session s, long now) {

@@ -85,6 +85,10 @@ class PartfsCommandIT {
         int port = RedisServer.freePort();
         assertEquals(0, partfs.run("mount", mnt.toString(), "--background", "--http-address", "127.0.0.1:" + port).exit());
         assertArrayEquals(data, Files.readAllBytes(mnt.resolve("data.bin")), "data survives unmount and mount");
+        Partfs.Result byMount = partfs.run("status", mnt.toString()); // asked of the mount, found through its run files
+        assertEquals(0, byMount.exit(), byMount.all());
+        assertTrue(byMount.out().contains("volume:     default") && byMount.out().contains("mounted at: " + mnt.toRealPath())
+                && byMount.out().contains("clients:    1 mounted"), byMount.out());
         // stats while a writer works: every line after the header shows FUSE operations
         java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean(true);
         Thread writer = new Thread(() -> {
@@ -234,6 +238,8 @@ class PartfsCommandIT {
                 new String[] {"format", "Bad Name"},
                 new String[] {"umount", mnt.toString()},
                 new String[] {"status", "--name", "never-made"},
+                new String[] {"status", dir.resolve("full").toString()},
+                new String[] {"status", "--sidecar", "127.0.0.1:1"},
                 new String[] {"fsck", "--name", "never-made"},
                 new String[] {"stats", "--sidecar", "127.0.0.1:" + RedisServer.freePort(), "--count", "1"},
                 new String[] {"gc", "--meta", "redis://user:topsecret@127.0.0.1:1/0"});

@@ -35,6 +35,8 @@ import org.slf4j.LoggerFactory;
  * GET  /tables?name=db.t          whether each table is cached, and why: name, cached (0/1), reason
  * POST /tables?name=db.t[&amp;uuid=U] caches db.t (its store/ directory by UUID) from now on, kept
  *                                 across restarts; DELETE undoes it
+ * GET  /status[?mountpoint=P]    what 'partfs status' prints of the mounted volume; 400 if P is not
+ *                                 this mount's mount point
  * POST /warmup?path=P[&amp;threads=N] fetches the blocks under P (absolute, on this mount) into the
  *                                 block cache; a progress line a second, then done or error
  *                                 ({@link WarmupEndpoint})
@@ -56,8 +58,8 @@ public final class SidecarHttpServer implements AutoCloseable {
         }
     }
 
-    /** The mounted volume, and where it is mounted. */
-    public record Volume(io.partfs.engine.PartFs fs, java.nio.file.Path mountPoint) {
+    /** The mounted volume, where it is mounted, and what {@code partfs status} says of it. */
+    public record Volume(io.partfs.engine.PartFs fs, java.nio.file.Path mountPoint, java.util.concurrent.Callable<String> status) {
     }
 
     private final HttpServer server;
@@ -165,9 +167,10 @@ public final class SidecarHttpServer implements AutoCloseable {
                         : sources.queries().filterFor(viewName(params)));
                 case "/metadata-cache/drop" -> drop(ex, method, params);
                 case "/tables" -> tables(ex, method, params);
+                case "/status" -> status(ex, first(params, "mountpoint"));
                 case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"), first(params, "check"),
                         () -> requests.inc(known(path), "200"));
-                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /warmup\n");
+                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /status, /warmup\n");
             }
         } catch (IllegalArgumentException e) {
             text(ex, 400, e.getMessage() + "\n");
@@ -184,7 +187,7 @@ public final class SidecarHttpServer implements AutoCloseable {
     /** The path as a metric label: one of ours, or "other" (labels must not grow without bound). */
     private static String known(String path) {
         return switch (path) {
-            case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables", "/warmup" -> path;
+            case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables", "/status", "/warmup" -> path;
             default -> "other";
         };
     }
@@ -230,6 +233,26 @@ public final class SidecarHttpServer implements AutoCloseable {
             long n = new CacheRows(cache.store(), cache.tables()).write(filter, limit, format, out);
             rowsSent.add(n, ex.getRequestURI().getPath());
         }
+    }
+
+    private void status(HttpExchange ex, String mountPoint) throws IOException {
+        Volume v = sources.volume();
+        if (v == null) {
+            text(ex, 404, "this endpoint serves no mounted volume\n");
+            return;
+        }
+        if (mountPoint != null && !java.nio.file.Path.of(mountPoint).equals(v.mountPoint())) {
+            throw new IllegalArgumentException("this sidecar serves the mount at " + v.mountPoint() + ", not " + mountPoint
+                    + ": pass the --sidecar of the mount there");
+        }
+        String report;
+        try {
+            report = v.status().call();
+        } catch (Exception e) { // the metadata engine unreachable, for one
+            text(ex, 500, "cannot read the volume's status: " + e.getMessage() + "\n");
+            return;
+        }
+        text(ex, 200, report);
     }
 
     private void drop(HttpExchange ex, String method, Map<String, List<String>> params) throws IOException {
