@@ -38,9 +38,12 @@ final class RunFiles {
 
     /** Records why the mount's last writes are lost; {@link #takeLost} reads it once. */
     void writeLost(Path mountPoint, String message) throws IOException {
-        Path f = lostFile(mountPoint);
+        write(lostFile(mountPoint), message);
+    }
+
+    private static void write(Path f, String text) throws IOException {
         Files.createDirectories(f.getParent());
-        Files.writeString(f, message);
+        Files.writeString(f, text);
     }
 
     /** The line a mount left about lost writes when it exited, removed as it is read; null if none. */
@@ -55,9 +58,7 @@ final class RunFiles {
     }
 
     void writePid(Path mountPoint) throws IOException {
-        Path f = pidFile(mountPoint);
-        Files.createDirectories(f.getParent());
-        Files.writeString(f, String.valueOf(ProcessHandle.current().pid()));
+        write(pidFile(mountPoint), String.valueOf(ProcessHandle.current().pid()));
     }
 
     /** Also forgets the mount's HTTP address: both describe a running process. */
@@ -72,9 +73,7 @@ final class RunFiles {
 
     /** Records where the process serving {@code mountPoint} serves HTTP ({@code host:port}). */
     void writeHttp(Path mountPoint, String address) throws IOException {
-        Path f = httpFile(mountPoint);
-        Files.createDirectories(f.getParent());
-        Files.writeString(f, address);
+        write(httpFile(mountPoint), address);
     }
 
     /** The HTTP address recorded for a mount point whose process is still alive; null if none. */
