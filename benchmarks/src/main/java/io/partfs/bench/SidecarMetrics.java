@@ -48,14 +48,16 @@ final class SidecarMetrics {
         return d;
     }
 
-    /** FUSE calls and time inside the sidecar, object GETs, metadata reads, cache hits. */
+    /** FUSE calls and time inside the sidecar, object GETs, metadata reads and in-memory evictions, cache hits. */
     static String summary(Map<String, Double> d) {
         if (d.isEmpty()) {
             return "";
         }
-        return String.format(Locale.ROOT, "; sidecar: %.0f FUSE calls (%.2f s in handlers), %.0f object GETs, %.0f metadata reads, %.0f cache hits",
+        return String.format(Locale.ROOT, "; sidecar: %.0f FUSE calls (%.2f s in handlers), %.0f object GETs, %.0f metadata reads "
+                + "(%.0f in-memory entries evicted), %.0f cache hits",
                 d.getOrDefault("partfs_fuse_operations_total", 0.0), d.getOrDefault("partfs_fuse_operations_seconds_sum", 0.0),
-                d.getOrDefault("object_gets", 0.0), d.getOrDefault("meta_reads", 0.0), d.getOrDefault("partfs_metadata_cache_hits_total", 0.0))
+                d.getOrDefault("object_gets", 0.0), d.getOrDefault("meta_reads", 0.0), d.getOrDefault("partfs_meta_cache_evictions_total", 0.0),
+                d.getOrDefault("partfs_metadata_cache_hits_total", 0.0))
                 + topOps(d);
     }
 
