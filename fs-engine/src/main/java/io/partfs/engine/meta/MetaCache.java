@@ -221,7 +221,7 @@ final class MetaCache {
     /**
      * Past the bound, evicts the entries installed longest ago until a quarter of the bound is
      * free. Until this, the whole cache was dropped at the bound: a server starting on more
-     * than ~16 tables x 350 parts x 50 columns then lost, among the rest, the listings just
+     * than ~13 tables x 350 parts x 50 columns (500,000 files) then lost, among the rest, the listings just
      * read ahead for the table it was loading (benchmarks/RESULTS.md, round 42). Which entries
      * are the oldest is found from a sample of their install times, so an eviction costs two
      * passes over the entries, once per quarter of the bound installed; entries installed at
