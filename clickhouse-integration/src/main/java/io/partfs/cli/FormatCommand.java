@@ -1,6 +1,7 @@
 package io.partfs.cli;
 
 import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.MetaUrl;
 import io.partfs.engine.TimeSource;
@@ -69,13 +70,28 @@ final class FormatCommand implements Callable<Integer> {
                 : volume.embeddedDir().resolve("objects").toString());
         VolumeFormat wanted = VolumeFormat.create(name, (int) Math.min(bs, Integer.MAX_VALUE), storageUrl.url());
         MetaUrl metaUrl = volume.metaUrl();
-        if (volume.embedded()) {
-            java.nio.file.Files.createDirectories(volume.embeddedDir());
+        // Redis is reached first (a connection creates nothing), so that an unreachable Redis
+        // leaves no object directory behind; a RocksDB directory is created only after the
+        // store took an object, so that bad credentials leave no metadata behind.
+        KvStore redis = metaUrl.isRedis() ? metaUrl.openOrCreate() : null;
+        try {
+            if (volume.embedded()) {
+                java.nio.file.Files.createDirectories(volume.embeddedDir());
+            }
+            try (ObjectStore objects = storageUrl.open(volume.credentials(), true)) {
+                probe(objects);
+            }
+        } catch (Exception | Error e) {
+            if (redis != null) {
+                try {
+                    redis.close();
+                } catch (Exception closing) {
+                    e.addSuppressed(closing);
+                }
+            }
+            throw e;
         }
-        try (ObjectStore objects = storageUrl.open(volume.credentials(), true)) {
-            probe(objects); // before the metadata is created: bad credentials leave nothing behind
-        }
-        try (MetaEngine meta = new MetaEngine(metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
+        try (MetaEngine meta = new MetaEngine(redis != null ? redis : metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
             VolumeFormat got = meta.format(wanted, Ids.uid(), Ids.gid(), trashHours);
             boolean existed = !got.uuid().equals(wanted.uuid());
             int trash = meta.trashHours();

@@ -236,6 +236,7 @@ class PartfsCommandIT {
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},
                 new String[] {"format", "--block-size", "3M", "vol"},
                 new String[] {"format", "Bad Name"},
+                new String[] {"format", "--meta", "redis://user:topsecret@127.0.0.1:1/0", "unreached"},
                 new String[] {"umount", mnt.toString()},
                 new String[] {"status", "--name", "never-made"},
                 new String[] {"status", dir.resolve("full").toString()},
@@ -261,6 +262,7 @@ class PartfsCommandIT {
             assertFalse(r.all().contains("topsecret"), r.all());
         }
         assertFalse(Files.exists(dir.resolve("no-such-meta")), "a mistyped --meta creates nothing");
+        assertFalse(Files.exists(partfs.home().resolve("unreached")), "a format that cannot reach Redis leaves no object directory");
         assertFalse(Files.exists(mnt), "a failed mount leaves no mount point behind");
     }
 
