@@ -71,15 +71,16 @@ final class FormatCommand implements Callable<Integer> {
         VolumeFormat wanted = VolumeFormat.create(name, (int) Math.min(bs, Integer.MAX_VALUE), storageUrl.url());
         MetaUrl metaUrl = volume.metaUrl();
         // Redis is reached first (a connection creates nothing), so that an unreachable Redis
-        // leaves no object directory behind; a RocksDB directory is created only after the
-        // store took an object, so that bad credentials leave no metadata behind.
+        // leaves no object directory behind; the embedded volume's directory and a RocksDB
+        // directory are created only after the store took an object, so that missing or bad
+        // credentials leave nothing behind.
         KvStore redis = metaUrl.isRedis() ? metaUrl.openOrCreate() : null;
         try {
-            if (volume.embedded()) {
-                java.nio.file.Files.createDirectories(volume.embeddedDir());
-            }
             try (ObjectStore objects = storageUrl.open(volume.credentials(), true)) {
                 probe(objects);
+            }
+            if (volume.embedded()) {
+                java.nio.file.Files.createDirectories(volume.embeddedDir());
             }
         } catch (Exception | Error e) {
             if (redis != null) {

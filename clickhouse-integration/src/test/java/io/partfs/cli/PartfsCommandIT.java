@@ -237,6 +237,7 @@ class PartfsCommandIT {
                 new String[] {"format", "--block-size", "3M", "vol"},
                 new String[] {"format", "Bad Name"},
                 new String[] {"format", "--meta", "redis://user:topsecret@127.0.0.1:1/0", "unreached"},
+                new String[] {"format", "--storage", "s3://bkt?endpoint=http://127.0.0.1:1", "nocreds"},
                 new String[] {"umount", mnt.toString()},
                 new String[] {"status", "--name", "never-made"},
                 new String[] {"status", dir.resolve("full").toString()},
@@ -263,6 +264,7 @@ class PartfsCommandIT {
         }
         assertFalse(Files.exists(dir.resolve("no-such-meta")), "a mistyped --meta creates nothing");
         assertFalse(Files.exists(partfs.home().resolve("unreached")), "a format that cannot reach Redis leaves no object directory");
+        assertFalse(Files.exists(partfs.home().resolve("nocreds")), "a format without S3 credentials leaves no volume directory");
         assertFalse(Files.exists(mnt), "a failed mount leaves no mount point behind");
     }
 
