@@ -127,6 +127,13 @@ public final class RocksHandle {
         return d;
     }
 
+    /** Whether RocksDB found its files damaged (a checksum mismatch, a truncated table or manifest). */
+    public static boolean corrupted(RocksDBException e) {
+        Status st = e.getStatus();
+        return st != null && st.getCode() == Status.Code.Corruption
+                || String.valueOf(e.getMessage()).startsWith("Corruption:");
+    }
+
     /** Whether RocksDB failed for want of disk space (a log append, a flush or compaction). */
     public static boolean noSpace(RocksDBException e) {
         Status st = e.getStatus();

@@ -83,7 +83,7 @@ public final class RocksKvStore implements KvStore {
                 throw new IOException("metadata directory " + this.dir
                         + " is in use by another process: unmount the volume there first", e);
             }
-            throw new IOException("cannot open metadata directory " + this.dir + ": " + msg, e);
+            throw RocksHandle.corrupted(e) ? corrupted(e) : new IOException("cannot open metadata directory " + this.dir + ": " + msg, e);
         }
     }
 
@@ -120,7 +120,21 @@ public final class RocksKvStore implements KvStore {
     }
 
     private IOException wrap(String op, RocksDBException e) {
+        if (RocksHandle.corrupted(e)) {
+            return corrupted(e);
+        }
         return new IOException("metadata " + op + " failed in " + dir + ": " + e.getMessage(), e);
+    }
+
+    /**
+     * A damaged database is left as it is (RocksDB's repair drops what it cannot read, which for
+     * a filesystem means files silently gone); the way back is a copy made before the damage.
+     */
+    private IOException corrupted(RocksDBException e) {
+        return new IOException("the metadata in " + dir + " is damaged (" + String.valueOf(e.getMessage()).strip()
+                + "): restore it into a new directory from the backups mounts make in the object store"
+                + " ('partfs load --meta NEWDIR --storage URL --name NAME --from-backup latest') or from a dump"
+                + " ('partfs load --meta NEWDIR FILE'), then mount with --meta NEWDIR", e);
     }
 
     /** Reads from {@code db} as of {@code readOptions} (latest, or a snapshot); used inside a {@link RocksHandle} call only. */

@@ -73,6 +73,52 @@ class RocksMetaEngineContractTest extends MetaEngineContract {
         assertTrue(meta.lookup(ROOT, "created-during-the-dump").ino() > 0);
     }
 
+    /** A damaged database is named as damaged, with the way back (a backup or a dump), and left as it is. */
+    @Test
+    void damagedMetadataIsAClearErrorThatSaysHowToRestore() throws Exception {
+        file(ROOT, "kept");
+        meta.close();
+        new RocksKvStore(lastStore).close(); // reopening writes the recovered log into a table file
+        Path table;
+        try (var files = java.nio.file.Files.list(lastStore)) {
+            table = files.filter(f -> f.toString().endsWith(".sst")).findFirst().orElseThrow();
+        }
+        byte[] goodTable = java.nio.file.Files.readAllBytes(table);
+
+        byte[] damaged = goodTable.clone();
+        for (int i = 20; i < 40; i++) {
+            damaged[i] ^= 0x5a;
+        }
+        java.nio.file.Files.write(table, damaged);
+        IOException read = assertThrows(IOException.class, () -> {
+            try (MetaEngine m = new MetaEngine(new RocksKvStore(lastStore), () -> clock.addAndGet(1000))) {
+                m.load();
+                m.lookup(ROOT, "kept");
+            }
+        });
+        assertDamaged(read);
+        assertTrue(java.util.Arrays.equals(damaged, java.nio.file.Files.readAllBytes(table)), "the table file is left as it was");
+
+        java.nio.file.Files.write(table, goodTable);
+        // each open starts a manifest of its own; CURRENT names the one in use
+        Path manifest = lastStore.resolve(java.nio.file.Files.readString(lastStore.resolve("CURRENT")).strip());
+        byte[] goodManifest = java.nio.file.Files.readAllBytes(manifest);
+        byte[] cut = java.util.Arrays.copyOf(goodManifest, 40);
+        java.nio.file.Files.write(manifest, cut);
+        assertDamaged(assertThrows(IOException.class, () -> new RocksKvStore(lastStore).close()));
+        assertTrue(java.util.Arrays.equals(cut, java.nio.file.Files.readAllBytes(manifest)), "the manifest is left as it was");
+
+        java.nio.file.Files.write(manifest, goodManifest);
+        meta = new MetaEngine(new RocksKvStore(lastStore), () -> clock.addAndGet(1000));
+        assertTrue(meta.lookup(ROOT, "kept").ino() > 0, "with its files put back, the volume opens as before");
+    }
+
+    private static void assertDamaged(IOException e) {
+        String m = e.getMessage();
+        assertTrue(m.contains("is damaged") && m.contains("--from-backup latest") && m.contains("partfs load"), m);
+        assertTrue(m.lines().count() == 1, "one line: " + m);
+    }
+
     @Test
     void closingTwiceIsHarmless() throws Exception {
         KvStore kv = new RocksKvStore(dir.resolve("twice"));
