@@ -70,12 +70,17 @@ final class FormatCommand implements Callable<Integer> {
                 : volume.embeddedDir().resolve("objects").toString());
         VolumeFormat wanted = VolumeFormat.create(name, (int) Math.min(bs, Integer.MAX_VALUE), storageUrl.url());
         MetaUrl metaUrl = volume.metaUrl();
-        // Redis is reached first (a connection creates nothing), so that an unreachable Redis
-        // leaves no object directory behind; the embedded volume's directory and a RocksDB
-        // directory are created only after the store took an object, so that missing or bad
-        // credentials leave nothing behind.
-        KvStore redis = metaUrl.isRedis() ? metaUrl.openOrCreate() : null;
+        // Metadata that exists (Redis, a RocksDB directory) is opened and checked first: an
+        // unreachable Redis, another program's database or a volume formatted differently then
+        // leaves no object directory behind. New metadata (the embedded volume's directory, a
+        // new RocksDB directory) is created only after the store took an object, so that
+        // missing or bad credentials leave nothing behind either.
+        KvStore existing = metaUrl.isRedis() || java.nio.file.Files.isDirectory(metaUrl.rocksDir())
+                ? metaUrl.openOrCreate() : null;
         try {
+            if (existing != null) {
+                MetaEngine.checkFormattable(existing, wanted);
+            }
             try (ObjectStore objects = storageUrl.open(volume.credentials(), true)) {
                 probe(objects);
             }
@@ -83,16 +88,16 @@ final class FormatCommand implements Callable<Integer> {
                 java.nio.file.Files.createDirectories(volume.embeddedDir());
             }
         } catch (Exception | Error e) {
-            if (redis != null) {
+            if (existing != null) {
                 try {
-                    redis.close();
+                    existing.close();
                 } catch (Exception closing) {
                     e.addSuppressed(closing);
                 }
             }
             throw e;
         }
-        try (MetaEngine meta = new MetaEngine(redis != null ? redis : metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
+        try (MetaEngine meta = new MetaEngine(existing != null ? existing : metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
             VolumeFormat got = meta.format(wanted, Ids.uid(), Ids.gid(), trashHours);
             boolean existed = !got.uuid().equals(wanted.uuid());
             int trash = meta.trashHours();

@@ -161,11 +161,12 @@ final class VolumeOptions {
         try {
             VolumeFormat have = m.loadIfFormatted();
             if (have == null) {
+                VolumeFormat wanted = VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage.url());
                 if (!probed) {
+                    MetaEngine.checkFormattable(m.store(), wanted); // another program's Redis database: before the probe
                     probe(storage);
                 }
-                VolumeFormat f = m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage.url()),
-                        Ids.uid(), Ids.gid(), FormatCommand.DEFAULT_TRASH_HOURS);
+                VolumeFormat f = m.format(wanted, Ids.uid(), Ids.gid(), FormatCommand.DEFAULT_TRASH_HOURS);
                 org.slf4j.LoggerFactory.getLogger(VolumeOptions.class).info("formatted volume {} (uuid {}) at {}, storage {}",
                         f.name(), f.uuid(), metaUrl(), f.storage());
             } else if (!have.name().equals(name) || !have.storage().equals(storage.url())) {

@@ -303,6 +303,31 @@ class PartfsCommandIT {
             Partfs.Result other = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "4M", "vol1");
             assertEquals(1, other.exit(), "a volume formatted differently is refused");
 
+            // a Redis database another program uses: refused before anything is created, its data left alone
+            try (var theirs = new io.partfs.engine.meta.RedisKvStore(redis.url(2))) {
+                theirs.update(tx -> {
+                    tx.put("their-key", new byte[] {42});
+                    return null;
+                });
+            }
+            Partfs.Result foreign = partfs.run("format", "--meta", redis.url(2), "theirs");
+            assertEquals(1, foreign.exit(), foreign.all());
+            assertEquals(1, Partfs.errorLines(foreign).size(), foreign.err());
+            assertTrue(foreign.err().contains("holds data but no PartFS volume"), foreign.err());
+            try (var theirs = new io.partfs.engine.meta.RedisKvStore(redis.url(2))) {
+                assertEquals(1, (int) theirs.<Integer>read(r -> {
+                    int[] n = {0};
+                    r.scanKeys("", page -> n[0] += page.size());
+                    return n[0];
+                }), "their key alone, nothing added");
+            }
+            assertFalse(Files.exists(partfs.home().resolve("theirs")), "no object directory made for it");
+            Partfs.Result foreignMount = partfs.run("mount", "--meta", redis.url(2), "--name", "theirs",
+                    "--storage", dir.resolve("their-objects").toString(), mnt.toString());
+            assertEquals(1, foreignMount.exit(), foreignMount.all());
+            assertTrue(foreignMount.err().contains("holds data but no PartFS volume"), foreignMount.err());
+            assertFalse(Files.exists(dir.resolve("their-objects")), "a mount that formats on first use refuses it too");
+
             partfs.env("PARTFS_SECRET_KEY", "not-the-secret");
             Partfs.Result deniedMount = partfs.run("mount", "--meta", meta, mnt.toString(), "--background");
             assertEquals(1, deniedMount.exit(), "a wrong secret fails the mount, not the first write: " + deniedMount.all());

@@ -52,6 +52,18 @@ public record VolumeFormat(String name, String uuid, int blockSize, String stora
         return w.toString().getBytes(StandardCharsets.UTF_8);
     }
 
+    /** Whether {@code bytes} are a volume format of any version (and not another program's value). */
+    public static boolean looksLikeOne(byte[] bytes) {
+        Properties p = new Properties();
+        try {
+            p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
+        } catch (IOException | IllegalArgumentException e) {
+            return false;
+        }
+        return p.getProperty("formatVersion", "").matches("[0-9]{1,9}") && p.getProperty("name") != null
+                && p.getProperty("uuid") != null;
+    }
+
     public static VolumeFormat decode(byte[] bytes) throws IOException {
         Properties p = new Properties();
         p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));

@@ -93,6 +93,14 @@ public interface KvStore extends java.io.Closeable {
         }
 
         /**
+         * Whether the store holds anything at all, of any kind: {@code partfs format} refuses a
+         * Redis database another program uses, whose keys a volume's could collide with.
+         */
+        default boolean holdsAnyKey() throws IOException {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot tell whether it is empty");
+        }
+
+        /**
          * Hands every plain key that starts with {@code prefix} to {@code each}, a page at a time,
          * in no particular order: a key that exists for the whole scan is handed over at least
          * once; one created or deleted meanwhile may or may not be. A store that keeps hashes

@@ -283,17 +283,11 @@ public final class MetaEngine implements Closeable {
      */
     public VolumeFormat format(VolumeFormat wanted, int rootUid, int rootGid, int trashHours) throws IOException {
         checkTrashHours(trashHours);
+        checkFormattable(kv, wanted);
         VolumeFormat result = mutate(tx -> {
             byte[] existing = tx.get(SETTING);
             if (existing != null) {
-                VolumeFormat have = VolumeFormat.decode(existing);
-                if (!have.name().equals(wanted.name()) || have.blockSize() != wanted.blockSize()
-                        || !have.storage().equals(wanted.storage())) {
-                    throw new IOException("metadata at " + kv.describe() + " already holds volume '" + have.name()
-                            + "' (block size " + have.blockSize() + ", storage " + have.storage()
-                            + "): use that volume's settings or another metadata URL");
-                }
-                return have;
+                return sameVolume(kv, existing, wanted);
             }
             tx.put(SETTING, wanted.encode());
             if (trashHours > 0) {
@@ -328,9 +322,46 @@ public final class MetaEngine implements Closeable {
         if (b == null) {
             return null;
         }
-        this.format = VolumeFormat.decode(b);
+        this.format = decodeFormat(kv, b);
         trashHours();
         return format;
+    }
+
+    /**
+     * Refuses, before anything is written, metadata that {@link #format} could not make {@code
+     * wanted}'s: another program's data, or a volume formatted differently. Empty metadata, or
+     * the same volume already formatted, pass.
+     */
+    public static void checkFormattable(KvStore kv, VolumeFormat wanted) throws IOException {
+        byte[] existing = kv.read(r -> r.get(SETTING));
+        if (existing != null) {
+            sameVolume(kv, existing, wanted);
+        } else if (kv.read(r -> r.holdsAnyKey() && r.get(SETTING) == null)) {
+            // (SETTING read again last: a format that ran meanwhile made a volume, not foreign data)
+            throw new IOException("metadata at " + kv.describe() + " holds data but no PartFS volume"
+                    + ": use an empty Redis database (another /DB number in the URL) or a new RocksDB directory");
+        }
+    }
+
+    /** The volume {@code existing} records, if it is {@code wanted}'s (a second format of it); else an error. */
+    private static VolumeFormat sameVolume(KvStore kv, byte[] existing, VolumeFormat wanted) throws IOException {
+        VolumeFormat have = decodeFormat(kv, existing);
+        if (!have.name().equals(wanted.name()) || have.blockSize() != wanted.blockSize()
+                || !have.storage().equals(wanted.storage())) {
+            throw new IOException("metadata at " + kv.describe() + " already holds volume '" + have.name()
+                    + "' (block size " + have.blockSize() + ", storage " + have.storage()
+                    + "): use that volume's settings or another metadata URL");
+        }
+        return have;
+    }
+
+    private static VolumeFormat decodeFormat(KvStore kv, byte[] b) throws IOException {
+        if (!VolumeFormat.looksLikeOne(b)) {
+            throw new IOException("metadata at " + kv.describe() + " holds a key '" + SETTING
+                    + "' that is not a PartFS volume's format: the database is another program's"
+                    + "; give PartFS an empty one (another /DB number in a Redis URL, or a new RocksDB directory)");
+        }
+        return VolumeFormat.decode(b);
     }
 
     public VolumeFormat volumeFormat() {

@@ -318,6 +318,15 @@ public final class RedisKvStore implements KvStore {
 
         /** SCAN with MATCH on the prefix (its glob characters escaped); never WATCHed. */
         @Override
+        public boolean holdsAnyKey() throws IOException {
+            try {
+                return cmd.dbsize() > 0;
+            } catch (RedisException e) {
+                throw wrap("DBSIZE", e);
+            }
+        }
+
+        @Override
         public void scanKeys(String prefix, KeyPage each) throws IOException {
             String pattern = prefix.replaceAll("([\\\\*?\\[\\]])", "\\\\$1") + "*";
             io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().match(b(pattern)).limit(1000);

@@ -209,6 +209,14 @@ public final class RocksKvStore implements KvStore {
         }
 
         @Override
+        public boolean holdsAnyKey() {
+            try (RocksIterator it = db.newIterator(readOptions)) {
+                it.seekToFirst();
+                return it.isValid();
+            }
+        }
+
+        @Override
         public void scanKeys(String prefix, KeyPage each) throws IOException {
             byte[] start = plain(prefix);
             int skip = plain("").length;

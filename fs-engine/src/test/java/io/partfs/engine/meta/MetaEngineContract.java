@@ -75,6 +75,41 @@ abstract class MetaEngineContract {
         return meta.readdir(dir).stream().map(DirEntry::name).toList();
     }
 
+    // ---- format ----
+
+    @Test
+    void formatRefusesAStoreThatHoldsAnotherProgramsDataAndLeavesItAsItWas() throws Exception {
+        byte[] theirs = "42".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        try (MetaEngine other = new MetaEngine(newStore(), () -> clock.addAndGet(1000))) {
+            other.store().update(tx -> {
+                tx.put("their-key", theirs);
+                return null;
+            });
+            IOException e = assertThrows(IOException.class, () -> other.format(
+                    VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0));
+            assertTrue(e.getMessage().contains("holds data but no PartFS volume") && e.getMessage().contains("empty"),
+                    e.getMessage());
+            assertNull(other.loadIfFormatted(), "no volume written into it");
+            assertArrayEquals(theirs, other.store().read(r -> r.get("their-key")));
+            assertNull(other.store().read(r -> r.get(MetaEngine.inodeKey(ROOT))), "no root directory either");
+        }
+        assertEquals("test", meta.format(VolumeFormat.create("test", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0)
+                .name(), "formatting an existing volume again is still fine");
+    }
+
+    @Test
+    void aSettingKeyThatIsNotAVolumeFormatIsNamedAsAnotherProgramsData() throws Exception {
+        try (MetaEngine other = new MetaEngine(newStore(), () -> clock.addAndGet(1000))) {
+            other.store().update(tx -> {
+                tx.put(MetaEngine.SETTING, "dark-mode=on".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                return null;
+            });
+            IOException e = assertThrows(IOException.class, other::load);
+            assertTrue(e.getMessage().contains("not a PartFS volume's format") && e.getMessage().contains("empty one"),
+                    e.getMessage());
+        }
+    }
+
     // ---- scanning (fsck and gc) ----
 
     @Test

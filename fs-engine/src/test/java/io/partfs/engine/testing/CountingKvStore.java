@@ -206,6 +206,12 @@ public final class CountingKvStore implements KvStore {
             }
 
             @Override
+            public boolean holdsAnyKey() throws IOException {
+                count("holdsAnyKey", "");
+                return r.holdsAnyKey();
+            }
+
+            @Override
             public void scanKeys(String prefix, KeyPage each) throws IOException {
                 count("scanKeys", prefix);
                 r.scanKeys(prefix, each);
