@@ -891,90 +891,113 @@ public final class MetaEngine implements Closeable {
             throws IOException {
         checkName(name);
         long ino = inodeIds.next();
-        return mutate(tx -> {
-            believeInode(tx, parent);
-            believeEntry(tx, parent, name);
-            DirAndEntry d = dirAndEntry(tx, parent, name);
-            Attr p = d.dir();
-            if (p.nlink() == 0) {
-                throw new FsException.NoSuchEntry("directory inode " + parent + " was removed");
-            }
-            if (d.entry() != null) {
-                throw new FsException.Exists(name);
-            }
-            long now = clock.nowNanos();
-            int m = mode & 07777;
-            int g = gid;
-            if ((p.mode() & 02000) != 0) {
-                g = p.gid();
+        try {
+            return mutate(tx -> {
+                believeInode(tx, parent);
+                believeEntry(tx, parent, name);
+                DirAndEntry d = dirAndEntry(tx, parent, name);
+                Attr p = d.dir();
+                if (p.nlink() == 0) {
+                    throw new FsException.NoSuchEntry("directory inode " + parent + " was removed");
+                }
+                if (d.entry() != null) {
+                    throw new FsException.Exists(name);
+                }
+                long now = clock.nowNanos();
+                int m = mode & 07777;
+                int g = gid;
+                if ((p.mode() & 02000) != 0) {
+                    g = p.gid();
+                    if (type == FileType.DIRECTORY) {
+                        m |= 02000;
+                    }
+                }
+                long size = 0;
+                int nlink = 1;
+                long parentField = 0;
                 if (type == FileType.DIRECTORY) {
-                    m |= 02000;
+                    size = 4096;
+                    nlink = 2;
+                    parentField = parent;
+                    if (p.nlink() >= MAX_LINKS) {
+                        throw new FsException.TooManyLinks("directory inode " + parent);
+                    }
+                } else if (type == FileType.SYMLINK) {
+                    byte[] target = symlinkTarget.getBytes(StandardCharsets.UTF_8);
+                    size = target.length;
+                    tx.put(symlinkKey(ino), target);
                 }
-            }
-            long size = 0;
-            int nlink = 1;
-            long parentField = 0;
-            if (type == FileType.DIRECTORY) {
-                size = 4096;
-                nlink = 2;
-                parentField = parent;
-                if (p.nlink() >= MAX_LINKS) {
-                    throw new FsException.TooManyLinks("directory inode " + parent);
+                Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField, 0);
+                put(tx, a);
+                NOTES.get().created().add(ino); // a new inode number: it has no extended attributes
+                if (type == FileType.DIRECTORY) {
+                    NOTES.get().createdDirs().add(ino); // nor entries
                 }
-            } else if (type == FileType.SYMLINK) {
-                byte[] target = symlinkTarget.getBytes(StandardCharsets.UTF_8);
-                size = target.length;
-                tx.put(symlinkKey(ino), target);
-            }
-            Attr a = new Attr(ino, type, m, uid, g, nlink, size, now, now, now, rdev, parentField, 0);
-            put(tx, a);
-            NOTES.get().created().add(ino); // a new inode number: it has no extended attributes
-            if (type == FileType.DIRECTORY) {
-                NOTES.get().createdDirs().add(ino); // nor entries
-            }
-            tx.hset(dirKey(parent), name, encodeEntry(type, ino));
-            Attr np = p.modified(now);
-            if (type == FileType.DIRECTORY) {
-                np = np.withNlink(p.nlink() + 1);
-            }
-            put(tx, np);
-            tx.add(TOTAL_INODES, 1);
-            return a;
-        });
+                tx.hset(dirKey(parent), name, encodeEntry(type, ino));
+                Attr np = p.modified(now);
+                if (type == FileType.DIRECTORY) {
+                    np = np.withNlink(p.nlink() + 1);
+                }
+                put(tx, np);
+                tx.add(TOTAL_INODES, 1);
+                return a;
+            });
+        } catch (FsException.Exists e) {
+            existsElsewhere(parent);
+            throw e;
+        }
+    }
+
+    /**
+     * A transaction found a name in {@code dir} that this client's kept listing of it may lack:
+     * another client made it within the listing's second. The listing goes, so that what
+     * follows reads the directory from the store: an open with O_CREAT looks up the file that
+     * its create found, and must find it.
+     */
+    private void existsElsewhere(long dir) {
+        MetaCache c = cache;
+        if (c != null) {
+            c.forgetListing(dir);
+        }
     }
 
     /** Adds the name {@code newName} in {@code newParent} for file {@code ino}. */
     public Attr link(long ino, long newParent, String newName) throws IOException {
         checkName(newName);
-        return mutate(tx -> {
-            believeInode(tx, ino);
-            believeName(tx, newParent, newName);
-            // Checks in the order Linux makes them: the new name first, then the source.
-            Attr a = attr(tx, ino);
-            DirAndEntry d = dirAndEntry(tx, newParent, newName);
-            Attr p = d.dir();
-            if (p.nlink() == 0) {
-                throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
-            }
-            if (d.entry() != null) {
-                throw new FsException.Exists(newName);
-            }
-            if (a.isDirectory()) {
-                throw new FsException.NotPermitted("hard link to a directory");
-            }
-            if (a.nlink() == 0) {
-                throw new FsException.NoSuchEntry("inode " + ino + " was removed");
-            }
-            if (a.nlink() >= MAX_LINKS) {
-                throw new FsException.TooManyLinks("inode " + ino);
-            }
-            long now = clock.nowNanos();
-            tx.hset(dirKey(newParent), newName, encodeEntry(a.type(), ino));
-            put(tx, p.modified(now));
-            Attr na = a.withNlink(a.nlink() + 1).changed(now);
-            put(tx, na);
-            return na;
-        });
+        try {
+            return mutate(tx -> {
+                believeInode(tx, ino);
+                believeName(tx, newParent, newName);
+                // Checks in the order Linux makes them: the new name first, then the source.
+                Attr a = attr(tx, ino);
+                DirAndEntry d = dirAndEntry(tx, newParent, newName);
+                Attr p = d.dir();
+                if (p.nlink() == 0) {
+                    throw new FsException.NoSuchEntry("directory inode " + newParent + " was removed");
+                }
+                if (d.entry() != null) {
+                    throw new FsException.Exists(newName);
+                }
+                if (a.isDirectory()) {
+                    throw new FsException.NotPermitted("hard link to a directory");
+                }
+                if (a.nlink() == 0) {
+                    throw new FsException.NoSuchEntry("inode " + ino + " was removed");
+                }
+                if (a.nlink() >= MAX_LINKS) {
+                    throw new FsException.TooManyLinks("inode " + ino);
+                }
+                long now = clock.nowNanos();
+                tx.hset(dirKey(newParent), newName, encodeEntry(a.type(), ino));
+                put(tx, p.modified(now));
+                Attr na = a.withNlink(a.nlink() + 1).changed(now);
+                put(tx, na);
+                return na;
+            });
+        } catch (FsException.Exists e) {
+            existsElsewhere(newParent);
+            throw e;
+        }
     }
 
     /** Removes a non-directory name; returns the inode's attributes after the change. */

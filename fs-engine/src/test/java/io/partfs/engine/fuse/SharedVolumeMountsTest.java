@@ -203,6 +203,21 @@ class SharedVolumeMountsTest {
         seen.add(what + " seen after " + (System.nanoTime() - start) / 1_000_000 + " ms");
     }
 
+    /**
+     * open(O_CREAT) without O_EXCL of a name the other mount just made opens that file, although
+     * this mount knew the name as missing a moment before (a negative entry, a kept listing).
+     */
+    @Test
+    void anOpenWithCreateOfANameTheOtherMountJustMadeOpensIt() throws Exception {
+        assertTrue(Files.notExists(b.resolve("status")), "b learns the name is missing");
+        Files.writeString(a.resolve("status"), "made on a");
+        try (var out = Files.newOutputStream(b.resolve("status"), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+            out.write('B');
+        }
+        seesWithinBound("an O_CREAT open through b", a.resolve("status"), "Bade on a".getBytes(),
+                "made on a".getBytes());
+    }
+
     @Test
     void inPlaceRewritesModesAndSymlinksReachTheOtherMount() throws Exception {
         byte[] v1 = random(300_000, 11);

@@ -613,6 +613,26 @@ abstract class MetaEngineContract {
         assertEquals(0, meta.session());
     }
 
+    /**
+     * An open with O_CREAT of a name another client made while this one kept a listing without
+     * it: the create finds the name in the store, and the lookup that follows must find it too.
+     */
+    @Test
+    void aNameAnotherClientJustMadeIsFoundByTheLookupAfterACreateFoundIt() throws Exception {
+        MetaEngine a = cachingClient(meta.store());
+        assertFalse(a.readdir(ROOT).stream().anyMatch(e -> e.name().equals("status")), "a keeps a listing without it");
+        Attr made = file(ROOT, "status"); // by another client
+        assertThrows(FsException.Exists.class, () -> a.mknod(ROOT, "status", FileType.FILE, 0644, 0, 0, 0, null));
+        assertEquals(made.ino(), a.lookup(ROOT, "status").ino());
+        Attr linked = file(ROOT, "target");
+        file(ROOT, "taken");
+        a.readdir(ROOT);
+        meta.unlink(ROOT, "taken");
+        Attr again = file(ROOT, "taken");
+        assertThrows(FsException.Exists.class, () -> a.link(linked.ino(), ROOT, "taken"));
+        assertEquals(again.ino(), a.lookup(ROOT, "taken").ino(), "the same after a link found the name taken");
+    }
+
     /** A session a build without heartbeats registered (no beat recorded) counts as stale. */
     @Test
     void aSessionWithoutHeartbeatsIsStale() throws Exception {
