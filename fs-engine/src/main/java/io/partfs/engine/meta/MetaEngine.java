@@ -2022,6 +2022,7 @@ public final class MetaEngine implements Closeable {
         mutate(tx -> {
             tx.hdel(SESSIONS, String.valueOf(sid));
             tx.hdel(SESSION_BEATS, String.valueOf(sid));
+            dropFlocks(tx, sid);
             return null;
         });
     }
@@ -2084,9 +2085,96 @@ public final class MetaEngine implements Closeable {
                 }
                 tx.hdel(SESSIONS, id);
                 tx.hdel(SESSION_BEATS, id);
+                dropFlocks(tx, s.id());
                 removed.add(s);
             }
             return removed;
+        });
+    }
+
+    // ---- file locks ----
+
+    /** What {@link #flock} is asked to do: flock(2)'s LOCK_SH, LOCK_EX and LOCK_UN. */
+    public enum Flock { SHARED, EXCLUSIVE, UNLOCK }
+
+    private static final byte[] FLOCK_SHARED = {'R'};
+    private static final byte[] FLOCK_EXCLUSIVE = {'W'};
+
+    /** The flock(2) locks on an inode: field {@code <session>/<owner>}, value R (shared) or W (exclusive). */
+    private static String flockKey(long ino) {
+        return "flock" + ino;
+    }
+
+    /** The inodes a session holds flock(2) locks on (the fields), so that its locks end with it. */
+    private static String sessionFlocksKey(long sid) {
+        return "sessionFlocks" + sid;
+    }
+
+    /**
+     * Takes, converts or drops the flock(2) lock that {@code owner} (an open file of this
+     * mount, as the kernel names it) holds on {@code ino}, for every mount of the volume: a
+     * shared lock conflicts with another holder's exclusive one, an exclusive lock with any
+     * other holder's. Returns false, changing nothing, on a conflict. Locks belong to this
+     * process's session: they end with it ({@link #unregisterSession}), and a crashed mount's
+     * with its removal ({@link #removeStaleSessions}, {@link #removeSession}).
+     */
+    public boolean flock(long ino, long owner, Flock what) throws IOException {
+        long sid = session;
+        String me = sid + "/" + owner;
+        String key = flockKey(ino);
+        return kv.update(tx -> {
+            Map<String, byte[]> holders = tx.hgetAll(key);
+            if (what == Flock.UNLOCK) {
+                if (holders.containsKey(me)) {
+                    tx.hdel(key, me);
+                    if (holders.keySet().stream().noneMatch(h -> !h.equals(me) && h.startsWith(sid + "/"))) {
+                        tx.hdel(sessionFlocksKey(sid), String.valueOf(ino));
+                    }
+                }
+                return true;
+            }
+            for (Map.Entry<String, byte[]> h : holders.entrySet()) {
+                if (!h.getKey().equals(me) && (what == Flock.EXCLUSIVE || h.getValue()[0] == 'W')) {
+                    return false;
+                }
+            }
+            tx.hset(key, me, what == Flock.EXCLUSIVE ? FLOCK_EXCLUSIVE : FLOCK_SHARED);
+            tx.hset(sessionFlocksKey(sid), String.valueOf(ino), new byte[0]);
+            return true;
+        });
+    }
+
+    /** Drops, inside {@code tx}, every flock(2) lock session {@code sid} holds. */
+    private static void dropFlocks(KvStore.Writer tx, long sid) throws IOException {
+        String prefix = sid + "/";
+        for (String ino : tx.hgetAll(sessionFlocksKey(sid)).keySet()) {
+            String key = flockKey(Long.parseLong(ino));
+            for (String holder : tx.hgetAll(key).keySet()) {
+                if (holder.startsWith(prefix)) {
+                    tx.hdel(key, holder);
+                }
+            }
+        }
+        tx.hdelAll(sessionFlocksKey(sid));
+    }
+
+    /**
+     * Removes session {@code sid} at once, as {@link #removeStaleSessions} removes a crashed
+     * mount's: for a mount known to be dead (this machine's earlier mount at the same mount
+     * point), whose locks and kept-open files must not wait out {@link #SESSION_TIMEOUT}.
+     * Returns false if there was no such session.
+     */
+    public boolean removeSession(long sid) throws IOException {
+        if (sid == session) {
+            throw new IllegalArgumentException("session " + sid + " is this process's own");
+        }
+        String id = String.valueOf(sid);
+        return mutate(tx -> {
+            boolean known = tx.hget(SESSIONS, id) != null;
+            tx.hdel(SESSIONS, id);
+            tx.hdel(SESSION_BEATS, id);
+            dropFlocks(tx, sid);
+            return known;
         });
     }
 

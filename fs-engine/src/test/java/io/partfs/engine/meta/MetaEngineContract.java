@@ -633,6 +633,72 @@ abstract class MetaEngineContract {
         assertEquals(again.ino(), a.lookup(ROOT, "taken").ino(), "the same after a link found the name taken");
     }
 
+    // ---- flock(2) locks ----
+
+    @Test
+    void flockLocksConflictAcrossClientsAsOnOneMachine() throws Exception {
+        meta.registerSession("host-a");
+        Attr f = file(ROOT, "status");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // shares meta's store: not closed
+        {
+            b.load();
+            b.registerSession("host-b");
+            MetaEngine.Flock sh = MetaEngine.Flock.SHARED, ex = MetaEngine.Flock.EXCLUSIVE, un = MetaEngine.Flock.UNLOCK;
+            assertTrue(meta.flock(f.ino(), 1, ex));
+            assertTrue(meta.flock(f.ino(), 1, ex), "taking one's own lock again");
+            assertFalse(b.flock(f.ino(), 1, ex), "the same owner number on another client is another owner");
+            assertFalse(b.flock(f.ino(), 2, sh), "shared against exclusive");
+            assertFalse(meta.flock(f.ino(), 3, sh), "another open file of the same client conflicts too");
+            assertTrue(meta.flock(f.ino(), 1, sh), "converting one's own lock down");
+            assertTrue(b.flock(f.ino(), 2, sh), "shared with shared");
+            assertFalse(meta.flock(f.ino(), 1, ex), "converting up while another shares it");
+            assertTrue(b.flock(f.ino(), 2, un));
+            assertTrue(b.flock(f.ino(), 2, un), "unlocking what one does not hold is harmless");
+            assertTrue(meta.flock(f.ino(), 1, ex), "converting up once alone");
+            assertTrue(meta.flock(f.ino(), 1, un));
+            assertTrue(b.flock(f.ino(), 2, ex), "free again");
+            assertTrue(b.flock(f.ino(), 2, un));
+        }
+    }
+
+    @Test
+    void aSessionsFlockLocksEndWithItWhetherItEndsCrashesOrIsRemoved() throws Exception {
+        Attr f = file(ROOT, "status");
+        Attr g = file(ROOT, "other");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // sharing meta's store: not closed
+        MetaEngine c = new MetaEngine(meta.store(), () -> clock.addAndGet(1000));
+        {
+            b.load();
+            c.load();
+            long sa = meta.registerSession("a");
+            long sb = b.registerSession("b");
+            c.registerSession("c");
+            MetaEngine.Flock ex = MetaEngine.Flock.EXCLUSIVE;
+
+            assertTrue(meta.flock(f.ino(), 1, ex));
+            assertTrue(meta.flock(g.ino(), 2, ex));
+            meta.unregisterSession(sa); // a clean unmount
+            assertTrue(c.flock(f.ino(), 9, ex) && c.flock(g.ino(), 9, ex), "the ended session's locks went with it");
+            assertTrue(c.flock(f.ino(), 9, MetaEngine.Flock.UNLOCK) && c.flock(g.ino(), 9, MetaEngine.Flock.UNLOCK));
+
+            assertTrue(b.flock(f.ino(), 1, ex));
+            assertTrue(c.removeSession(sb), "a mount known dead (the next mount at its mount point)");
+            assertFalse(c.removeSession(sb), "gone already");
+            assertTrue(c.flock(f.ino(), 9, ex), "its lock went with it");
+            assertTrue(c.flock(f.ino(), 9, MetaEngine.Flock.UNLOCK));
+
+            long sd = meta.registerSession("d"); // a mount that crashes
+            assertTrue(meta.flock(f.ino(), 1, ex));
+            assertTrue(c.heartbeat());
+            clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
+            assertTrue(c.heartbeat());
+            assertFalse(c.flock(f.ino(), 9, ex), "held until the session is taken for crashed");
+            assertEquals(List.of(sd), c.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+            assertTrue(c.flock(f.ino(), 9, ex), "and released with it");
+            assertThrows(IllegalArgumentException.class, () -> c.removeSession(c.session()), "not one's own");
+        }
+    }
+
     /** A session a build without heartbeats registered (no beat recorded) counts as stale. */
     @Test
     void aSessionWithoutHeartbeatsIsStale() throws Exception {
