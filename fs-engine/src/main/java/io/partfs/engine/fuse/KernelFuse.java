@@ -38,8 +38,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Workers block in read(2) on the device, each taking one request and writing its reply;
  * PartFs is thread-safe. Failures become errno values through {@link Errnos} (never EINTR).
- * File locks (flock and POSIX) are not negotiated, so the kernel keeps them, exact for every
- * process on this machine. Protocol 7.31 (Linux 5.4+) at least, 7.36 when the kernel has it;
+ * flock(2) locks on a shared volume are held for every mount of it ({@link FlockWaits}); on an
+ * exclusive one, and POSIX locks on any, they are not negotiated, so the kernel keeps them,
+ * exact for every process on this machine. Protocol 7.31 (Linux 5.4+) at least, 7.36 when the kernel has it;
  * struct layouts follow {@code include/uapi/linux/fuse.h}.
  *
  * <p>What keeps calls away from this process: READDIRPLUS; directory listings the kernel keeps
@@ -68,7 +69,7 @@ public final class KernelFuse implements FuseMount {
             MKNOD = 8, MKDIR = 9, UNLINK = 10, RMDIR = 11, RENAME = 12, LINK = 13, OPEN = 14, READ = 15,
             WRITE = 16, STATFS = 17, RELEASE = 18, FSYNC = 20, SETXATTR = 21, GETXATTR = 22, LISTXATTR = 23,
             REMOVEXATTR = 24, FLUSH = 25, INIT = 26, OPENDIR = 27, READDIR = 28, RELEASEDIR = 29,
-            FSYNCDIR = 30, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38, BATCH_FORGET = 42,
+            FSYNCDIR = 30, SETLK = 32, SETLKW = 33, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38, BATCH_FORGET = 42,
             FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45;
     private static final String[] OP_NAMES = new String[64];
 
@@ -79,6 +80,7 @@ public final class KernelFuse implements FuseMount {
             {"write", "16"}, {"statfs", "17"}, {"release", "18"}, {"fsync", "20"}, {"setxattr", "21"},
             {"getxattr", "22"}, {"listxattr", "23"}, {"removexattr", "24"}, {"flush", "25"}, {"init", "26"},
             {"opendir", "27"}, {"readdir", "28"}, {"releasedir", "29"}, {"fsyncdir", "30"},
+            {"setlk", "32"}, {"setlkw", "33"},
             {"access", "34"}, {"create", "35"}, {"destroy", "38"}, {"fallocate", "43"},
             {"readdirplus", "44"}, {"rename2", "45"}};
         for (String[] n : names) {
@@ -87,9 +89,15 @@ public final class KernelFuse implements FuseMount {
     }
 
     // fuse_init flags
-    private static final int ASYNC_READ = 1, BIG_WRITES = 1 << 5, AUTO_INVAL_DATA = 1 << 12,
+    private static final int ASYNC_READ = 1, BIG_WRITES = 1 << 5, FLOCK_LOCKS = 1 << 10, AUTO_INVAL_DATA = 1 << 12,
             DO_READDIRPLUS = 1 << 13, ASYNC_DIO = 1 << 15, PARALLEL_DIROPS = 1 << 18, MAX_PAGES_FLAG = 1 << 22,
             CACHE_SYMLINKS = 1 << 23, NO_OPENDIR_SUPPORT = 1 << 24, HANDLE_KILLPRIV_V2 = 1 << 28, INIT_EXT = 1 << 30;
+    /** fuse_lk_in.lk_flags: the lock is flock(2)'s; fuse_release_in.release_flags: drop the file's flock lock. */
+    private static final int LK_FLOCK = 1, RELEASE_FLOCK_UNLOCK = 1 << 1;
+    /** fuse_file_lock.type */
+    private static final int F_RDLCK = 0, F_WRLCK = 1, F_UNLCK = 2;
+    /** What {@link #dispatch} returns when the reply is sent later, by another thread ({@link FlockWaits}). */
+    private static final int REPLY_LATER = -1;
     /** fuse_write_in.write_flags: the writer lacks CAP_FSETID, so suid/sgid/capabilities go (with HANDLE_KILLPRIV_V2). */
     private static final int WRITE_KILL_SUIDGID = 1 << 2;
     /** fuse_init flags2 (bits 32 and up of the flags, with INIT_EXT): FUSE_PASSTHROUGH is bit 37. */
@@ -126,6 +134,14 @@ public final class KernelFuse implements FuseMount {
      * gone gets ESTALE.
      */
     private final boolean sharedVolume;
+    /**
+     * flock(2) locks held for the whole volume, through the metadata engine, when it is shared
+     * (FUSE_FLOCK_LOCKS): two ClickHouse servers started on one data path from two machines
+     * then meet at the lock on its status file, as on one machine. POSIX (fcntl) locks stay the
+     * kernel's, exact for the processes of this machine. On an exclusive volume the kernel keeps
+     * both kinds, exact for every process that can reach the volume.
+     */
+    private final FlockWaits flockWaits;
     /** Directories whose kept listing the kernel is to drop, and the thread that tells it when. */
     private final Map<Long, Boolean> expiring = new java.util.concurrent.ConcurrentHashMap<>();
     private final java.util.concurrent.ScheduledThreadPoolExecutor expiry = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
@@ -180,6 +196,7 @@ public final class KernelFuse implements FuseMount {
         // as long as the metadata cache keeps a listing (10 s at most: a reading takes far less)
         this.pages = new DirPages(Math.min(fs.meta().cacheTtlNanos(), 10_000_000_000L));
         this.sharedVolume = !fs.meta().store().exclusive();
+        this.flockWaits = sharedVolume ? new FlockWaits(fs.meta(), this::replyLater) : null;
         this.expiryNanos = Math.max(1, Math.min(fs.meta().cacheTtlNanos(), 10_000_000_000L));
         fs.config().metrics().counterFrom("partfs_fuse_directory_listings_total",
                 "Directory listings READDIR and READDIRPLUS took; reading a large directory in several requests takes one.",
@@ -270,6 +287,9 @@ public final class KernelFuse implements FuseMount {
             prefetcher = null;
         }
         expiry.shutdownNow();
+        if (flockWaits != null) {
+            flockWaits.close(); // the kernel fails what still waits when the mount goes
+        }
         if (Mounts.isMounted(mp) && C.umount2(mp.toString(), 0) != 0) {
             int e = LibC.errno();
             if (e != LibC.EINVAL) { // EINVAL: no longer mounted
@@ -364,7 +384,12 @@ public final class KernelFuse implements FuseMount {
                 return;
             }
             case INTERRUPT -> {
-                return; // operations finish on their own; none blocks indefinitely
+                // operations finish on their own, but for a flock(2) that waits for a lock: it
+                // ends with EINTR (the process got a signal; a killed one waits for this reply)
+                if (flockWaits != null) {
+                    flockWaits.interrupt(in.getLong(IN_HEADER));
+                }
+                return;
             }
             default -> { }
         }
@@ -375,6 +400,10 @@ public final class KernelFuse implements FuseMount {
         int error;
         try {
             error = dispatch(opcode, node, in, b);
+            if (error == REPLY_LATER) {
+                ops.record(op, System.nanoTime() - start, false);
+                return; // a flock(2) waiting for a lock: FlockWaits replies when it gets it
+            }
         } catch (Throwable t) {
             error = Errnos.errno(op, "inode " + node, t).code();
             out.clear().position(OUT_HEADER);
@@ -606,6 +635,12 @@ public final class KernelFuse implements FuseMount {
             }
             case RELEASE -> {
                 long fh = in.getLong();
+                in.getInt(); // open flags
+                int releaseFlags = in.getInt();
+                long lockOwner = in.getLong();
+                if (flockWaits != null && (releaseFlags & RELEASE_FLOCK_UNLOCK) != 0) {
+                    flockWaits.release(node, lockOwner); // the last close of a file flock(2) locked
+                }
                 try {
                     fs.flushUnlessFailed(fh);
                     committed(node, fh);
@@ -628,6 +663,30 @@ public final class KernelFuse implements FuseMount {
                 committed(node, fh);
             }
             case FSYNC -> fs.fsync(in.getLong());
+            case SETLK, SETLKW -> {
+                in.getLong(); // fh
+                long owner = in.getLong();
+                in.position(in.position() + 16); // start, end: flock(2) locks the whole file
+                int type = in.getInt();
+                in.getInt(); // pid
+                int lkFlags = in.getInt();
+                if (flockWaits == null || (lkFlags & LK_FLOCK) == 0) {
+                    return Errno.ENOSYS.code(); // not negotiated: POSIX locks are the kernel's
+                }
+                if (type != F_RDLCK && type != F_WRLCK && type != F_UNLCK) {
+                    return Errno.EINVAL.code();
+                }
+                MetaEngine.Flock what = type == F_UNLCK ? MetaEngine.Flock.UNLOCK
+                        : type == F_WRLCK ? MetaEngine.Flock.EXCLUSIVE : MetaEngine.Flock.SHARED;
+                if (fs.meta().flock(node, owner, what)) {
+                    return 0;
+                }
+                if (opcode == SETLK) {
+                    return Errno.EAGAIN.code(); // LOCK_NB: EWOULDBLOCK
+                }
+                flockWaits.await(in.getLong(8), node, owner, what);
+                return REPLY_LATER;
+            }
             case SETXATTR -> {
                 int size = in.getInt();
                 int flags = in.getInt();
@@ -791,7 +850,7 @@ public final class KernelFuse implements FuseMount {
         // HANDLE_KILLPRIV_V2: the kernel stops asking for security.capability before every write(2)
         // (a round trip each) and leaves clearing suid/sgid/capabilities to us (killPrivileges)
         int wanted = ASYNC_READ | BIG_WRITES | AUTO_INVAL_DATA | DO_READDIRPLUS | ASYNC_DIO | PARALLEL_DIROPS
-                | MAX_PAGES_FLAG | CACHE_SYMLINKS | HANDLE_KILLPRIV_V2;
+                | MAX_PAGES_FLAG | CACHE_SYMLINKS | HANDLE_KILLPRIV_V2 | (flockWaits != null ? FLOCK_LOCKS : 0);
         boolean withPassthrough = options.passthrough() && (kernelFlags2 & PASSTHROUGH_FLAG2) != 0;
         if (withPassthrough) {
             wanted |= INIT_EXT;
@@ -947,6 +1006,13 @@ public final class KernelFuse implements FuseMount {
             notifyBuffers.set(b);
         }
         return b.clear();
+    }
+
+    /** Replies to request {@code unique} with {@code error} (0: done) from any thread: for {@link FlockWaits}. */
+    private void replyLater(long unique, int error) {
+        ByteBuffer buf = notifyBuffer(OUT_HEADER);
+        buf.putInt(OUT_HEADER).putInt(-error).putLong(unique);
+        notify(buf);
     }
 
     /** Writes a notification prepared in {@code buf} (up to its position); false if refused. */

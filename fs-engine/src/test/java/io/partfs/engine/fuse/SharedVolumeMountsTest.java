@@ -3,10 +3,6 @@ package io.partfs.engine.fuse;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.partfs.engine.PartFs;
-import io.partfs.engine.testing.RedisServer;
-import io.partfs.engine.testing.TempDirs;
-import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -39,48 +35,22 @@ class SharedVolumeMountsTest {
     /** Slack for the polling reader and a busy CI machine. */
     private static final long SLACK_MS = 1_500;
 
-    private Path dir;
-    private RedisServer redis;
-    private final List<PartFs> volumes = new ArrayList<>();
-    private final List<FuseMount> mounts = new ArrayList<>();
+    private TwoMounts mounts;
     private Path a;
     private Path b;
     private final List<String> seen = new ArrayList<>();
 
     @BeforeEach
     void mountTwice() throws Exception {
-        dir = Files.createTempDirectory("partfs-shared-");
-        redis = RedisServer.start();
-        TestVolume volume = new TestVolume(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL, dir, redis, null,
-                TestVolume.defaultConfig(dir.resolve("a")));
-        a = mount(volume.open(), "mnt-a");
-        b = mount(volume.openAs(TestVolume.defaultConfig(dir.resolve("b"))), "mnt-b");
-    }
-
-    private Path mount(PartFs fs, String name) throws Exception {
-        volumes.add(fs);
-        Path mnt = Files.createDirectory(dir.resolve(name));
-        FuseOptions options = FuseOptions.builder().driver(FuseOptions.Driver.KERNEL).build();
-        FuseMount fuse = FuseMount.create(fs, null, options);
-        fuse.mountAndWait(mnt, options);
-        mounts.add(fuse);
-        return mnt;
+        mounts = new TwoMounts(false);
+        a = mounts.a;
+        b = mounts.b;
     }
 
     @AfterEach
     void unmount() throws Exception {
-        try {
-            for (FuseMount m : mounts) {
-                m.unmount();
-            }
-            for (PartFs fs : volumes) {
-                fs.close();
-            }
-        } finally {
-            if (redis != null) {
-                redis.close();
-            }
-            TempDirs.deleteRecursively(dir);
+        if (mounts != null) {
+            mounts.close();
         }
         System.out.println("SharedVolumeMountsTest: " + String.join("; ", seen));
     }
