@@ -389,9 +389,11 @@ final class MountCommand implements Callable<Integer> {
             Signals.onTermination(stop::countDown);
             http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp),
                     () -> StatusCommand.report(fs.meta(), volume.metaUrl().toString(), mp)));
+            endDeadPredecessorSession(run, mp, fs);
             // the session first: a file opened and unlinked as soon as the mount shows is held for it
             fs.startSession(String.format("%s pid %d at %s since %s",
                     InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
+            run.writeSession(mp, fs.format().uuid(), fs.meta().session());
             fuse.mountAndWait(mp, fuseOpts);
             run.writePid(mp);
             if (http != null) {
@@ -466,6 +468,20 @@ final class MountCommand implements Callable<Integer> {
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /**
+     * Ends the session of the mount this one replaces at {@code mp}, if it exited without
+     * unmounting: its flock(2) locks (the status file of the ClickHouse that ran on it) would
+     * otherwise keep a restarted ClickHouse out for {@link io.partfs.engine.meta.MetaEngine#SESSION_TIMEOUT},
+     * and the unlinked files it held open would wait as long to be deleted.
+     */
+    private void endDeadPredecessorSession(RunFiles run, Path mp, PartFs fs) throws IOException {
+        long sid = run.deadPredecessorSession(mp, fs.format().uuid());
+        if (sid != 0 && fs.meta().removeSession(sid)) {
+            spec.commandLine().getErr().printf("partfs: ended session %d of the mount that served %s before and exited "
+                    + "without unmounting (its file locks released)%n", sid, mp);
+        }
     }
 
     /** {@code mp} with symlinks resolved, as the paths given to /warmup are (or as it is, if that fails). */

@@ -10,8 +10,9 @@ import java.util.OptionalLong;
 /**
  * Per-mount files under {@code <home>/run} and {@code <home>/logs}: the pid of the process
  * serving a mount point (so {@code partfs umount} can stop it cleanly), the address of its HTTP
- * endpoint (so {@code partfs status MOUNTPOINT} can ask it), its log, and the line it leaves
- * when it exits with writes it could not upload (so {@code partfs umount} can say so).
+ * endpoint (so {@code partfs status MOUNTPOINT} can ask it), its session in the volume (so the
+ * next mount there can end it at once if it died), its log, and the line it leaves when it
+ * exits with writes it could not upload (so {@code partfs umount} can say so).
  */
 final class RunFiles {
     private final Path home;
@@ -61,10 +62,44 @@ final class RunFiles {
         write(pidFile(mountPoint), String.valueOf(ProcessHandle.current().pid()));
     }
 
-    /** Also forgets the mount's HTTP address: both describe a running process. */
+    /** Also forgets the mount's HTTP address and session: all describe a running process. */
     void removePid(Path mountPoint) throws IOException {
         Files.deleteIfExists(pidFile(mountPoint));
         Files.deleteIfExists(httpFile(mountPoint));
+        Files.deleteIfExists(sessionFile(mountPoint));
+    }
+
+    private Path sessionFile(Path mountPoint) {
+        return home.resolve("run").resolve(key(mountPoint) + ".session");
+    }
+
+    /** Records the session the process serving {@code mountPoint} has in volume {@code uuid}. */
+    void writeSession(Path mountPoint, String uuid, long session) throws IOException {
+        write(sessionFile(mountPoint), uuid + " " + session);
+    }
+
+    /**
+     * The session in volume {@code uuid} of the mount that served {@code mountPoint} before and
+     * exited without unmounting (its pid is no longer alive, or is this process's own, as in a
+     * restarted container), or 0. Its session would otherwise hold its file locks and its
+     * kept-open files for minutes, until other mounts take it for crashed.
+     */
+    long deadPredecessorSession(Path mountPoint, String uuid) throws IOException {
+        Path f = sessionFile(mountPoint);
+        if (!Files.exists(f)) {
+            return 0;
+        }
+        String[] recorded = Files.readString(f).trim().split(" ");
+        OptionalLong alive = livePid(mountPoint);
+        if (recorded.length != 2 || !recorded[0].equals(uuid)
+                || alive.isPresent() && alive.getAsLong() != ProcessHandle.current().pid() && !zombie(alive.getAsLong())) {
+            return 0;
+        }
+        try {
+            return Long.parseLong(recorded[1]);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 
     private Path httpFile(Path mountPoint) {
@@ -80,6 +115,21 @@ final class RunFiles {
     String liveHttp(Path mountPoint) throws IOException {
         Path f = httpFile(mountPoint);
         return livePid(mountPoint).isPresent() && Files.exists(f) ? Files.readString(f).trim() : null;
+    }
+
+    /**
+     * Whether process {@code pid} has exited and waits to be reaped (state Z, or X): a killed
+     * sidecar whose parent is slow to reap it (a container's init) still counts as alive for
+     * {@link ProcessHandle#isAlive}.
+     */
+    static boolean zombie(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", String.valueOf(pid), "stat"));
+            String state = stat.substring(stat.lastIndexOf(')') + 1).trim();
+            return state.startsWith("Z") || state.startsWith("X");
+        } catch (IOException | RuntimeException e) {
+            return true; // gone since
+        }
     }
 
     /** The pid recorded for a mount point, if its process is still alive. */

@@ -89,6 +89,10 @@ class SidecarKillIT {
             sidecar = startSidecar(partfs, mount, mnt, dir.resolve("sidecar-2.log"));
             assertTrue(Files.readString(dir.resolve("sidecar-2.log")).contains("took down the mount at " + mnt),
                     "the restarted sidecar replaced the dead mount");
+            // and ended the dead mount's session: with it the flock(2) lock of the killed ClickHouse's
+            // status file, which would keep the restarted server out for minutes
+            assertTrue(Files.readString(dir.resolve("sidecar-2.log")).contains("ended session"),
+                    "the restarted sidecar ended the dead mount's session");
             ch.start();
             TreeMap<Integer, String> batches = Batches.read(ch);
             String what = "after the kill (" + mode + "; " + acked.size() + " INSERTs acknowledged, batch "
