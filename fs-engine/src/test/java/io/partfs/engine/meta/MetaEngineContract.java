@@ -662,6 +662,26 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void ofClientsRacingForOneExclusiveLockExactlyOneGetsIt() throws Exception {
+        Attr f = file(ROOT, "status");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // shares meta's store: not closed
+        b.load();
+        for (int round = 0; round < 20; round++) {
+            java.util.concurrent.atomic.AtomicInteger won = new java.util.concurrent.atomic.AtomicInteger(-1);
+            java.util.concurrent.atomic.AtomicInteger winners = new java.util.concurrent.atomic.AtomicInteger();
+            Concurrently.run(8, t -> {
+                if ((t % 2 == 0 ? meta : b).flock(f.ino(), t, MetaEngine.Flock.EXCLUSIVE)) {
+                    winners.incrementAndGet();
+                    won.set(t);
+                }
+            });
+            assertEquals(1, winners.get(), "round " + round);
+            int t = won.get();
+            assertTrue((t % 2 == 0 ? meta : b).flock(f.ino(), t, MetaEngine.Flock.UNLOCK));
+        }
+    }
+
+    @Test
     void aSessionsFlockLocksEndWithItWhetherItEndsCrashesOrIsRemoved() throws Exception {
         Attr f = file(ROOT, "status");
         Attr g = file(ROOT, "other");
