@@ -260,6 +260,7 @@ final class MountCommand implements Callable<Integer> {
             io.partfs.engine.object.StorageUrl.parse(storage); // a malformed URL fails before anything starts
             volume.formatStorage = storage;
         }
+        volume.requireEmbeddedVolumeUnlessDefault();
         if (!httpAddress.equals("none")) {
             io.partfs.cli.http.SidecarHttpServer.checkAddress(httpAddress, System.getenv(HTTP_TOKEN_ENV));
         }

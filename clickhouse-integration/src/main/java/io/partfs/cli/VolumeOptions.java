@@ -25,8 +25,9 @@ final class VolumeOptions {
                     "or a directory for embedded RocksDB. Default: the embedded volume <home>/<name>/meta."})
     String meta;
 
-    @Option(names = "--name", paramLabel = "NAME", defaultValue = "default",
-            description = "Name of the embedded volume used without --meta (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--name", paramLabel = "NAME", defaultValue = DEFAULT_NAME,
+            description = {"Name of the embedded volume used without --meta (default: ${DEFAULT-VALUE}; mount formats",
+                    "only that one on first use, other names need 'partfs format NAME' or mount --storage)."})
     String name;
 
     @Option(names = "--home", paramLabel = "DIR",
@@ -72,6 +73,28 @@ final class VolumeOptions {
                     + ": give --meta URL, or --name of an existing volume");
         }
     }
+
+    /**
+     * A mount without --meta or --storage formats only the default embedded volume on first use:
+     * any other name must exist already, so that a mistyped --name is refused rather than
+     * mounting a new empty volume (ClickHouse would then start with no tables).
+     */
+    void requireEmbeddedVolumeUnlessDefault() throws IOException {
+        if (!embedded() || formatStorage != null || name.equals(DEFAULT_NAME) || Files.isDirectory(embeddedDir().resolve("meta"))) {
+            return;
+        }
+        java.util.List<String> have = new java.util.ArrayList<>();
+        if (Files.isDirectory(home())) {
+            try (java.util.stream.Stream<Path> s = Files.list(home())) {
+                s.filter(p -> Files.isDirectory(p.resolve("meta"))).map(p -> p.getFileName().toString()).sorted().forEach(have::add);
+            }
+        }
+        throw new IllegalArgumentException("no embedded volume '" + name + "' under " + home()
+                + (have.isEmpty() ? "" : " (there: " + String.join(", ", have) + ")")
+                + ": create it with 'partfs format " + name + "', or give --name of an existing volume");
+    }
+
+    static final String DEFAULT_NAME = "default";
 
     MetaUrl metaUrl() {
         return embedded() ? MetaUrl.parse(embeddedDir().resolve("meta").toString()) : MetaUrl.parse(meta);

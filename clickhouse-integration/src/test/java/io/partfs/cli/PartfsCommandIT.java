@@ -227,6 +227,7 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--meta", dir.resolve("no-such-meta").toString()},
                 new String[] {"mount", mnt.toString(), "--meta", "redis://user:topsecret@127.0.0.1:1/0"},
                 new String[] {"mount", mnt.toString(), "--meta", "mysql://x"},
+                new String[] {"mount", mnt.toString(), "--name", "typo"},
                 new String[] {"mount", mnt.toString(), "--cache-size", "lots"},
                 new String[] {"mount", mnt.toString(), "--cache-items", "0"},
                 new String[] {"mount", mnt.toString(), "--upload-delay", "5"},
@@ -266,6 +267,25 @@ class PartfsCommandIT {
         assertFalse(Files.exists(partfs.home().resolve("unreached")), "a format that cannot reach Redis leaves no object directory");
         assertFalse(Files.exists(partfs.home().resolve("nocreds")), "a format without S3 credentials leaves no volume directory");
         assertFalse(Files.exists(mnt), "a failed mount leaves no mount point behind");
+        assertFalse(Files.exists(partfs.home().resolve("typo")), "a mistyped --name mounts no new empty volume");
+    }
+
+    @Test
+    void aNamedEmbeddedVolumeIsMountedOnceFormatted() throws Exception {
+        Partfs.Result missing = partfs.run("mount", mnt.toString(), "--name", "vol2", "--background");
+        assertEquals(1, missing.exit(), missing.all());
+        assertTrue(missing.err().contains("partfs format vol2"), "says how to create it: " + missing.err());
+        assertEquals(0, partfs.run("format", "vol2").exit());
+        Partfs.Result m = partfs.run("mount", mnt.toString(), "--name", "vol2", "--background");
+        assertEquals(0, m.exit(), m.all());
+        Files.writeString(mnt.resolve("f"), "in vol2");
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        Partfs.Result other = partfs.run("mount", mnt.toString(), "--name", "vol3", "--background");
+        assertEquals(1, other.exit(), other.all());
+        assertTrue(other.err().contains("(there: vol2)"), "names the volumes there are: " + other.err());
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--name", "vol2", "--background").exit());
+        assertEquals("in vol2", Files.readString(mnt.resolve("f")));
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
     }
 
     @Test
