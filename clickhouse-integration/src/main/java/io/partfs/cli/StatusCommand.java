@@ -84,6 +84,9 @@ final class StatusCommand implements Callable<Integer> {
         out.printf("volume:     %s (uuid %s)%n", f.name(), f.uuid());
         if (mountPoint != null) {
             out.printf("mounted at: %s by pid %d%n", mountPoint, ProcessHandle.current().pid());
+            if (meta.fenced() != null) {
+                out.printf("REFUSING CHANGES: %s%n", meta.fenced());
+            }
         }
         out.printf("metadata:   %s%n", metaUrl);
         out.printf("storage:    %s%n", f.storage());

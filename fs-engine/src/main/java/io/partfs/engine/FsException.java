@@ -63,6 +63,18 @@ public abstract class FsException extends IOException {
         }
     }
 
+    /**
+     * EROFS: this mount refuses changes (it lost a flock(2) lock to another mount of a shared
+     * volume while cut off from the metadata engine, and may no longer be the only writer).
+     */
+    public static final class ReadOnly extends FsException {
+        private static final long serialVersionUID = 1L;
+
+        public ReadOnly(String why) {
+            super(Errno.EROFS, why);
+        }
+    }
+
     /** ENOTDIR: a directory was required. */
     public static final class NotDirectory extends FsException {
         private static final long serialVersionUID = 1L;

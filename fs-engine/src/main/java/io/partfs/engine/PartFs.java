@@ -59,6 +59,8 @@ public final class PartFs implements Closeable {
         meta.enableCache(ttl != null ? ttl : meta.store().exclusive() ? null : java.time.Duration.ofSeconds(1), config.metaCacheEntries());
         config.metrics().gauge("partfs_meta_cache_entries", "Attributes, directory listings and extended-attribute sets held in "
                 + "memory (--meta-cache-entries bounds them).", meta::cacheEntries);
+        config.metrics().gauge("partfs_fenced", "1 once this mount refuses changes (EROFS): it lost a flock(2) lock to another mount"
+                + " while cut off from the metadata engine; unmount it and mount again.", () -> meta.fenced() == null ? 0 : 1);
         config.metrics().counterFrom("partfs_meta_cache_evictions_total", "Entries of the in-memory metadata cache evicted to stay "
                 + "within --meta-cache-entries; each is read from the metadata engine again when next used.", meta::cacheEvictions);
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
@@ -450,6 +452,10 @@ public final class PartFs implements Closeable {
         if (off < 0) {
             throw new FsException.InvalidArgument("negative offset");
         }
+        String fenced = meta.fenced();
+        if (fenced != null) {
+            throw new FsException.ReadOnly(fenced); // at once: its commit would be refused anyway
+        }
         long at = (h.flags & O_APPEND) != 0 ? getattr(h.ino).size() : off;
         if (at + len > (long) VolumeFormat.CHUNK_SIZE * Integer.MAX_VALUE) {
             throw new FsException.TooLarge("write past the largest file size");
@@ -680,10 +686,9 @@ public final class PartFs implements Closeable {
 
     private void sessionTick() {
         try {
-            if (!meta.heartbeat()) {
-                log.warn("this mount's session {} had been removed by another client for missing heartbeats (this process"
-                        + " paused, or was cut off from the metadata engine, for {}s): registered again; unlinked files it"
-                        + " held open may have been deleted", meta.session(), MetaEngine.SESSION_TIMEOUT.toSeconds());
+            meta.heartbeat(); // logs a session it finds removed, and what that cost
+            if (meta.fenced() != null) {
+                return; // it changes nothing any more, the volume's clean-up included
             }
             if (++sessionTicks % 3 == 0 && !config.readOnly()
                     && meta.liveSessions().size() < meta.sessions().size()) {

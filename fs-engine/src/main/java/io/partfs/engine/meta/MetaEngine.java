@@ -143,6 +143,7 @@ public final class MetaEngine implements Closeable {
      * attributes it wrote, the directory entries and extended attributes it changed.
      */
     private <T> T mutate(KvStore.Txn<T> body) throws IOException {
+        checkSession();
         MetaCache c = cache;
         if (c == null) {
             return kv.update(body);
@@ -168,6 +169,7 @@ public final class MetaEngine implements Closeable {
      * make the transactions and reads around it drop what they have ({@link MetaCache#endSingle}).
      */
     private <T> T mutateSingle(long ino, KvStore.Txn<T> body) throws IOException {
+        checkSession();
         MetaCache c = cache;
         if (c == null) {
             return kv.update(body);
@@ -1978,12 +1980,13 @@ public final class MetaEngine implements Closeable {
         long sid = kv.increment(NEXT_SESSION, 1);
         byte[] bytes = info.getBytes(StandardCharsets.UTF_8);
         long now = nowMillis();
-        mutate(tx -> {
+        kv.update(tx -> { // not mutate: sessions are no filesystem change, and their own renewal
             tx.hset(SESSIONS, String.valueOf(sid), bytes);
             tx.hset(SESSION_BEATS, String.valueOf(sid), String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
             return null;
         });
         sessionInfo = bytes;
+        lastBeatNanos = now * 1_000_000;
         session = sid;
         return sid;
     }
@@ -1996,30 +1999,93 @@ public final class MetaEngine implements Closeable {
     /**
      * Tells the volume this process's session is alive. Returns false when another client had
      * removed it for missing heartbeats (this process paused, or was cut off from the metadata
-     * engine, for {@link #SESSION_TIMEOUT}); it is registered again under the same id.
+     * engine, for {@link #SESSION_TIMEOUT}); it is registered again under the same id, and the
+     * flock(2) locks this process holds are taken again, in the same transaction. A lock
+     * another mount took meanwhile cannot be: then this mount {@linkplain #fenced() refuses
+     * changes} from then on, as it may no longer be the only writer its lock promised.
      */
     public boolean heartbeat() throws IOException {
-        long sid = session;
-        if (sid == 0) {
-            return true;
-        }
-        String id = String.valueOf(sid);
-        long now = nowMillis();
-        return mutate(tx -> {
-            boolean known = tx.hget(SESSIONS, id) != null;
-            if (!known) {
-                tx.hset(SESSIONS, id, sessionInfo);
+        synchronized (renewal) {
+            long sid = session;
+            if (sid == 0) {
+                return true;
             }
-            tx.hset(SESSION_BEATS, id, String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
+            String id = String.valueOf(sid);
+            long now = nowMillis(); // read before the write: the beat is recorded as no later than it is
+            List<Long> lost = new ArrayList<>();
+            boolean known = kv.update(tx -> {
+                lost.clear(); // a retried transaction starts over
+                boolean k = tx.hget(SESSIONS, id) != null;
+                if (!k) {
+                    tx.hset(SESSIONS, id, sessionInfo);
+                    retakeFlocks(tx, sid, lost);
+                }
+                tx.hset(SESSION_BEATS, id, String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
+                return k;
+            });
+            lastBeatNanos = now * 1_000_000;
+            if (!known) {
+                log.warn("this mount's session {} had been removed by another client for missing heartbeats (this process"
+                        + " paused, or was cut off from the metadata engine, for {}s): registered again; unlinked files it"
+                        + " held open may have been deleted{}", sid, SESSION_TIMEOUT.toSeconds(),
+                        heldFlocks.isEmpty() ? "" : lost.isEmpty() ? "; its " + heldFlocks.size() + " flock(2) locks, which no"
+                                + " other mount took meanwhile, are held again" : "");
+                if (!lost.isEmpty()) {
+                    fenced = "this mount lost its flock(2) lock on inode " + lost.get(0) + (lost.size() > 1 ? " (and "
+                            + (lost.size() - 1) + " more)" : "") + " to another mount while its session was taken for crashed"
+                            + " (no heartbeat for " + SESSION_TIMEOUT.toSeconds() + "s): it refuses changes from now on, as"
+                            + " another writer may be at work; unmount it and mount again";
+                    log.error(fenced);
+                }
+            }
             return known;
-        });
+        }
+    }
+
+    /**
+     * Why this mount refuses changes (EROFS), or null while it takes them: set when it lost a
+     * flock(2) lock to another mount ({@link #heartbeat}). Lasts until the process ends.
+     */
+    public String fenced() {
+        return fenced;
+    }
+
+    private volatile String fenced;
+    /** {@link #clock} reading of the last heartbeat this process recorded (or its registration). */
+    private volatile long lastBeatNanos;
+    /** Serializes heartbeats, and the renewals of a lapsed lease ({@link #checkSession}). */
+    private final Object renewal = new Object();
+
+    /**
+     * How long after its last heartbeat a mount beats again, before it changes anything, to
+     * learn whether its session is still its own: a minute less than other clients wait before
+     * they take it for crashed. Without it, a mount cut off from Redis for longer than that
+     * would go on writing, on its return, for up to a heartbeat interval as the holder of locks
+     * that another mount may have taken meanwhile.
+     */
+    static final java.time.Duration LEASE = SESSION_TIMEOUT.minus(java.time.Duration.ofMinutes(1));
+
+    /** Refuses a change when this mount is {@link #fenced()}; renews a lapsed session first ({@link #LEASE}). */
+    private void checkSession() throws IOException {
+        if (fenced == null && session != 0 && clock.nowNanos() - lastBeatNanos > LEASE.toNanos()) {
+            synchronized (renewal) {
+                if (clock.nowNanos() - lastBeatNanos > LEASE.toNanos()) {
+                    heartbeat();
+                }
+            }
+        }
+        String why = fenced;
+        if (why != null) {
+            throw new FsException.ReadOnly(why);
+        }
     }
 
     public void unregisterSession(long sid) throws IOException {
         if (sid == session) {
             session = 0;
+            heldFlocks.clear();
         }
-        mutate(tx -> {
+        kv.update(tx -> {
             tx.hdel(SESSIONS, String.valueOf(sid));
             tx.hdel(SESSION_BEATS, String.valueOf(sid));
             dropFlocks(tx, sid);
@@ -2075,7 +2141,7 @@ public final class MetaEngine implements Closeable {
         if (stale.isEmpty()) {
             return stale;
         }
-        return mutate(tx -> {
+        return kv.update(tx -> {
             List<Session> removed = new ArrayList<>();
             for (Session s : stale) {
                 String id = String.valueOf(s.id());
@@ -2119,10 +2185,13 @@ public final class MetaEngine implements Closeable {
      * with its removal ({@link #removeStaleSessions}, {@link #removeSession}).
      */
     public boolean flock(long ino, long owner, Flock what) throws IOException {
+        if (what != Flock.UNLOCK) {
+            checkSession(); // a lapsed session renews before it takes a lock; a fenced mount takes none
+        }
         long sid = session;
         String me = sid + "/" + owner;
         String key = flockKey(ino);
-        return kv.update(tx -> {
+        boolean done = kv.update(tx -> {
             Map<String, byte[]> holders = tx.hgetAll(key);
             if (what == Flock.UNLOCK) {
                 if (holders.containsKey(me)) {
@@ -2133,15 +2202,56 @@ public final class MetaEngine implements Closeable {
                 }
                 return true;
             }
-            for (Map.Entry<String, byte[]> h : holders.entrySet()) {
-                if (!h.getKey().equals(me) && (what == Flock.EXCLUSIVE || h.getValue()[0] == 'W')) {
-                    return false;
-                }
+            if (conflicts(holders, me, what)) {
+                return false;
             }
             tx.hset(key, me, what == Flock.EXCLUSIVE ? FLOCK_EXCLUSIVE : FLOCK_SHARED);
             tx.hset(sessionFlocksKey(sid), String.valueOf(ino), new byte[0]);
             return true;
         });
+        if (what == Flock.UNLOCK) {
+            heldFlocks.remove(new FlockOwner(ino, owner));
+        } else if (done) {
+            heldFlocks.put(new FlockOwner(ino, owner), what);
+        }
+        return done;
+    }
+
+    /** Whether {@code holders} of a lock hold it in a way that keeps {@code me} from taking it as {@code what}. */
+    private static boolean conflicts(Map<String, byte[]> holders, String me, Flock what) {
+        for (Map.Entry<String, byte[]> h : holders.entrySet()) {
+            if (!h.getKey().equals(me) && (what == Flock.EXCLUSIVE || h.getValue()[0] == 'W')) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** An open file of this mount holding a flock(2) lock on an inode. */
+    private record FlockOwner(long ino, long owner) {
+    }
+
+    /** The flock(2) locks this process holds, to take again should its session have been removed. */
+    private final Map<FlockOwner, Flock> heldFlocks = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Takes again, inside {@code tx}, the locks this process holds, for its session {@code sid}
+     * registered anew; adds to {@code lost} the inodes whose lock another mount holds now.
+     */
+    private void retakeFlocks(KvStore.Writer tx, long sid, List<Long> lost) throws IOException {
+        for (Map.Entry<FlockOwner, Flock> h : heldFlocks.entrySet()) {
+            long ino = h.getKey().ino();
+            String key = flockKey(ino);
+            String me = sid + "/" + h.getKey().owner();
+            if (conflicts(tx.hgetAll(key), me, h.getValue())) {
+                if (!lost.contains(ino)) {
+                    lost.add(ino);
+                }
+                continue;
+            }
+            tx.hset(key, me, h.getValue() == Flock.EXCLUSIVE ? FLOCK_EXCLUSIVE : FLOCK_SHARED);
+            tx.hset(sessionFlocksKey(sid), String.valueOf(ino), new byte[0]);
+        }
     }
 
     /** Drops, inside {@code tx}, every flock(2) lock session {@code sid} holds. */
@@ -2169,7 +2279,7 @@ public final class MetaEngine implements Closeable {
             throw new IllegalArgumentException("session " + sid + " is this process's own");
         }
         String id = String.valueOf(sid);
-        return mutate(tx -> {
+        return kv.update(tx -> {
             boolean known = tx.hget(SESSIONS, id) != null;
             tx.hdel(SESSIONS, id);
             tx.hdel(SESSION_BEATS, id);

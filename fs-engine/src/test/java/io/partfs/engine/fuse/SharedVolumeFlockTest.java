@@ -138,4 +138,35 @@ class SharedVolumeFlockTest {
         assertEquals(0, tryLock(b.resolve("status"), "-x"), "A's lock went with its session");
         release(holder);
     }
+
+    /**
+     * A mount cut off from Redis long enough for the others to take it for crashed finds, on
+     * its return, its session removed (here removed at once, and the heartbeat that a change
+     * after the lapse runs called directly: MetaEngineContract drives that with a clock). It
+     * holds its lock again if it is still free; if another mount took it, every change through
+     * it fails with EROFS, and reads go on.
+     */
+    @Test
+    void aMountBackFromACutOffHoldsItsLockAgainOrRefusesChanges() throws Exception {
+        Process holder = hold(a.resolve("status"), "-x");
+        awaitLocked(holder);
+        assertTrue(mounts.fsB.meta().removeSession(mounts.fsA.meta().session()));
+        assertFalse(mounts.fsA.meta().heartbeat(), "A learns its session was removed");
+        assertEquals(1, tryLock(b.resolve("status"), "-x"), "A holds its lock again: no one took it meanwhile");
+        Files.writeString(a.resolve("still-writable"), "yes");
+
+        assertTrue(mounts.fsB.meta().removeSession(mounts.fsA.meta().session()));
+        Process second = hold(b.resolve("status"), "-x"); // a second ClickHouse starts while A is away
+        awaitLocked(second);
+        assertFalse(mounts.fsA.meta().heartbeat());
+        java.nio.file.FileSystemException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                java.nio.file.FileSystemException.class, () -> Files.writeString(a.resolve("part"), "x"));
+        assertTrue(String.valueOf(refused.getMessage()).contains("Read-only file system"), refused.toString());
+        org.junit.jupiter.api.Assertions.assertThrows(java.nio.file.FileSystemException.class,
+                () -> Files.delete(a.resolve("still-writable")), "no change of any kind");
+        assertEquals("yes", Files.readString(a.resolve("still-writable")), "reads go on");
+        Files.writeString(b.resolve("b-writes"), "b"); // the lock's new holder works as before
+        release(holder);
+        release(second);
+    }
 }

@@ -719,6 +719,55 @@ abstract class MetaEngineContract {
         }
     }
 
+    /**
+     * A mount cut off from the metadata engine longer than {@link MetaEngine#SESSION_TIMEOUT}
+     * comes back to find its session removed: it takes its flock(2) locks again where no other
+     * mount took them, and refuses changes (EROFS) once one did, rather than write on as a
+     * holder of a lock another mount holds too (two ClickHouse servers on one data path).
+     */
+    @Test
+    void aMountWhoseSessionWasRemovedTakesItsLocksAgainOrRefusesChanges() throws Exception {
+        Attr status = file(ROOT, "status");
+        Attr other = file(ROOT, "other");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // sharing meta's store: not closed
+        b.load();
+        MetaEngine.Flock ex = MetaEngine.Flock.EXCLUSIVE;
+        long sa = meta.registerSession("a");
+        b.registerSession("b");
+        assertTrue(meta.flock(status.ino(), 1, ex));
+        assertTrue(meta.flock(other.ino(), 2, MetaEngine.Flock.SHARED));
+
+        // a is cut off: b takes it for crashed, and its locks go with it
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
+        assertTrue(b.heartbeat());
+        assertEquals(List.of(sa), b.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        assertFalse(meta.heartbeat(), "a learns its session was removed");
+        assertNull(meta.fenced(), "no one took its locks meanwhile");
+        assertFalse(b.flock(status.ino(), 9, ex), "a holds its exclusive lock again");
+        assertTrue(b.flock(other.ino(), 9, MetaEngine.Flock.SHARED), "and its shared one");
+        assertTrue(b.flock(other.ino(), 9, MetaEngine.Flock.UNLOCK));
+        file(ROOT, "a-writes-on"); // a change by a: taken
+
+        // cut off again; this time b takes the lock before a is back
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
+        assertTrue(b.heartbeat());
+        assertEquals(List.of(sa), b.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        assertTrue(b.flock(status.ino(), 9, ex), "b starts as the only writer");
+        // a's first change after its return renews the lapsed session before it is made
+        FsException refused = assertThrows(FsException.class,
+                () -> meta.mknod(ROOT, "a-writes-again", FileType.FILE, 0644, 0, 0, 0, null));
+        assertEquals(io.partfs.engine.Errno.EROFS, refused.errno(), refused.getMessage());
+        assertTrue(refused.getMessage().contains("inode " + status.ino()), refused.getMessage());
+        assertTrue(refused.getMessage().contains("unmount it and mount again"), refused.getMessage());
+        assertTrue(meta.fenced() != null);
+        assertThrows(FsException.NoSuchEntry.class, () -> b.lookup(ROOT, "a-writes-again"), "nothing was made");
+        assertThrows(FsException.ReadOnly.class, () -> meta.setattr(other.ino(), new MetaEngine.SetAttr(0600, null, null, null, null)));
+        assertThrows(FsException.ReadOnly.class, () -> meta.flock(other.ino(), 3, ex), "a fenced mount takes no new lock");
+        assertTrue(meta.flock(status.ino(), 1, MetaEngine.Flock.UNLOCK), "but lets go of what it has");
+        assertEquals(0644, b.getattr(other.ino()).mode() & 07777, "other mounts go on as before");
+        b.mknod(ROOT, "b-writes", FileType.FILE, 0644, 0, 0, 0, null);
+    }
+
     /** A session a build without heartbeats registered (no beat recorded) counts as stale. */
     @Test
     void aSessionWithoutHeartbeatsIsStale() throws Exception {
