@@ -61,7 +61,7 @@ public final class MetaEngine implements Closeable {
     private static final String TOTAL_INODES = "totalInodes";
     private static final String NEXT_INODE = "nextInode";
     static final String NEXT_SLICE = "nextSlice";
-    private static final String NEXT_SESSION = "nextSession";
+    static final String NEXT_SESSION = "nextSession";
     /** Every counter the engine keeps ({@link MetaDump} copies them). */
     static final java.util.List<String> COUNTERS = java.util.List.of(NEXT_INODE, NEXT_SLICE, NEXT_SESSION, USED_SPACE, TOTAL_INODES);
 
@@ -89,6 +89,7 @@ public final class MetaEngine implements Closeable {
         this.clock = clock;
         this.inodeIds = new IdBatch(kv, NEXT_INODE, 100);
         this.sliceIds = new IdBatch(kv, NEXT_SLICE, 1000);
+        this.sessionTable = new Sessions(kv, clock);
     }
 
     public KvStore store() {
@@ -143,7 +144,7 @@ public final class MetaEngine implements Closeable {
      * attributes it wrote, the directory entries and extended attributes it changed.
      */
     private <T> T mutate(KvStore.Txn<T> body) throws IOException {
-        checkSession();
+        sessionTable.check();
         MetaCache c = cache;
         if (c == null) {
             return kv.update(body);
@@ -169,7 +170,7 @@ public final class MetaEngine implements Closeable {
      * make the transactions and reads around it drop what they have ({@link MetaCache#endSingle}).
      */
     private <T> T mutateSingle(long ino, KvStore.Txn<T> body) throws IOException {
-        checkSession();
+        sessionTable.check();
         MetaCache c = cache;
         if (c == null) {
             return kv.update(body);
@@ -1681,9 +1682,10 @@ public final class MetaEngine implements Closeable {
      * (deleting it again finds nothing to do).
      */
     public List<Long> pendingFileDeletions() throws IOException {
-        long now = nowMillis();
+        long now = sessionTable.nowMillis();
+        long session = sessionTable.id();
         return kv.read(r -> {
-            Map<Long, Session> live = live(readSessions(r), now);
+            Map<Long, Session> live = Sessions.live(Sessions.read(r), now);
             List<Long> out = new ArrayList<>();
             r.scanHash(DELFILES, page -> { // a page at a time: a crash during a DROP DATABASE leaves a long list
                 for (Map.Entry<String, byte[]> e : page.entrySet()) {
@@ -1938,11 +1940,8 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    // ---- sessions ----
+    // ---- sessions and file locks (kept by Sessions) ----
 
-    private static final String SESSIONS = "sessions";
-    /** Session id to the wall-clock milliseconds of its last heartbeat, in decimal. */
-    private static final String SESSION_BEATS = "sessionBeats";
     /** How often a mount tells the volume it is alive ({@link #heartbeat}). */
     public static final java.time.Duration HEARTBEAT = java.time.Duration.ofSeconds(20);
     /**
@@ -1951,10 +1950,6 @@ public final class MetaEngine implements Closeable {
      * and room for clock skew between machines.
      */
     public static final java.time.Duration SESSION_TIMEOUT = java.time.Duration.ofMinutes(5);
-
-    /** This process's session, 0 when it has none. */
-    private volatile long session;
-    private volatile byte[] sessionInfo;
 
     /**
      * A mount of the volume: {@code lastBeatMillis} is -1 for a session registered by a build
@@ -1967,9 +1962,11 @@ public final class MetaEngine implements Closeable {
         }
     }
 
-    private long nowMillis() {
-        return clock.nowNanos() / 1_000_000;
-    }
+    /** What {@link #flock} is asked to do: flock(2)'s LOCK_SH, LOCK_EX and LOCK_UN. */
+    public enum Flock { SHARED, EXCLUSIVE, UNLOCK }
+
+    /** The mounts of the volume and their flock(2) locks. */
+    private final Sessions sessionTable;
 
     /**
      * Registers this process as a mount of the volume; {@code info} describes it for
@@ -1977,69 +1974,21 @@ public final class MetaEngine implements Closeable {
      * the session, or stops beating for {@link #SESSION_TIMEOUT}.
      */
     public long registerSession(String info) throws IOException {
-        long sid = kv.increment(NEXT_SESSION, 1);
-        byte[] bytes = info.getBytes(StandardCharsets.UTF_8);
-        long now = nowMillis();
-        kv.update(tx -> { // not mutate: sessions are no filesystem change, and their own renewal
-            tx.hset(SESSIONS, String.valueOf(sid), bytes);
-            tx.hset(SESSION_BEATS, String.valueOf(sid), String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
-            return null;
-        });
-        sessionInfo = bytes;
-        lastBeatNanos = now * 1_000_000;
-        session = sid;
-        return sid;
+        return sessionTable.register(info);
     }
 
     /** This process's session id, 0 before {@link #registerSession}. */
     public long session() {
-        return session;
+        return sessionTable.id();
     }
 
     /**
      * Tells the volume this process's session is alive. Returns false when another client had
-     * removed it for missing heartbeats (this process paused, or was cut off from the metadata
-     * engine, for {@link #SESSION_TIMEOUT}); it is registered again under the same id, and the
-     * flock(2) locks this process holds are taken again, in the same transaction. A lock
-     * another mount took meanwhile cannot be: then this mount {@linkplain #fenced() refuses
-     * changes} from then on, as it may no longer be the only writer its lock promised.
+     * removed it for missing heartbeats; it is registered again, with its flock(2) locks where
+     * no other mount took them meanwhile, and otherwise this mount is {@link #fenced()}.
      */
     public boolean heartbeat() throws IOException {
-        synchronized (renewal) {
-            long sid = session;
-            if (sid == 0) {
-                return true;
-            }
-            String id = String.valueOf(sid);
-            long now = nowMillis(); // read before the write: the beat is recorded as no later than it is
-            List<Long> lost = new ArrayList<>();
-            boolean known = kv.update(tx -> {
-                lost.clear(); // a retried transaction starts over
-                boolean k = tx.hget(SESSIONS, id) != null;
-                if (!k) {
-                    tx.hset(SESSIONS, id, sessionInfo);
-                    retakeFlocks(tx, sid, lost);
-                }
-                tx.hset(SESSION_BEATS, id, String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
-                return k;
-            });
-            lastBeatNanos = now * 1_000_000;
-            if (!known) {
-                log.warn("this mount's session {} had been removed by another client for missing heartbeats (this process"
-                        + " paused, or was cut off from the metadata engine, for {}s): registered again; unlinked files it"
-                        + " held open may have been deleted{}", sid, SESSION_TIMEOUT.toSeconds(),
-                        heldFlocks.isEmpty() ? "" : lost.isEmpty() ? "; its " + heldFlocks.size() + " flock(2) locks, which no"
-                                + " other mount took meanwhile, are held again" : "");
-                if (!lost.isEmpty()) {
-                    fenced = "this mount lost its flock(2) lock on inode " + lost.get(0) + (lost.size() > 1 ? " (and "
-                            + (lost.size() - 1) + " more)" : "") + " to another mount while its session was taken for crashed"
-                            + " (no heartbeat for " + SESSION_TIMEOUT.toSeconds() + "s): it refuses changes from now on, as"
-                            + " another writer may be at work; unmount it and mount again";
-                    log.error(fenced);
-                }
-            }
-            return known;
-        }
+        return sessionTable.heartbeat();
     }
 
     /**
@@ -2047,245 +1996,49 @@ public final class MetaEngine implements Closeable {
      * flock(2) lock to another mount ({@link #heartbeat}). Lasts until the process ends.
      */
     public String fenced() {
-        return fenced;
+        return sessionTable.fenced();
     }
 
-    private volatile String fenced;
-    /** {@link #clock} reading of the last heartbeat this process recorded (or its registration). */
-    private volatile long lastBeatNanos;
-    /** Serializes heartbeats, and the renewals of a lapsed lease ({@link #checkSession}). */
-    private final Object renewal = new Object();
-
-    /**
-     * How long after its last heartbeat a mount beats again, before it changes anything, to
-     * learn whether its session is still its own: a minute less than other clients wait before
-     * they take it for crashed. Without it, a mount cut off from Redis for longer than that
-     * would go on writing, on its return, for up to a heartbeat interval as the holder of locks
-     * that another mount may have taken meanwhile.
-     */
-    static final java.time.Duration LEASE = SESSION_TIMEOUT.minus(java.time.Duration.ofMinutes(1));
-
-    /** Refuses a change when this mount is {@link #fenced()}; renews a lapsed session first ({@link #LEASE}). */
-    private void checkSession() throws IOException {
-        if (fenced == null && session != 0 && clock.nowNanos() - lastBeatNanos > LEASE.toNanos()) {
-            synchronized (renewal) {
-                if (clock.nowNanos() - lastBeatNanos > LEASE.toNanos()) {
-                    heartbeat();
-                }
-            }
-        }
-        String why = fenced;
-        if (why != null) {
-            throw new FsException.ReadOnly(why);
-        }
-    }
-
+    /** Ends session {@code sid} (this process's at unmount), with its flock(2) locks. */
     public void unregisterSession(long sid) throws IOException {
-        if (sid == session) {
-            session = 0;
-            heldFlocks.clear();
-        }
-        kv.update(tx -> {
-            tx.hdel(SESSIONS, String.valueOf(sid));
-            tx.hdel(SESSION_BEATS, String.valueOf(sid));
-            dropFlocks(tx, sid);
-            return null;
-        });
+        sessionTable.unregister(sid);
     }
 
     /** Registered mounts, live or not: a crashed mount stays listed until a mount or gc removes it. */
     public Map<Long, Session> sessions() throws IOException {
-        return kv.read(MetaEngine::readSessions);
+        return sessionTable.all();
     }
 
     /** The mounts that beat within {@link #SESSION_TIMEOUT}. */
     public Map<Long, Session> liveSessions() throws IOException {
-        return live(sessions(), nowMillis());
-    }
-
-    private static Map<Long, Session> live(Map<Long, Session> all, long nowMillis) {
-        Map<Long, Session> out = new java.util.TreeMap<>();
-        for (Session s : all.values()) {
-            if (s.live(nowMillis)) {
-                out.put(s.id(), s);
-            }
-        }
-        return out;
-    }
-
-    private static Map<Long, Session> readSessions(KvStore.Reader r) throws IOException {
-        Map<String, byte[]> beats = r.hgetAll(SESSION_BEATS);
-        Map<Long, Session> out = new java.util.TreeMap<>();
-        for (Map.Entry<String, byte[]> e : r.hgetAll(SESSIONS).entrySet()) {
-            byte[] beat = beats.get(e.getKey());
-            long id = Long.parseLong(e.getKey());
-            out.put(id, new Session(id, new String(e.getValue(), StandardCharsets.UTF_8),
-                    beat == null ? -1 : Long.parseLong(new String(beat, StandardCharsets.US_ASCII))));
-        }
-        return out;
+        return sessionTable.live();
     }
 
     /**
-     * Removes the sessions of crashed mounts (no heartbeat for {@link #SESSION_TIMEOUT}), so
-     * the unlinked files they held open become {@link #pendingFileDeletions}. Each is checked
-     * again inside the transaction: a session that beat meanwhile stays. Returns those removed.
+     * Removes the sessions of crashed mounts (no heartbeat for {@link #SESSION_TIMEOUT}), with
+     * their locks, so the unlinked files they held open become {@link #pendingFileDeletions}.
+     * Returns those removed.
      */
     public List<Session> removeStaleSessions() throws IOException {
-        long now = nowMillis();
-        List<Session> stale = new ArrayList<>();
-        for (Session s : sessions().values()) {
-            if (!s.live(now) && s.id() != session) {
-                stale.add(s);
-            }
-        }
-        if (stale.isEmpty()) {
-            return stale;
-        }
-        return kv.update(tx -> {
-            List<Session> removed = new ArrayList<>();
-            for (Session s : stale) {
-                String id = String.valueOf(s.id());
-                byte[] beat = tx.hget(SESSION_BEATS, id);
-                if (beat != null && new Session(s.id(), s.info(), Long.parseLong(new String(beat, StandardCharsets.US_ASCII))).live(now)) {
-                    continue;
-                }
-                tx.hdel(SESSIONS, id);
-                tx.hdel(SESSION_BEATS, id);
-                dropFlocks(tx, s.id());
-                removed.add(s);
-            }
-            return removed;
-        });
-    }
-
-    // ---- file locks ----
-
-    /** What {@link #flock} is asked to do: flock(2)'s LOCK_SH, LOCK_EX and LOCK_UN. */
-    public enum Flock { SHARED, EXCLUSIVE, UNLOCK }
-
-    private static final byte[] FLOCK_SHARED = {'R'};
-    private static final byte[] FLOCK_EXCLUSIVE = {'W'};
-
-    /** The flock(2) locks on an inode: field {@code <session>/<owner>}, value R (shared) or W (exclusive). */
-    private static String flockKey(long ino) {
-        return "flock" + ino;
-    }
-
-    /** The inodes a session holds flock(2) locks on (the fields), so that its locks end with it. */
-    private static String sessionFlocksKey(long sid) {
-        return "sessionFlocks" + sid;
-    }
-
-    /**
-     * Takes, converts or drops the flock(2) lock that {@code owner} (an open file of this
-     * mount, as the kernel names it) holds on {@code ino}, for every mount of the volume: a
-     * shared lock conflicts with another holder's exclusive one, an exclusive lock with any
-     * other holder's. Returns false, changing nothing, on a conflict. Locks belong to this
-     * process's session: they end with it ({@link #unregisterSession}), and a crashed mount's
-     * with its removal ({@link #removeStaleSessions}, {@link #removeSession}).
-     */
-    public boolean flock(long ino, long owner, Flock what) throws IOException {
-        if (what != Flock.UNLOCK) {
-            checkSession(); // a lapsed session renews before it takes a lock; a fenced mount takes none
-        }
-        long sid = session;
-        String me = sid + "/" + owner;
-        String key = flockKey(ino);
-        boolean done = kv.update(tx -> {
-            Map<String, byte[]> holders = tx.hgetAll(key);
-            if (what == Flock.UNLOCK) {
-                if (holders.containsKey(me)) {
-                    tx.hdel(key, me);
-                    if (holders.keySet().stream().noneMatch(h -> !h.equals(me) && h.startsWith(sid + "/"))) {
-                        tx.hdel(sessionFlocksKey(sid), String.valueOf(ino));
-                    }
-                }
-                return true;
-            }
-            if (conflicts(holders, me, what)) {
-                return false;
-            }
-            tx.hset(key, me, what == Flock.EXCLUSIVE ? FLOCK_EXCLUSIVE : FLOCK_SHARED);
-            tx.hset(sessionFlocksKey(sid), String.valueOf(ino), new byte[0]);
-            return true;
-        });
-        if (what == Flock.UNLOCK) {
-            heldFlocks.remove(new FlockOwner(ino, owner));
-        } else if (done) {
-            heldFlocks.put(new FlockOwner(ino, owner), what);
-        }
-        return done;
-    }
-
-    /** Whether {@code holders} of a lock hold it in a way that keeps {@code me} from taking it as {@code what}. */
-    private static boolean conflicts(Map<String, byte[]> holders, String me, Flock what) {
-        for (Map.Entry<String, byte[]> h : holders.entrySet()) {
-            if (!h.getKey().equals(me) && (what == Flock.EXCLUSIVE || h.getValue()[0] == 'W')) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** An open file of this mount holding a flock(2) lock on an inode. */
-    private record FlockOwner(long ino, long owner) {
-    }
-
-    /** The flock(2) locks this process holds, to take again should its session have been removed. */
-    private final Map<FlockOwner, Flock> heldFlocks = new java.util.concurrent.ConcurrentHashMap<>();
-
-    /**
-     * Takes again, inside {@code tx}, the locks this process holds, for its session {@code sid}
-     * registered anew; adds to {@code lost} the inodes whose lock another mount holds now.
-     */
-    private void retakeFlocks(KvStore.Writer tx, long sid, List<Long> lost) throws IOException {
-        for (Map.Entry<FlockOwner, Flock> h : heldFlocks.entrySet()) {
-            long ino = h.getKey().ino();
-            String key = flockKey(ino);
-            String me = sid + "/" + h.getKey().owner();
-            if (conflicts(tx.hgetAll(key), me, h.getValue())) {
-                if (!lost.contains(ino)) {
-                    lost.add(ino);
-                }
-                continue;
-            }
-            tx.hset(key, me, h.getValue() == Flock.EXCLUSIVE ? FLOCK_EXCLUSIVE : FLOCK_SHARED);
-            tx.hset(sessionFlocksKey(sid), String.valueOf(ino), new byte[0]);
-        }
-    }
-
-    /** Drops, inside {@code tx}, every flock(2) lock session {@code sid} holds. */
-    private static void dropFlocks(KvStore.Writer tx, long sid) throws IOException {
-        String prefix = sid + "/";
-        for (String ino : tx.hgetAll(sessionFlocksKey(sid)).keySet()) {
-            String key = flockKey(Long.parseLong(ino));
-            for (String holder : tx.hgetAll(key).keySet()) {
-                if (holder.startsWith(prefix)) {
-                    tx.hdel(key, holder);
-                }
-            }
-        }
-        tx.hdelAll(sessionFlocksKey(sid));
+        return sessionTable.removeStale();
     }
 
     /**
      * Removes session {@code sid} at once, as {@link #removeStaleSessions} removes a crashed
      * mount's: for a mount known to be dead (this machine's earlier mount at the same mount
-     * point), whose locks and kept-open files must not wait out {@link #SESSION_TIMEOUT}.
-     * Returns false if there was no such session.
+     * point). Returns false if there was no such session.
      */
     public boolean removeSession(long sid) throws IOException {
-        if (sid == session) {
-            throw new IllegalArgumentException("session " + sid + " is this process's own");
-        }
-        String id = String.valueOf(sid);
-        return kv.update(tx -> {
-            boolean known = tx.hget(SESSIONS, id) != null;
-            tx.hdel(SESSIONS, id);
-            tx.hdel(SESSION_BEATS, id);
-            dropFlocks(tx, sid);
-            return known;
-        });
+        return sessionTable.remove(sid);
+    }
+
+    /**
+     * Takes, converts or drops the flock(2) lock that {@code owner} (an open file of this
+     * mount, as the kernel names it) holds on {@code ino}, for every mount of the volume.
+     * Returns false, changing nothing, on a conflict. Locks end with this process's session.
+     */
+    public boolean flock(long ino, long owner, Flock what) throws IOException {
+        return sessionTable.flock(ino, owner, what);
     }
 
     /**
@@ -2293,7 +2046,7 @@ public final class MetaEngine implements Closeable {
      * when none does, as in values written before sessions held files).
      */
     private byte[] pendingFile(long ino, long size) {
-        long holder = openCount.containsKey(ino) ? session : 0;
+        long holder = openCount.containsKey(ino) ? sessionTable.id() : 0;
         return holder == 0 ? ByteBuffer.allocate(8).putLong(size).array()
                 : ByteBuffer.allocate(16).putLong(size).putLong(holder).array();
     }
