@@ -566,8 +566,7 @@ final class MountCommand implements Callable<Integer> {
         cmd.add(Main.class.getName());
         cmd.addAll(args);
         RunFiles run = new RunFiles(volume.home());
-        Path logFile = run.logFile(mp);
-        Files.createDirectories(logFile.getParent());
+        Path logFile = run.rotateLog(mp);
         Process child = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.to(logFile.toFile()))
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();

@@ -33,6 +33,29 @@ final class RunFiles {
         return home.resolve("logs").resolve("mount-" + key(mountPoint) + ".log");
     }
 
+    /** Logs of earlier background mounts at one mount point kept beside the current one ({@code .log.1} the last). */
+    static final int KEPT_LOGS = 3;
+
+    /**
+     * Makes room for a new background mount's log: the last one becomes {@code .log.1}, and so
+     * on up to {@link #KEPT_LOGS}, so that the log of a mount that crashed is still there
+     * after the next one started (the reason it crashed is in it). Returns the fresh log's path.
+     */
+    Path rotateLog(Path mountPoint) throws IOException {
+        Path log = logFile(mountPoint);
+        Files.createDirectories(log.getParent());
+        if (Files.exists(log) && Files.size(log) > 0) {
+            for (int i = KEPT_LOGS; i >= 1; i--) {
+                Path older = log.resolveSibling(log.getFileName() + "." + i);
+                Path newer = i == 1 ? log : log.resolveSibling(log.getFileName() + "." + (i - 1));
+                if (Files.exists(newer)) {
+                    Files.move(newer, older, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+        }
+        return log;
+    }
+
     Path lostFile(Path mountPoint) {
         return home.resolve("run").resolve(key(mountPoint) + ".lost");
     }

@@ -58,4 +58,23 @@ class RunFilesTest {
         run.removePid(mnt); // an unmount ended its session itself
         assertEquals(0, run.deadPredecessorSession(mnt, UUID));
     }
+
+    @Test
+    void aBackgroundMountsLogMovesAsideForTheNextKeepingThree() throws Exception {
+        RunFiles run = new RunFiles(home);
+        Path log = run.rotateLog(mnt);
+        assertFalse(Files.exists(log), "nothing to move the first time");
+        for (int start = 1; start <= 5; start++) {
+            Files.writeString(log, "start " + start);
+            assertEquals(log, run.rotateLog(mnt));
+            assertFalse(Files.exists(log), "the new mount starts a fresh log");
+        }
+        assertEquals("start 5", Files.readString(log.resolveSibling(log.getFileName() + ".1")), "the last one, crashed or not");
+        assertEquals("start 4", Files.readString(log.resolveSibling(log.getFileName() + ".2")));
+        assertEquals("start 3", Files.readString(log.resolveSibling(log.getFileName() + ".3")));
+        assertFalse(Files.exists(log.resolveSibling(log.getFileName() + ".4")), "no more than " + RunFiles.KEPT_LOGS);
+        Files.writeString(log, "");
+        run.rotateLog(mnt);
+        assertEquals("start 5", Files.readString(log.resolveSibling(log.getFileName() + ".1")), "an empty log is not kept");
+    }
 }
