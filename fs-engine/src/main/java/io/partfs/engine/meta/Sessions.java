@@ -32,6 +32,14 @@ final class Sessions {
     private volatile long lastBeatNanos;
     /** Serializes heartbeats, and the renewals of a lapsed lease ({@link #check}). */
     private final Object renewal = new Object();
+    /** Why the last renewal of a lapsed lease failed, and when; null once one succeeded. */
+    private IOException lastRenewalFailure;
+    private long lastRenewalFailureNanos;
+    /**
+     * How long changes fail at once, without asking the engine again, after a renewal failed:
+     * requests queued behind it then fail after one timeout, not one each.
+     */
+    static final java.time.Duration RENEWAL_RETRY = java.time.Duration.ofSeconds(1);
 
     /**
      * How long after its last heartbeat a mount beats again, before it changes anything, to
@@ -142,8 +150,22 @@ final class Sessions {
     void check() throws IOException {
         if (fenced == null && session != 0 && clock.nowNanos() - lastBeatNanos > LEASE.toNanos()) {
             synchronized (renewal) {
-                if (clock.nowNanos() - lastBeatNanos > LEASE.toNanos()) {
-                    heartbeat();
+                long now = clock.nowNanos();
+                if (now - lastBeatNanos > LEASE.toNanos()) {
+                    IOException failed = lastRenewalFailure;
+                    if (failed != null && now - lastRenewalFailureNanos < RENEWAL_RETRY.toNanos()) {
+                        // the engine did not answer the renewal a moment ago: fail as it did, rather than
+                        // have every waiting request wait out its own timeout, one after the other
+                        throw new IOException(failed.getMessage(), failed);
+                    }
+                    try {
+                        heartbeat();
+                        lastRenewalFailure = null;
+                    } catch (IOException e) {
+                        lastRenewalFailure = e;
+                        lastRenewalFailureNanos = clock.nowNanos();
+                        throw e;
+                    }
                 }
             }
         }

@@ -768,6 +768,33 @@ abstract class MetaEngineContract {
         b.mknod(ROOT, "b-writes", FileType.FILE, 0644, 0, 0, 0, null);
     }
 
+    /**
+     * A mount whose lease lapsed while the engine did not answer renews before each change;
+     * when that renewal fails, the changes queued behind it fail at once rather than each wait
+     * out a timeout of its own (eight FUSE threads would wait eight timeouts one after the other).
+     */
+    @Test
+    void changesAfterAFailedRenewalFailAtOnceForASecond() throws Exception {
+        io.partfs.engine.testing.CountingKvStore store = new io.partfs.engine.testing.CountingKvStore(meta.store());
+        MetaEngine a = new MetaEngine(store, () -> clock.addAndGet(1000)); // a mount (not closed: the store is meta's)
+        a.load();
+        a.registerSession("a");
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos());
+        store.failUpdates(true);
+        assertThrows(IOException.class, () -> a.mknod(ROOT, "x", FileType.FILE, 0644, 0, 0, 0, null));
+        assertEquals(1, store.refusedUpdates(), "the renewal was tried, and the change not");
+        assertThrows(IOException.class, () -> a.mknod(ROOT, "x", FileType.FILE, 0644, 0, 0, 0, null));
+        assertEquals(1, store.refusedUpdates(), "a change right after fails without asking again");
+        clock.addAndGet(2_000_000_000L);
+        assertThrows(IOException.class, () -> a.mknod(ROOT, "x", FileType.FILE, 0644, 0, 0, 0, null));
+        assertEquals(2, store.refusedUpdates(), "a second later it asks again");
+        store.failUpdates(false); // the engine answers again
+        clock.addAndGet(2_000_000_000L);
+        a.mknod(ROOT, "x", FileType.FILE, 0644, 0, 0, 0, null);
+        assertTrue(a.fenced() == null);
+        assertEquals(2, store.refusedUpdates());
+    }
+
     /** A session a build without heartbeats registered (no beat recorded) counts as stale. */
     @Test
     void aSessionWithoutHeartbeatsIsStale() throws Exception {

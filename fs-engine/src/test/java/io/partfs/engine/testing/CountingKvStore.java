@@ -49,6 +49,13 @@ public final class CountingKvStore implements KvStore {
     }
     private volatile boolean failUpdates;
 
+    private final AtomicLong refusedUpdates = new AtomicLong();
+
+    /** Transactions refused while {@link #failUpdates} was on. */
+    public long refusedUpdates() {
+        return refusedUpdates.get();
+    }
+
     /** Fails every transaction from now on (as an engine that does not answer), or no more. */
     public void failUpdates(boolean fail) {
         this.failUpdates = fail;
@@ -93,6 +100,7 @@ public final class CountingKvStore implements KvStore {
     @Override
     public <T> T update(Txn<T> body) throws IOException {
         if (failUpdates) {
+            refusedUpdates.incrementAndGet();
             throw new IOException("the metadata engine does not answer (CountingKvStore.failUpdates)");
         }
         transactions.incrementAndGet();
