@@ -396,10 +396,10 @@ final class MountCommand implements Callable<Integer> {
                     InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
             run.writeSession(mp, fs.format().uuid(), fs.meta().session());
             fuse.mountAndWait(mp, fuseOpts);
-            run.writePid(mp);
             if (http != null) {
                 run.writeHttp(mp, http.host() + ":" + http.port());
             }
+            run.writePid(mp); // last: 'mount --background' returns when it shows, so all else is ready by then
             Thread watcher = new Thread(() -> {
                 try {
                     fuse.awaitUnmounted();
@@ -571,7 +571,9 @@ final class MountCommand implements Callable<Integer> {
                 .redirectOutput(ProcessBuilder.Redirect.to(logFile.toFile()))
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
         long deadline = System.nanoTime() + 120_000_000_000L;
-        while (!"fuse.partfs".equals(Mounts.typeAt(mp)) || run.livePid(mp).isEmpty()) {
+        // the child's own pid in the pid file, not any live one: a killed mount's process not reaped
+        // yet, with its dead mount still at the path, would pass for the new mount
+        while (!"fuse.partfs".equals(Mounts.typeAt(mp)) || run.livePid(mp).orElse(-1) != child.pid()) {
             if (!child.isAlive()) {
                 throw new IllegalStateException("mount failed: " + lastLine(logFile) + " (log: " + logFile + ")");
             }

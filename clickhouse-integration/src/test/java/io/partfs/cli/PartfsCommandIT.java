@@ -424,6 +424,37 @@ class PartfsCommandIT {
     }
 
     /**
+     * A background mount replacing a killed one returns once its own mount serves the path: a
+     * killed sidecar whose process is not reaped yet (a zombie, or an exit still under way,
+     * emulated by a live process's pid in its pid file) and the dead mount it left do not pass
+     * for the new mount, or ClickHouse started right after would meet the dead one (found by
+     * scripts/crash-soak).
+     */
+    @Test
+    void aBackgroundMountReplacingAKilledOneReturnsOnceItsOwnMountServes() throws Exception {
+        Partfs.Result m = partfs.run("mount", mnt.toString(), "--background");
+        assertEquals(0, m.exit(), m.all());
+        Files.writeString(mnt.resolve("kept"), "kept");
+        java.util.regex.Matcher pid = java.util.regex.Pattern.compile("pid (\\d+)").matcher(m.all());
+        assertTrue(pid.find(), m.all());
+        ProcessHandle sidecar = ProcessHandle.of(Long.parseLong(pid.group(1))).orElseThrow();
+        sidecar.destroyForcibly();
+        sidecar.onExit().get(30, TimeUnit.SECONDS);
+        Process notReaped = new ProcessBuilder("sleep", "60").start();
+        try {
+            Files.writeString(new RunFiles(partfs.home()).pidFile(mnt), String.valueOf(notReaped.pid()));
+            Partfs.Result again = partfs.run("mount", mnt.toString(), "--background");
+            assertEquals(0, again.exit(), again.all());
+            assertFalse(Mounts.disconnected(mnt), "the new mount serves the path when mount returns");
+            assertEquals("kept", Files.readString(mnt.resolve("kept")));
+        } finally {
+            notReaped.destroyForcibly();
+            notReaped.waitFor(10, TimeUnit.SECONDS);
+        }
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+    }
+
+    /**
      * A mount whose process was killed while a file was open there (ClickHouse's, say): a plain
      * unmount is refused as busy, so umount takes it down lazily; nothing was left to flush.
      * The directory beneath, which a ClickHouse not running as root could write into (a mount
