@@ -1,12 +1,8 @@
 package io.partfs.bench;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.partfs.engine.testing.TempDirs;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,17 +14,10 @@ import org.junit.jupiter.api.Test;
 class ScanBenchIT {
     @Test
     void smallTableIsScannedThroughEveryModeWithTheSameAnswer() throws Exception {
-        Path out = Files.createTempDirectory("partfs-scan-bench-out-");
-        try {
-            Path md = out.resolve("scan.md");
-            Process p = new ProcessBuilder(Procs.ROOT.resolve("scripts/scan-bench").toString(), "--rows", "100000", "--runs", "1",
-                    "--latency", "5", "--modes", "local,partfs,partfs-s3,partfs-cold,partfs-warmup", "--out", md.toString())
-                    .redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
-            p.getOutputStream().close();
-            assertTrue(p.waitFor(10, TimeUnit.MINUTES), "the small table finishes");
-            String log = Files.readString(out.resolve("log.txt"));
-            assertEquals(0, p.exitValue(), log);
-            String report = Files.readString(md);
+        try (BenchScript run = BenchScript.run("scan-bench", Duration.ofMinutes(10),
+                "--rows", "100000", "--runs", "1", "--latency", "5", "--modes", "local,partfs,partfs-s3,partfs-cold,partfs-warmup")) {
+            String log = run.log();
+            String report = run.report();
             for (String mode : new String[] {"local", "partfs", "partfs-s3", "partfs-cold", "partfs-warmup"}) {
                 assertTrue(report.lines().anyMatch(l -> l.matches("\\| " + mode + " \\| [0-9.]+ s \\|.*")), mode + " in\n" + report);
             }
@@ -36,8 +25,6 @@ class ScanBenchIT {
                     "the warmup is timed: " + report);
             assertTrue(log.contains("1 files") || log.contains("files ("), "partfs warmup's summary is in the log: " + log);
             assertTrue(report.contains("100000 rows"), report);
-        } finally {
-            TempDirs.deleteRecursively(out);
         }
     }
 }
