@@ -30,7 +30,8 @@ import picocli.CommandLine.Option;
  * <li>ClickHouse logged no checksum or read error;</li>
  * </ul>
  * and at the end, after a clean stop, {@code partfs fsck} finds every block in S3. Any failure
- * before the kill fails the round too. Redis metadata, s3proxy behind the latency proxy.
+ * before the kill fails the round too. Redis metadata (or RocksDB, {@code --meta-engine}),
+ * s3proxy behind the latency proxy.
  */
 @Command(name = "crash-soak", mixinStandardHelpOptions = true,
         description = {"ClickHouse inserting, merging, mutating, freezing and renaming on PartFS while the sidecar is",
@@ -48,6 +49,10 @@ public final class CrashSoak implements Callable<Integer> {
 
     @Option(names = "--latency", defaultValue = "0", description = "S3 request latency in ms (default: ${DEFAULT-VALUE}).")
     double latency;
+
+    @Option(names = "--meta-engine", defaultValue = "redis",
+            description = "redis, or rocksdb (embedded, as the Kubernetes sidecar keeps it) (default: ${DEFAULT-VALUE}).")
+    String metaEngine;
 
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use (e.g. --writeback).")
     List<String> partfsOptions = new ArrayList<>();
@@ -75,6 +80,9 @@ public final class CrashSoak implements Callable<Integer> {
         if (rounds < 1 || seconds < 1 || rows < 7) {
             throw new IllegalArgumentException("--rounds and --seconds must be at least 1, --rows at least 7 (one per partition)");
         }
+        if (!metaEngine.equals("redis") && !metaEngine.equals("rocksdb")) {
+            throw new IllegalArgumentException("--meta-engine is redis or rocksdb, not " + metaEngine);
+        }
         if (!Procs.installed("clickhouse-server") || !Procs.installed("redis-server")) {
             throw new IllegalStateException("clickhouse-server and redis-server are needed: apt-get install clickhouse-server redis-server");
         }
@@ -87,9 +95,13 @@ public final class CrashSoak implements Callable<Integer> {
         try (Stack stack = new Stack(work)) {
             started.set(stack);
             stack.proxy.setDelayMillis(latency);
+            if (metaEngine.equals("rocksdb")) {
+                stack.useRocksDb();
+            }
             stack.formatPartFs();
-            Stack.progress("%d rounds of %d s of load, then SIGKILL to the sidecar and ClickHouse; %d rows per INSERT, S3 at %.0f ms%s",
-                    rounds, seconds, rows, latency, partfsOptions.isEmpty() ? "" : ", mount " + String.join(" ", partfsOptions));
+            Stack.progress("%d rounds of %d s of load, then SIGKILL to the sidecar and ClickHouse; %d rows per INSERT, S3 at %.0f ms,"
+                    + " metadata in %s%s", rounds, seconds, rows, latency, metaEngine,
+                    partfsOptions.isEmpty() ? "" : ", mount " + String.join(" ", partfsOptions));
             long pid = stack.mountPartFs(mnt, partfsOptions);
             long rowsSoFar = 0;
             for (int n = 1; n <= rounds; n++) {
@@ -337,10 +349,10 @@ public final class CrashSoak implements Callable<Integer> {
     private String markdown(List<Round> rs, String fsck) {
         StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
                 "ClickHouse on PartFS, the sidecar killed (SIGKILL) after %d s of load, then ClickHouse, both restarted; %d rows per INSERT,"
-                        + " S3 latency %.0f ms%s%n%n"
+                        + " S3 latency %.0f ms, metadata in %s%s%n%n"
                         + "| round | INSERTs acked | mutation steps | FREEZEs | table renames | soak.ins rows after restart (before) | restart to SELECT 1 | sidecar peak RSS | checks |%n"
                         + "|---|---|---|---|---|---|---|---|---|%n",
-                seconds, rows, latency, partfsOptions.isEmpty() ? "" : "; mount " + String.join(" ", partfsOptions)));
+                seconds, rows, latency, metaEngine, partfsOptions.isEmpty() ? "" : "; mount " + String.join(" ", partfsOptions)));
         for (Round r : rs) {
             b.append(String.format(Locale.ROOT, "| %d | %d | %d | %d | %d | %d (%d) | %.1f s | %d MiB | %s |%n", r.n, r.inserts, r.mutations,
                     r.freezes, r.renames, r.rowsAfter, r.rowsBefore, r.restartSeconds, r.sidecarPeakRss >> 20,

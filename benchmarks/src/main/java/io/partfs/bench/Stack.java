@@ -67,11 +67,19 @@ final class Stack implements AutoCloseable {
         System.err.printf("[%s] %s%n", LocalDateTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")), String.format(fmt, args));
     }
 
+    /** Where the PartFS volume's metadata is: Redis database 1, or the RocksDB directory {@link #useRocksDb} chose. */
     String metaUrl() {
-        return "redis://127.0.0.1:" + redis.port() + "/1";
+        return rocksDb != null ? rocksDb.toString() : "redis://127.0.0.1:" + redis.port() + "/1";
     }
 
-    /** Formats the PartFS volume "bench" (Redis db 1, bucket partfs via the proxy). */
+    private Path rocksDb;
+
+    /** Keeps the PartFS volume's metadata in RocksDB under the work directory, as the Kubernetes sidecar does, not in Redis. */
+    void useRocksDb() {
+        rocksDb = work.resolve("meta");
+    }
+
+    /** Formats the PartFS volume "bench" ({@link #metaUrl}, bucket partfs via the proxy). */
     void formatPartFs() throws Exception {
         String storage = "s3://partfs/bench?endpoint=http://127.0.0.1:" + proxy.port() + "&path-style=true&region=us-east-1";
         Procs.ok(Procs.partfs("format", "bench", "--meta", metaUrl(), "--storage", storage), env);
