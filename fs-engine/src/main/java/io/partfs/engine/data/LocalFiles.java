@@ -10,16 +10,17 @@ import java.nio.file.StandardOpenOption;
  * Reads and writes of whole blocks in local files, in pieces. The JDK copies a heap buffer
  * through a temporary direct buffer of the same size and keeps one per thread: whole 4 MiB
  * blocks on two dozen I/O threads would use up the sidecar's direct memory (128 MiB), which
- * the Redis client needs too.
+ * the Redis client needs too. Used by the block cache, the staging area and the local object
+ * store.
  */
-final class LocalFiles {
+public final class LocalFiles {
     static final int PIECE = 256 << 10;
 
     private LocalFiles() {
     }
 
     /** Reads {@code len} bytes at {@code off} of {@code f}; fails if the file is shorter. */
-    static byte[] readRange(Path f, long off, int len) throws IOException {
+    public static byte[] readRange(Path f, long off, int len) throws IOException {
         byte[] out = new byte[len];
         readRange(f, off, len, ByteBuffer.wrap(out), false);
         return out;
@@ -66,7 +67,7 @@ final class LocalFiles {
     }
 
     /** Writes all of {@code data} at the channel's position. */
-    static void writeAll(FileChannel ch, byte[] data) throws IOException {
+    public static void writeAll(FileChannel ch, byte[] data) throws IOException {
         for (int off = 0; off < data.length; off += PIECE) {
             ByteBuffer b = ByteBuffer.wrap(data, off, Math.min(PIECE, data.length - off));
             while (b.hasRemaining()) {

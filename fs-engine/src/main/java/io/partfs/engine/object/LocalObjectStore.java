@@ -1,8 +1,8 @@
 package io.partfs.engine.object;
 
+import io.partfs.engine.data.LocalFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
@@ -82,10 +82,7 @@ public final class LocalObjectStore implements ObjectStore {
         Path target = file(key);
         Path tmp = target.resolveSibling(target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + TMP_SUFFIX);
         try (FileChannel ch = createNew(tmp)) {
-            ByteBuffer buf = ByteBuffer.wrap(data);
-            while (buf.hasRemaining()) {
-                ch.write(buf);
-            }
+            LocalFiles.writeAll(ch, data);
             ch.force(false);
         } catch (IOException e) {
             Files.deleteIfExists(tmp);
@@ -126,17 +123,12 @@ public final class LocalObjectStore implements ObjectStore {
         if (offset < 0) {
             throw new IllegalArgumentException("negative offset " + offset);
         }
-        try (FileChannel ch = FileChannel.open(file(key), StandardOpenOption.READ)) {
-            long size = ch.size();
+        Path f = file(key);
+        try {
+            long size = Files.size(f);
             long end = length < 0 ? size : Math.min(size, offset + length);
             int n = (int) Math.max(0, end - offset);
-            ByteBuffer buf = ByteBuffer.allocate(n);
-            while (buf.hasRemaining()) {
-                if (ch.read(buf, offset + buf.position()) < 0) {
-                    break;
-                }
-            }
-            return buf.array();
+            return n == 0 ? new byte[0] : LocalFiles.readRange(f, offset, n);
         } catch (NoSuchFileException e) {
             throw new ObjectNotFoundException(key);
         }
