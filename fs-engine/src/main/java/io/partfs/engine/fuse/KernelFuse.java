@@ -5,6 +5,7 @@ import io.partfs.engine.DirEntry;
 import io.partfs.engine.Errno;
 import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
+import io.partfs.engine.NameCodec;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.metrics.OperationMetrics;
@@ -12,7 +13,6 @@ import io.partfs.engine.spi.PathObserver;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -474,7 +474,7 @@ public final class KernelFuse implements FuseMount {
         byte[] bytes = new byte[end - from];
         in.get(bytes);
         in.position(end + 1);
-        return new String(bytes, StandardCharsets.UTF_8);
+        return NameCodec.decode(bytes);
     }
 
     private int uid(ByteBuffer in) {
@@ -509,7 +509,7 @@ public final class KernelFuse implements FuseMount {
             }
             case GETATTR -> attrOut(out, fs.getattr(node));
             case SETATTR -> attrOut(out, setattr(node, in));
-            case READLINK -> out.put(fs.readlink(node).getBytes(StandardCharsets.UTF_8));
+            case READLINK -> out.put(NameCodec.encode(fs.readlink(node)));
             case SYMLINK -> {
                 String name = name(in);
                 String target = name(in);
@@ -704,7 +704,7 @@ public final class KernelFuse implements FuseMount {
                 int size = in.getInt();
                 java.io.ByteArrayOutputStream list = new java.io.ByteArrayOutputStream();
                 for (String n : fs.listxattr(node)) {
-                    list.writeBytes(n.getBytes(StandardCharsets.UTF_8));
+                    list.writeBytes(NameCodec.encode(n));
                     list.write(0);
                 }
                 return xattrOut(out, list.toByteArray(), size);
@@ -1251,7 +1251,7 @@ public final class KernelFuse implements FuseMount {
     /** Adds one entry if it fits within {@code limit}; false when it does not. */
     private boolean dirent(ByteBuffer out, int limit, boolean plus, long dir, String name, Attr a, long ino,
             int type, long cookie) {
-        byte[] nb = name.getBytes(StandardCharsets.UTF_8);
+        byte[] nb = NameCodec.encode(name);
         int size = (24 + nb.length + 7) & ~7;
         if (out.position() + size + (plus ? 128 : 0) > limit) {
             return false;

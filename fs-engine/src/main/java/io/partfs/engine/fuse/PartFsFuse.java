@@ -5,8 +5,10 @@ import io.partfs.engine.DirEntry;
 import io.partfs.engine.Errno;
 import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
+import io.partfs.engine.NameCodec;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.meta.MetaEngine;
+import io.partfs.engine.spi.PathObserver;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -28,7 +30,6 @@ import ru.serce.jnrfuse.struct.FileStat;
 import ru.serce.jnrfuse.struct.FuseFileInfo;
 import ru.serce.jnrfuse.struct.Statvfs;
 import ru.serce.jnrfuse.struct.Timespec;
-import io.partfs.engine.spi.PathObserver;
 
 /**
  * The FUSE adapter (jnr-fuse on libfuse2, high-level path API): translates each callback into a
@@ -285,7 +286,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
     @Override
     public int readlink(String path, Pointer buf, @size_t long size) {
         return call("readlink", path, () -> {
-            byte[] target = fs.readlink(fs.resolve(path).ino()).getBytes(StandardCharsets.UTF_8);
+            byte[] target = NameCodec.encode(fs.readlink(fs.resolve(path).ino()));
             int n = (int) Math.min(target.length, size - 1);
             buf.put(0, target, 0, n);
             buf.putByte(n, (byte) 0);
@@ -471,7 +472,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
             List<String> names = fs.listxattr(fs.resolve(path).ino());
             java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
             for (String n : names) {
-                out.writeBytes(n.getBytes(StandardCharsets.UTF_8));
+                out.writeBytes(NameCodec.encode(n));
                 out.write(0);
             }
             return copyOut(out.toByteArray(), list, size);

@@ -1,11 +1,11 @@
 package io.partfs.engine.meta;
 
 import io.partfs.engine.Attr;
+import io.partfs.engine.NameCodec;
 import io.partfs.engine.VolumeFormat;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.Writer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -171,7 +171,7 @@ public final class MetaDump {
         }
 
         void field(String hash, String field, byte[] value) throws IOException {
-            out.write("H\t" + hash + "\t" + B64.encodeToString(field.getBytes(StandardCharsets.UTF_8)) + "\t"
+            out.write("H\t" + hash + "\t" + B64.encodeToString(NameCodec.encode(field)) + "\t"
                     + B64.encodeToString(value) + "\n");
             counted();
         }
@@ -331,7 +331,7 @@ public final class MetaDump {
             return new Rec('P', key(f[1]), null, b64.decode(f[2]), 0);
         }
         if (f.length == 4 && f[0].equals("H")) {
-            return new Rec('H', key(f[1]), new String(b64.decode(f[2]), StandardCharsets.UTF_8), b64.decode(f[3]), 0);
+            return new Rec('H', key(f[1]), NameCodec.decode(b64.decode(f[2])), b64.decode(f[3]), 0);
         }
         throw new IllegalArgumentException("unknown record '" + (line.length() > 40 ? line.substring(0, 40) + "..." : line) + "'");
     }

@@ -4,6 +4,7 @@ import io.partfs.engine.Attr;
 import io.partfs.engine.DirEntry;
 import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
+import io.partfs.engine.NameCodec;
 import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import java.io.Closeable;
@@ -510,7 +511,7 @@ public final class MetaEngine implements Closeable {
         if (name.isEmpty() || name.indexOf('/') >= 0 || name.indexOf('\0') >= 0 || name.equals(".") || name.equals("..")) {
             throw new FsException.InvalidArgument("name '" + name + "'");
         }
-        if (name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+        if (NameCodec.encode(name).length > MAX_NAME_BYTES) {
             throw new FsException.NameTooLong(name.substring(0, 32) + "...");
         }
     }
@@ -777,7 +778,7 @@ public final class MetaEngine implements Closeable {
                 }
                 throw new IOException("symlink inode " + ino + " has no target: run 'partfs fsck'");
             }
-            return new String(t, StandardCharsets.UTF_8);
+            return NameCodec.decode(t);
         });
     }
 
@@ -926,7 +927,7 @@ public final class MetaEngine implements Closeable {
                         throw new FsException.TooManyLinks("directory inode " + parent);
                     }
                 } else if (type == FileType.SYMLINK) {
-                    byte[] target = symlinkTarget.getBytes(StandardCharsets.UTF_8);
+                    byte[] target = NameCodec.encode(symlinkTarget);
                     size = target.length;
                     tx.put(symlinkKey(ino), target);
                 }
@@ -1907,7 +1908,7 @@ public final class MetaEngine implements Closeable {
     }
 
     public void setxattr(long ino, String name, byte[] value, int flags) throws IOException {
-        if (name.isEmpty() || name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+        if (name.isEmpty() || NameCodec.encode(name).length > MAX_NAME_BYTES) {
             throw new FsException.OutOfRange("xattr name length");
         }
         if (value.length > MAX_XATTR_VALUE) {

@@ -9,6 +9,7 @@ import io.lettuce.core.TransactionResult;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.partfs.engine.NameCodec;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -245,7 +246,7 @@ public final class RedisKvStore implements KvStore {
     }
 
     private static byte[] b(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
+        return NameCodec.encode(s);
     }
 
     private IOException wrap(String op, RuntimeException e) {
@@ -301,7 +302,7 @@ public final class RedisKvStore implements KvStore {
     private static Map<String, byte[]> decodeHash(Map<byte[], byte[]> raw) {
         Map<String, byte[]> out = new HashMap<>(raw.size() * 2);
         for (Map.Entry<byte[], byte[]> e : raw.entrySet()) {
-            out.put(new String(e.getKey(), StandardCharsets.UTF_8), e.getValue());
+            out.put(NameCodec.decode(e.getKey()), e.getValue());
         }
         return out;
     }
@@ -339,7 +340,7 @@ public final class RedisKvStore implements KvStore {
                     throw wrap("SCAN", e);
                 }
                 if (!page.getKeys().isEmpty()) {
-                    each.accept(page.getKeys().stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList());
+                    each.accept(page.getKeys().stream().map(NameCodec::decode).toList());
                 }
                 cursor = page;
             } while (!cursor.isFinished());
@@ -438,7 +439,7 @@ public final class RedisKvStore implements KvStore {
                         if (out.size() >= limit) {
                             return out;
                         }
-                        out.put(new String(e.getKey(), StandardCharsets.UTF_8), e.getValue());
+                        out.put(NameCodec.decode(e.getKey()), e.getValue());
                     }
                     cursor = page;
                 } while (!cursor.isFinished() && out.size() < limit);

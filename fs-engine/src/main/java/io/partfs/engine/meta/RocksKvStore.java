@@ -1,8 +1,8 @@
 package io.partfs.engine.meta;
 
+import io.partfs.engine.NameCodec;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -104,7 +104,7 @@ public final class RocksKvStore implements KvStore {
     }
 
     private static byte[] prefixed(char type, String s) {
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        byte[] b = NameCodec.encode(s);
         byte[] out = new byte[b.length + 1];
         out[0] = (byte) type;
         System.arraycopy(b, 0, out, 1, b.length);
@@ -186,7 +186,7 @@ public final class RocksKvStore implements KvStore {
             try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix) && out.size() < limit; it.next()) {
                     byte[] k = it.key();
-                    out.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
+                    out.put(NameCodec.decode(k, prefix.length, k.length - prefix.length), it.value());
                 }
             }
             return out;
@@ -224,7 +224,7 @@ public final class RocksKvStore implements KvStore {
             try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
                     byte[] k = it.key();
-                    page.add(new String(k, skip, k.length - skip, StandardCharsets.UTF_8));
+                    page.add(NameCodec.decode(k, skip, k.length - skip));
                     if (page.size() == 1000) {
                         each.accept(page);
                         page = new java.util.ArrayList<>();
@@ -243,7 +243,7 @@ public final class RocksKvStore implements KvStore {
             try (RocksIterator it = db.newIterator(readOptions)) {
                 for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
                     byte[] k = it.key();
-                    page.put(new String(k, prefix.length, k.length - prefix.length, StandardCharsets.UTF_8), it.value());
+                    page.put(NameCodec.decode(k, prefix.length, k.length - prefix.length), it.value());
                     if (page.size() == 1000) {
                         each.accept(page);
                         page = new HashMap<>();

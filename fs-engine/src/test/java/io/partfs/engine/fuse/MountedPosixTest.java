@@ -287,6 +287,36 @@ class MountedPosixTest {
     }
 
     @Test
+    void namesThatAreNotUtf8KeepTheirBytes() throws Exception {
+        // Linux names are bytes; Java's file API cannot make these, perl can. Each file holds
+        // its own name; two names once decoded to the same U+FFFD string and shared one file.
+        // libfuse: jnr-fuse hands paths over as strings it decoded itself, so only the kernel driver.
+        org.junit.jupiter.api.Assumptions.assumeTrue(driver() == FuseOptions.Driver.KERNEL);
+        Path d = fresh("bytes");
+        String script = """
+                my @names = ("\\xff\\xfe", "\\xfe\\xff", "a\\x80b", "caf\\xc3\\xa9", "\\xef\\xbf\\xbd", "\\xed\\xa0\\x80");
+                for my $n (@names) { open(my $f, ">", $n) or die "create: $!\\n"; print $f $n; close $f; }
+                rename("\\xfe\\xff", "\\xfe\\xfe") or die "rename: $!\\n";
+                symlink("\\xff\\xfe", "link") or die "symlink: $!\\n";
+                readlink("link") eq "\\xff\\xfe" or die "readlink\\n";
+                for my $n (grep { $_ ne "\\xfe\\xff" } @names) {
+                    open(my $f, "<", $n) or die "open: $!\\n";
+                }
+                open(my $f, "<", "link") or die "open link: $!\\n"; my $c = <$f>; $c eq "\\xff\\xfe" or die "link content\\n";
+                opendir(my $dh, ".") or die; print join(" ", sort map { unpack("H*", $_) } grep { !/^\\.\\.?$/ } readdir $dh), "\\n";
+                """;
+        String listed = sh(d, "perl", "-e", script).trim();
+        assertEquals(String.join(" ", new java.util.TreeSet<>(List.of("fffe", "fefe", "618062", "636166c3a9", "efbfbd", "eda080",
+                hex("link")))), listed);
+        String contents = sh(d, "perl", "-e", "for (qw(fefe efbfbd)) { open(my $f, '<', pack('H*', $_)) or die; print unpack('H*', <$f>), ' '; }").trim();
+        assertEquals("feff efbfbd", contents, "each file keeps its own bytes");
+    }
+
+    private static String hex(String ascii) {
+        return java.util.HexFormat.of().formatHex(ascii.getBytes(StandardCharsets.US_ASCII));
+    }
+
+    @Test
     void renameOfNonEmptyDirectory() throws Exception {
         Path d = fresh("renamedir");
         Path tmp = Files.createDirectory(d.resolve("tmp_insert_1_1_0"));

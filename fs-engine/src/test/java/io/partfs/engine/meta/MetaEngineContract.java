@@ -1580,6 +1580,39 @@ abstract class MetaEngineContract {
     }
 
     @Test
+    void namesOfAnyBytesAreKeptApartListedAndDumpedAsThemselves() throws Exception {
+        // what the kernel driver makes of names that are not UTF-8: each its own entry
+        String[] names = {bytesName(0xff, 0xfe), bytesName(0xfe, 0xff), bytesName('a', 0x80, 'b'), "\uFFFD", "?"};
+        java.util.Map<String, Long> inodes = new java.util.HashMap<>();
+        for (String n : names) {
+            inodes.put(n, file(ROOT, n).ino());
+        }
+        meta.mknod(ROOT, "l", FileType.SYMLINK, 0777, 0, 0, 0, names[0]);
+        meta.setxattr(inodes.get(names[1]), "user." + names[2], new byte[] {7}, 0);
+        assertEquals(new java.util.TreeSet<>(inodes.keySet()),
+                new java.util.TreeSet<>(names(ROOT).stream().filter(n -> !n.equals("l")).toList()));
+        String dump = dump(meta.store());
+        KvStore target = newStore();
+        try (MetaEngine loaded = new MetaEngine(target, () -> clock.addAndGet(1000))) {
+            MetaDump.load(source(dump), MetaDump.check(source(dump)), target, 0, n -> { });
+            loaded.load();
+            for (String n : names) {
+                assertEquals(inodes.get(n), loaded.lookup(ROOT, n).ino(), n);
+            }
+            assertEquals(names[0], loaded.readlink(loaded.lookup(ROOT, "l").ino()));
+            assertEquals(List.of("user." + names[2]), loaded.listxattr(inodes.get(names[1])));
+        }
+    }
+
+    private static String bytesName(int... b) {
+        byte[] out = new byte[b.length];
+        for (int i = 0; i < b.length; i++) {
+            out[i] = (byte) b[i];
+        }
+        return io.partfs.engine.NameCodec.decode(out);
+    }
+
+    @Test
     void damagedDumpsAreRefusedAndALoadIntoAVolumeToo() throws Exception {
         file(ROOT, "f");
         String dump = dump(meta.store());
