@@ -44,6 +44,8 @@ public final class MetaEngine implements Closeable {
     public static final long ROOT = 1;
     /** Chunks a file deletion frees per transaction (each may list many slices). */
     private static final int CHUNKS_PER_DELETE = 16;
+    /** Chunks past which a file's chunks are found by a key scan rather than index by index. */
+    private static final long SCAN_CHUNKS_ABOVE = 1 << 16;
     public static final int MAX_NAME_BYTES = 255;
     public static final int MAX_LINKS = 65000;
     public static final int MAX_XATTR_VALUE = 64 << 10;
@@ -817,8 +819,11 @@ public final class MetaEngine implements Closeable {
     public List<FileSlices> fileSlices(List<Long> inos) throws IOException {
         List<Attr> attrs = attrs(inos);
         List<String> chunkKeys = new ArrayList<>();
+        List<long[]> indexes = new ArrayList<>(attrs.size());
         for (Attr a : attrs) {
-            for (long c = 0; a != null && c < chunkCount(a.size()); c++) {
+            long[] idx = a == null ? new long[0] : chunkIndexes(a.ino(), 0, chunkCount(a.size()));
+            indexes.add(idx);
+            for (long c : idx) {
                 chunkKeys.add(chunkKey(a.ino(), c));
             }
         }
@@ -828,7 +833,7 @@ public final class MetaEngine implements Closeable {
         for (int i = 0; i < inos.size(); i++) {
             Attr a = attrs.get(i);
             List<Slice> slices = new ArrayList<>();
-            for (long c = 0; a != null && c < chunkCount(a.size()); c++) {
+            for (int c = 0; c < indexes.get(i).length; c++) {
                 slices.addAll(Slice.decodeList(lists.get(next++)));
             }
             out.add(new FileSlices(inos.get(i), a, slices));
@@ -838,6 +843,36 @@ public final class MetaEngine implements Closeable {
 
     private static long chunkCount(long size) {
         return (size + CHUNK - 1) / CHUNK;
+    }
+
+    /**
+     * The indexes in [{@code from}, {@code to}) of file {@code ino}'s chunks that may exist, in
+     * order: all of them for up to {@value #SCAN_CHUNKS_ABOVE} (4 TiB of file), else the ones a
+     * scan of the chunk keys finds. A file that large is sparse (its size is set by a truncate
+     * or a write far out): going through each of up to 2^31 indexes ran a truncate out of heap.
+     * On Redis the scan walks the whole keyspace, as JuiceFS does for the same case.
+     */
+    private long[] chunkIndexes(long ino, long from, long to) throws IOException {
+        if (to - from <= SCAN_CHUNKS_ABOVE) {
+            return java.util.stream.LongStream.range(from, Math.max(from, to)).toArray();
+        }
+        String prefix = "c" + ino + "_";
+        java.util.TreeSet<Long> found = new java.util.TreeSet<>();
+        kv.read(r -> {
+            r.scanKeys(prefix, page -> {
+                for (String k : page) {
+                    String rest = k.substring(prefix.length());
+                    if (!rest.isEmpty() && rest.chars().allMatch(Character::isDigit) && rest.length() < 19) {
+                        long idx = Long.parseLong(rest);
+                        if (idx >= from && idx < to) {
+                            found.add(idx);
+                        }
+                    }
+                }
+            });
+            return null;
+        });
+        return found.stream().mapToLong(Long::longValue).toArray();
     }
 
     /** Told the slices of one chunk of inode {@code ino}. */
@@ -1348,9 +1383,8 @@ public final class MetaEngine implements Closeable {
             long now = clock.nowNanos();
             long old = a.size();
             if (length < old) {
-                long firstWhole = chunkCount(length);
-                long last = (old - 1) / CHUNK;
-                for (long idx = firstWhole; idx <= last; idx++) {
+                // read after the inode, so a chunk another mount writes meanwhile conflicts
+                for (long idx : chunkIndexes(ino, chunkCount(length), chunkCount(old))) {
                     freeChunk(tx, ino, idx, now, attempt);
                 }
                 if (length % CHUNK != 0) {
@@ -1726,6 +1760,13 @@ public final class MetaEngine implements Closeable {
         }
         long lengthChunks = chunkCount(length);
         long[] chunks = {lengthChunks};
+        // A huge (sparse) file's chunks are found by a scan, all at once: nothing writes to an
+        // unlinked file any more, so none appears later. Then chunks[0] counts them, and the
+        // positions below are positions in that list rather than chunk indexes.
+        long[] listed = lengthChunks > SCAN_CHUNKS_ABOVE ? chunkIndexes(ino, 0, Long.MAX_VALUE) : null;
+        if (listed != null) {
+            chunks[0] = listed.length;
+        }
         // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
         // also deletes the inode: a small file goes in one transaction (one round trip when the
         // cache knows its inode and slice lists, as it does for a file this process unlinked).
@@ -1735,20 +1776,22 @@ public final class MetaEngine implements Closeable {
             List<long[]> attempt = new ArrayList<>();
             boolean relinked = mutateSingle(ino, tx -> {
                 attempt.clear(); // a transaction run again starts over
-                believeChunks(tx, ino, java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE)).boxed().toList());
+                java.util.function.LongUnaryOperator index = p -> listed == null ? p : listed[(int) p];
+                believeChunks(tx, ino, java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE))
+                        .map(index).boxed().toList());
                 byte[] raw = tx.get(inodeKey(ino));
                 Attr a = raw == null ? null : Attr.decode(ino, raw);
                 if (a != null && a.nlink() > 0) {
                     tx.hdel(DELFILES, String.valueOf(ino)); // linked again meanwhile: nothing to delete
                     return true;
                 }
-                if (a != null) { // memory may have known a shorter file than the store holds
+                if (a != null && listed == null) { // memory may have known a shorter file than the store holds
                     chunks[0] = Math.max(lengthChunks, chunkCount(a.size()));
                 }
                 boolean last = first + CHUNKS_PER_DELETE >= chunks[0];
                 long now = clock.nowNanos();
-                for (long idx = first; idx < Math.min(chunks[0], first + CHUNKS_PER_DELETE); idx++) {
-                    freeChunk(tx, ino, idx, now, attempt);
+                for (long p = first; p < Math.min(chunks[0], first + CHUNKS_PER_DELETE); p++) {
+                    freeChunk(tx, ino, index.applyAsLong(p), now, attempt);
                 }
                 if (last) {
                     if (a != null) {

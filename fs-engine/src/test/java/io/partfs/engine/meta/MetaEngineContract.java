@@ -1324,6 +1324,40 @@ abstract class MetaEngineContract {
         assertEquals(1, meta.usage().inodes(), "only the root is left");
     }
 
+    /**
+     * A sparse file as large as a file may be (stress-ng's fsize writes at the limit) holds two
+     * of its 2^31 possible chunks. Truncating it, and deleting it, went through every chunk
+     * index: the truncate's one transaction ran the mount out of heap (GC overhead limit), and
+     * the deletion would have taken 2^27 transactions.
+     */
+    @Test
+    void truncatingAndDeletingAHugeSparseFileGoesByTheChunksItHas() throws Exception {
+        long lastChunk = Integer.MAX_VALUE - 1L;
+        Attr f = file(ROOT, "sparse");
+        Attr g = file(ROOT, "sparse2");
+        long[] ids = new long[4];
+        for (int i = 0; i < 4; i++) {
+            ids[i] = meta.nextSliceId();
+        }
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(ids[0], 4096, 0, 4096, 0)),
+                new MetaEngine.ChunkSlice(lastChunk, new Slice(ids[1], 4096, 0, 4096, 0))));
+        meta.commitWrite(g.ino(), List.of(new MetaEngine.ChunkSlice(1, new Slice(ids[2], 4096, 0, 4096, 0)),
+                new MetaEngine.ChunkSlice(lastChunk, new Slice(ids[3], 4096, 0, 4096, 0))));
+        assertEquals(lastChunk * (64L << 20) + 4096, meta.getattr(f.ino()).size());
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> {
+            assertEquals(100, meta.truncate(f.ino(), 100).size());
+            assertEquals(1, meta.pendingSliceDeletions(10).size(), "the far slice is freed, the first kept");
+            assertEquals(ids[1], meta.pendingSliceDeletions(10).get(0)[0]);
+            assertEquals(1, meta.readChunk(f.ino(), 0).stream().filter(sl -> !sl.isHole()).count());
+            assertEquals(ids[3], meta.fileSlices(List.of(g.ino())).get(0).slices().get(1).id(), "fsck's read of it too");
+            meta.unlink(ROOT, "sparse2");
+            meta.deleteFileData(g.ino());
+        });
+        assertEquals(java.util.Set.of(ids[1], ids[2], ids[3]),
+                meta.pendingSliceDeletions(10).stream().map(e -> e[0]).collect(java.util.stream.Collectors.toSet()));
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(g.ino()));
+    }
+
     /** More chunks than one deletion transaction frees: the slices of all of them are listed, and the data of every pass. */
     @Test
     void deleteFileDataFreesEverySliceOfAFileWithManyChunks() throws Exception {
