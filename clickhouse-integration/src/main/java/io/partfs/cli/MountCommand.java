@@ -353,6 +353,7 @@ final class MountCommand implements Callable<Integer> {
     private int serve(Path mp, FuseOptions fuseOpts, boolean deadMount) throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         volume.metrics = metrics;
+        io.partfs.engine.metrics.ProcessMetrics.register(metrics);
         PartFs fs = volume.openFs(meta -> config(meta.volumeFormat().uuid(),
                 io.partfs.engine.object.StorageUrl.parse(meta.volumeFormat().storage()).isS3()), volume.embedded());
         RunFiles run = new RunFiles(volume.home());

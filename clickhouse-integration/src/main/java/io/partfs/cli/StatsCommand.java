@@ -30,7 +30,7 @@ final class StatsCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         loop.every(1); // bad options fail before the header
-        out.println(" fuse ops/s  ms/op | obj get/s  MiB/s  put/s  MiB/s  ms/req | meta txn/s  ms/txn | cache hit |  buffered    staged");
+        out.println(" fuse ops/s  ms/op | obj get/s  MiB/s  put/s  MiB/s  ms/req | meta txn/s  ms/txn | cache hit |  buffered    staged |       rss");
         loop.run(sidecar, 1, (before, after, seconds) -> {
             out.println(line(new Delta(before, after, seconds)));
             out.flush();
@@ -43,7 +43,7 @@ final class StatsCommand implements Callable<Integer> {
         double putBytes = d.rate("partfs_object_bytes_total", "op=\"put\"") / (1 << 20);
         double hits = d.diff("partfs_block_cache_hits_total", "");
         double misses = d.diff("partfs_block_cache_misses_total", "");
-        return String.format(java.util.Locale.ROOT, "%11.0f %6.2f | %9.0f %6.1f %6.0f %6.1f %7.2f | %10.0f %7.2f | %9s | %9s %9s",
+        return String.format(java.util.Locale.ROOT, "%11.0f %6.2f | %9.0f %6.1f %6.0f %6.1f %7.2f | %10.0f %7.2f | %9s | %9s %9s | %9s",
                 d.rate("partfs_fuse_operations_total", ""), d.meanMillis("partfs_fuse_operations_seconds", ""),
                 d.rate("partfs_object_requests_total", "op=\"get\""), getBytes,
                 d.rate("partfs_object_requests_total", "op=\"put\""), putBytes,
@@ -51,7 +51,8 @@ final class StatsCommand implements Callable<Integer> {
                 d.rate("partfs_meta_transactions_total", ""), d.meanMillis("partfs_meta_transactions_seconds", ""),
                 hits + misses == 0 ? "-" : String.format(java.util.Locale.ROOT, "%.0f%%", 100 * hits / (hits + misses)),
                 Sizes.human((long) d.now("partfs_write_buffer_bytes", "")),
-                Sizes.human((long) d.now("partfs_writeback_staged_bytes", "")))
+                Sizes.human((long) d.now("partfs_writeback_staged_bytes", "")),
+                d.has("process_resident_memory_bytes") ? Sizes.human((long) d.now("process_resident_memory_bytes", "")) : "-")
                 + warnings(d);
     }
 
@@ -60,6 +61,11 @@ final class StatsCommand implements Callable<Integer> {
         StringBuilder w = new StringBuilder();
         if (d.now("partfs_object_store_unreachable", "") > 0) {
             w.append("  ! object store unreachable");
+        }
+        double directMax = d.now("jvm_direct_buffer_max_bytes", "");
+        if (directMax > 0 && d.now("jvm_direct_buffer_used_bytes", "") >= 0.9 * directMax) {
+            w.append(String.format(java.util.Locale.ROOT, "  ! direct memory %.0f%% used: I/O fails with EIO when full",
+                    100 * d.now("jvm_direct_buffer_used_bytes", "") / directMax));
         }
         if (d.diff("partfs_writeback_unstaged_blocks", "") > 0) {
             w.append("  ! staging disk full: uploading before fsync");
@@ -110,6 +116,11 @@ final class StatsCommand implements Callable<Integer> {
 
         double now(String family, String label) {
             return sum(after, family, label);
+        }
+
+        /** Whether the later scrape has the series {@code name} (a sidecar older than a metric lacks it). */
+        boolean has(String name) {
+            return after.containsKey(name);
         }
 
         /** Mean latency in ms over the interval of a {@code _seconds} histogram. */

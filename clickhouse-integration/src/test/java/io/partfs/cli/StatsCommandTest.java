@@ -38,6 +38,7 @@ class StatsCommandTest {
             partfs_block_cache_hits_total 60
             partfs_block_cache_misses_total 20
             partfs_write_buffer_bytes 2097152
+            process_resident_memory_bytes 440401920
             """;
 
     @Test
@@ -56,6 +57,9 @@ class StatsCommandTest {
         assertEquals("20.0", cols[3], line);
         assertEquals("75%", cols[9], "30 hits of 40 lookups in the interval: " + line);
         assertEquals("2.0", cols[10], "the write buffer as it is now: " + line);
+        assertEquals("420.0", cols[14], "the sidecar's resident memory: " + line);
+        assertEquals("-", StatsCommand.line(new StatsCommand.Delta(before, before, 1.0)).replace("|", " ").trim().split("\\s+")[14],
+                "an older sidecar without the metric");
     }
 
     @Test
@@ -67,7 +71,11 @@ class StatsCommandTest {
         String more = AFTER + "partfs_object_store_unreachable 0\npartfs_writeback_unstaged_blocks 5\n";
         line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(up), StatsCommand.parse(more), 1.0));
         assertEquals(true, line.endsWith("  ! staging disk full: uploading before fsync"), line);
-        assertEquals(false, StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE), StatsCommand.parse(AFTER), 1.0))
+        String full = AFTER + "jvm_direct_buffer_used_bytes 125829120\njvm_direct_buffer_max_bytes 134217728\n";
+        line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE), StatsCommand.parse(full), 1.0));
+        assertEquals(true, line.endsWith("  ! direct memory 94% used: I/O fails with EIO when full"), line);
+        String roomy = AFTER + "jvm_direct_buffer_used_bytes 33554432\njvm_direct_buffer_max_bytes 134217728\n";
+        assertEquals(false, StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE), StatsCommand.parse(roomy), 1.0))
                 .contains("!"), "nothing to say: no warning");
     }
 }
