@@ -1761,22 +1761,28 @@ public final class MetaEngine implements Closeable {
         long lengthChunks = chunkCount(length);
         long[] chunks = {lengthChunks};
         // A huge (sparse) file's chunks are found by a scan, all at once: nothing writes to an
-        // unlinked file any more, so none appears later. Then chunks[0] counts them, and the
-        // positions below are positions in that list rather than chunk indexes.
-        long[] listed = lengthChunks > SCAN_CHUNKS_ABOVE ? chunkIndexes(ino, 0, Long.MAX_VALUE) : null;
-        if (listed != null) {
-            chunks[0] = listed.length;
+        // unlinked, closed file any more, so none appears later. Then chunks[0] counts them,
+        // and the positions below are positions in that list rather than chunk indexes. The
+        // inode read in the first transaction may show a larger file than the deletion entry
+        // (extended while open after its unlink): then that transaction changes nothing and
+        // the deletion starts over with a scan.
+        long[][] listed = {lengthChunks > SCAN_CHUNKS_ABOVE ? chunkIndexes(ino, 0, Long.MAX_VALUE) : null};
+        if (listed[0] != null) {
+            chunks[0] = listed[0].length;
         }
+        boolean[] huge = {false};
         // The chunks are freed in transactions of up to CHUNKS_PER_DELETE, the last of which
         // also deletes the inode: a small file goes in one transaction (one round trip when the
         // cache knows its inode and slice lists, as it does for a file this process unlinked).
         long from = 0;
-        do {
+        while (true) {
             long first = from;
             List<long[]> attempt = new ArrayList<>();
+            long[] list = listed[0];
+            java.util.function.LongUnaryOperator index = p -> list == null ? p : list[(int) p];
             boolean relinked = mutateSingle(ino, tx -> {
                 attempt.clear(); // a transaction run again starts over
-                java.util.function.LongUnaryOperator index = p -> listed == null ? p : listed[(int) p];
+                huge[0] = false;
                 believeChunks(tx, ino, java.util.stream.LongStream.range(first, Math.min(chunks[0], first + CHUNKS_PER_DELETE))
                         .map(index).boxed().toList());
                 byte[] raw = tx.get(inodeKey(ino));
@@ -1785,8 +1791,12 @@ public final class MetaEngine implements Closeable {
                     tx.hdel(DELFILES, String.valueOf(ino)); // linked again meanwhile: nothing to delete
                     return true;
                 }
-                if (a != null && listed == null) { // memory may have known a shorter file than the store holds
+                if (a != null && list == null) { // memory may have known a shorter file than the store holds
                     chunks[0] = Math.max(lengthChunks, chunkCount(a.size()));
+                    if (chunks[0] > SCAN_CHUNKS_ABOVE) {
+                        huge[0] = true;
+                        return false;
+                    }
                 }
                 boolean last = first + CHUNKS_PER_DELETE >= chunks[0];
                 long now = clock.nowNanos();
@@ -1807,10 +1817,18 @@ public final class MetaEngine implements Closeable {
             if (relinked) {
                 return trashed;
             }
+            if (huge[0]) { // nothing was changed: start over with the chunks a scan finds
+                listed[0] = chunkIndexes(ino, 0, Long.MAX_VALUE);
+                chunks[0] = listed[0].length;
+                from = 0;
+                continue;
+            }
             trashed.addAll(attempt);
             from += CHUNKS_PER_DELETE;
-        } while (from < chunks[0]);
-        return trashed;
+            if (from >= chunks[0]) {
+                return trashed;
+            }
+        }
     }
 
     /**

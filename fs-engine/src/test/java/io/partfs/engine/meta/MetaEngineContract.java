@@ -1335,14 +1335,16 @@ abstract class MetaEngineContract {
         long lastChunk = Integer.MAX_VALUE - 1L;
         Attr f = file(ROOT, "sparse");
         Attr g = file(ROOT, "sparse2");
-        long[] ids = new long[4];
-        for (int i = 0; i < 4; i++) {
+        Attr h = file(ROOT, "sparse3");
+        long[] ids = new long[5];
+        for (int i = 0; i < 5; i++) {
             ids[i] = meta.nextSliceId();
         }
         meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(ids[0], 4096, 0, 4096, 0)),
                 new MetaEngine.ChunkSlice(lastChunk, new Slice(ids[1], 4096, 0, 4096, 0))));
         meta.commitWrite(g.ino(), List.of(new MetaEngine.ChunkSlice(1, new Slice(ids[2], 4096, 0, 4096, 0)),
                 new MetaEngine.ChunkSlice(lastChunk, new Slice(ids[3], 4096, 0, 4096, 0))));
+        meta.commitWrite(h.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(ids[4], 4096, 0, 4096, 0))));
         assertEquals(lastChunk * (64L << 20) + 4096, meta.getattr(f.ino()).size());
         org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> {
             assertEquals(100, meta.truncate(f.ino(), 100).size());
@@ -1352,10 +1354,18 @@ abstract class MetaEngineContract {
             assertEquals(ids[3], meta.fileSlices(List.of(g.ino())).get(0).slices().get(1).id(), "fsck's read of it too");
             meta.unlink(ROOT, "sparse2");
             meta.deleteFileData(g.ino());
+            // unlinked while small and open, then extended by ftruncate: the deletion entry's
+            // length is the small one, the inode's the huge one
+            meta.opened(h.ino());
+            meta.unlink(ROOT, "sparse3");
+            meta.truncate(h.ino(), lastChunk * (64L << 20));
+            meta.released(h.ino());
+            meta.deleteFileData(h.ino());
         });
-        assertEquals(java.util.Set.of(ids[1], ids[2], ids[3]),
+        assertEquals(java.util.Set.of(ids[1], ids[2], ids[3], ids[4]),
                 meta.pendingSliceDeletions(10).stream().map(e -> e[0]).collect(java.util.stream.Collectors.toSet()));
         assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(g.ino()));
+        assertThrows(FsException.NoSuchEntry.class, () -> meta.getattr(h.ino()));
     }
 
     /** More chunks than one deletion transaction frees: the slices of all of them are listed, and the data of every pass. */
