@@ -3,8 +3,6 @@ package io.partfs.engine.fuse;
 import io.partfs.engine.DirEntry;
 import io.partfs.engine.FileType;
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -74,6 +72,9 @@ final class PartPrefetcher implements AutoCloseable {
     /** By table directory: its last readahead and the last listing served. */
     private final Map<Long, Table> tables = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    /** Each prefetch thread's listing process, and all of them, to stop at close. */
+    private final ThreadLocal<ChildLister> listers = new ThreadLocal<>();
+    private final java.util.Queue<ChildLister> allListers = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     PartPrefetcher(Path mountPoint, double entryTimeoutSeconds, int threads, ListingLoader loader, PartListed partListed) {
         this.mountPoint = mountPoint;
@@ -261,21 +262,30 @@ final class PartPrefetcher implements AutoCloseable {
         }
     }
 
-    /** Lists {@code dir} through the mount; false when it could not be (removed or renamed meanwhile). */
+    /**
+     * Lists {@code dir} through the mount, in this thread's {@link ChildLister} (never in this
+     * process: see there); false when it could not be (removed or renamed meanwhile). The kernel
+     * caches what READDIRPLUS returned.
+     */
     private boolean list(Path dir) {
         if (closed) {
             return false;
         }
-        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
-            for (Path ignored : s) {
-                // the kernel caches what READDIRPLUS returned; nothing to do with the names here
+        try {
+            ChildLister l = listers.get();
+            if (l == null || !l.alive()) {
+                l = new ChildLister();
+                listers.set(l);
+                allListers.add(l);
             }
-            // a listing leaves the directory's atime stale in the kernel, so ClickHouse's stat of
-            // the part would be a GETATTR: ask for it here instead
-            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
-            return true;
+            return l.list(dir);
         } catch (IOException | RuntimeException e) {
             log.debug("prefetch of {} skipped: {}", dir, e.toString());
+            ChildLister l = listers.get();
+            if (l != null) {
+                l.close();
+                listers.remove();
+            }
             return false;
         }
     }
@@ -291,6 +301,8 @@ final class PartPrefetcher implements AutoCloseable {
             afterListing.awaitTermination(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } finally {
+            allListers.forEach(ChildLister::close);
         }
     }
 }
