@@ -54,6 +54,22 @@ final class Partfs {
         return pb;
     }
 
+    /**
+     * Starts {@code partfs mount ...} in the foreground, as a sidecar container runs it, output
+     * to {@code log}, and returns once a live PartFS mount is at {@code mnt}.
+     */
+    Process startMount(List<String> mountArgs, Path mnt, Path log) throws Exception {
+        Process p = builder(mountArgs.toArray(String[]::new)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (!(io.partfs.engine.fuse.Mounts.isMounted(mnt) && !io.partfs.engine.fuse.Mounts.disconnected(mnt)
+                && "fuse.partfs".equals(io.partfs.engine.fuse.Mounts.typeAt(mnt)))) {
+            assertTrue(p.isAlive(), "the sidecar exited: " + Files.readString(log));
+            assertTrue(System.nanoTime() < deadline, "no live mount within 120 s: " + Files.readString(log));
+            java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20)); // poll interval
+        }
+        return p;
+    }
+
     Result run(String... args) throws Exception {
         Process p = builder(args).start();
         p.getOutputStream().close();

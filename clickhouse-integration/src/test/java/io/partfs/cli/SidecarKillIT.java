@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -67,7 +66,7 @@ class SidecarKillIT {
             List<String> mount = new ArrayList<>(List.of("mount", mnt.toString(), "--meta", meta, "--http-address", "none"));
             mount.addAll(mode.options);
 
-            sidecar = startSidecar(partfs, mount, mnt, dir.resolve("sidecar-1.log"));
+            sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar-1.log"));
             ch.start();
             Batches.createTable(ch);
 
@@ -86,7 +85,7 @@ class SidecarKillIT {
                         + "passthrough), and the restart is to upload what their attributes name");
             }
 
-            sidecar = startSidecar(partfs, mount, mnt, dir.resolve("sidecar-2.log"));
+            sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar-2.log"));
             assertTrue(Files.readString(dir.resolve("sidecar-2.log")).contains("took down the mount at " + mnt),
                     "the restarted sidecar replaced the dead mount");
             // and ended the dead mount's session: with it the flock(2) lock of the killed ClickHouse's
@@ -138,18 +137,5 @@ class SidecarKillIT {
                 }
             }).count();
         }
-    }
-
-    /** Starts {@code partfs mount} in the foreground, as a sidecar container runs it, and waits for a live mount. */
-    private static Process startSidecar(Partfs partfs, List<String> mount, Path mnt, Path log) throws Exception {
-        Process p = partfs.builder(mount.toArray(String[]::new)).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (!(Mounts.isMounted(mnt) && !Mounts.disconnected(mnt) && "fuse.partfs".equals(Mounts.typeAt(mnt)))) {
-            assertTrue(p.isAlive(), "the sidecar exited: " + Files.readString(log));
-            assertTrue(System.nanoTime() < deadline, "no live mount within 120 s: " + Files.readString(log));
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20)); // poll interval
-        }
-        return p;
     }
 }

@@ -6,6 +6,7 @@ import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.testing.TempDirs;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
@@ -29,9 +30,10 @@ class SidecarKilledWhileReadingAheadIT {
         Path dir = Files.createTempDirectory("partfs-kill-readahead-");
         Path mnt = dir.resolve("mnt");
         Partfs partfs = new Partfs(dir.resolve("home"));
+        List<String> mount = List.of("mount", mnt.toString(), "--http-address", "none");
         Process sidecar = null;
         try {
-            sidecar = startSidecar(partfs, mnt, dir.resolve("sidecar.log"));
+            sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar.log"));
             Path table = Files.createDirectories(mnt.resolve("data/db/t"));
             for (int i = 1; i <= PARTS; i++) {
                 Path part = Files.createDirectory(table.resolve("202001" + String.format("%02d", 1 + i % 28) + "_" + i + "_" + i + "_0"));
@@ -41,7 +43,7 @@ class SidecarKilledWhileReadingAheadIT {
             }
             for (int round = 1; round <= ROUNDS; round++) {
                 if (round > 1) { // a new mount: its readahead has not seen the table
-                    sidecar = startSidecar(partfs, mnt, dir.resolve("sidecar-" + round + ".log"));
+                    sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar-" + round + ".log"));
                 }
                 try (var s = Files.list(table)) { // as ClickHouse loading the table: the readahead starts
                     assertTrue(s.count() == PARTS);
@@ -66,18 +68,6 @@ class SidecarKilledWhileReadingAheadIT {
             }
             TempDirs.deleteRecursively(dir);
         }
-    }
-
-    private static Process startSidecar(Partfs partfs, Path mnt, Path log) throws Exception {
-        Process p = partfs.builder("mount", mnt.toString(), "--http-address", "none").redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (!(Mounts.isMounted(mnt) && "fuse.partfs".equals(Mounts.typeAt(mnt)) && !Mounts.disconnected(mnt))) {
-            assertTrue(p.isAlive(), "the sidecar exited: " + Files.readString(log));
-            assertTrue(System.nanoTime() < deadline, "no live mount within 120 s: " + Files.readString(log));
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20)); // poll interval
-        }
-        return p;
     }
 
     /** Aborting a FUSE connection through fusectl: what frees processes stuck on a hung mount. */
