@@ -21,8 +21,9 @@ import picocli.CommandLine.Option;
  * partitions, a loop of mutations (ALTER DELETE), DROP/DETACH/ATTACH PARTITION and OPTIMIZE
  * FINAL, a loop of FREEZE (hard links into shadow/) whose shadow directory is removed again,
  * and a loop that creates, fills, renames and drops tables; then the sidecar gets SIGKILL
- * (the out-of-memory killer), ClickHouse after it (its pod restarted), and both start again.
- * After each restart:
+ * (the out-of-memory killer), ClickHouse after it (its pod restarted), and both start again,
+ * ClickHouse once the unfinished parts it left are removed ({@link #removeTemporaryParts}: a
+ * ClickHouse 18.16 race, not the disk's). After each restart:
  * <ul>
  * <li>every INSERT ClickHouse acknowledged is in the table, and at most the ones in flight
  *     more (ClickHouse does not make an INSERT across partitions atomic, on any disk);</li>
@@ -59,6 +60,10 @@ public final class CrashSoak implements Callable<Integer> {
 
     @Option(names = "--keep-work", description = "Keep the work directory (logs, data) when a round fails, to look into it.")
     boolean keepWork;
+
+    @Option(names = "--keep-tmp-parts", description = {"Start ClickHouse again on the tmp_ directories the killed one left, as they are,",
+            "to reproduce ClickHouse 18.16's race between removing them and the mutations it resumes."})
+    boolean keepTmpParts;
 
     @Option(names = "--out", defaultValue = "benchmarks/results/crash-soak.md", description = "Default: ${DEFAULT-VALUE}.")
     Path out;
@@ -134,7 +139,7 @@ public final class CrashSoak implements Callable<Integer> {
         Stack.progress("round %d/%d", n, rounds);
         List<String> failures = new ArrayList<>();
         Load load = new Load(n);
-        ClickHouseServer ch = new ClickHouseServer(work.resolve("conf"), mnt.resolve("data"));
+        ClickHouseServer ch = new ClickHouseServer(work.resolve("conf"), mnt.resolve("data"), "trace"); // names every part it makes
         long rss;
         try {
             ch.start();
@@ -165,9 +170,14 @@ public final class CrashSoak implements Callable<Integer> {
                 load.inserts.get(), load.mutations.get(), load.freezes.get(), load.renames.get(), rss >> 20);
         long t0 = System.nanoTime();
         long newPid = stack.mountPartFs(mnt, partfsOptions); // takes the dead mount down first
+        if (!keepTmpParts) {
+            int leftovers = removeTemporaryParts(mnt.resolve("data/data"));
+            Stack.progress("  removed %d tmp_ directories the killed ClickHouse left (ClickHouse 18.16 races its own removal of them"
+                    + " against the mutations it resumes)", leftovers);
+        }
         long rowsAfter = -1;
         double restart = Double.NaN;
-        try (ClickHouseServer again = new ClickHouseServer(work.resolve("conf"), mnt.resolve("data"))) {
+        try (ClickHouseServer again = new ClickHouseServer(work.resolve("conf"), mnt.resolve("data"), "trace")) {
             int errorsBefore = again.errors().size();
             try {
                 again.start();
@@ -202,12 +212,66 @@ public final class CrashSoak implements Callable<Integer> {
                     .filter(l -> l.contains("CHECKSUM_DOESNT_MATCH") || l.contains("Checksum doesn't match") || l.contains("Cannot read all data")
                             || l.contains("broken"))
                     .findFirst().ifPresent(l -> failures.add("ClickHouse logged: " + l.substring(Math.max(0, l.indexOf("<Error>")))));
+            if (!failures.isEmpty()) {
+                explain(again, failures);
+            }
             again.stop();
         }
         Stack.progress("  restarted in %.1f s: soak.ins has %d rows (%d before the round)%s", restart, rowsAfter, rowsBefore,
                 failures.isEmpty() ? "; every check held" : "; FAILED: " + String.join("; ", failures));
         return new Round(n, load.inserts.get(), load.mutations.get(), load.freezes.get(), load.renames.get(), rowsBefore, rowsAfter,
                 restart, rss, failures, newPid);
+    }
+
+    /**
+     * Removes the {@code tmp*} directories (unfinished INSERTs, merges and mutations) in every
+     * table directory under {@code data}, before ClickHouse starts on it again. ClickHouse 18.16
+     * starts a table's merges and mutations first and removes these directories after
+     * (StorageMergeTree::startup), while a mutation it resumes writes into the very
+     * {@code tmp_mut_} directory the killed one left: the removal can then unlink files the
+     * mutation has open, and the part it renames into place lacks them (checksums.txt still lists
+     * them, so reads fail with "File not found"). This happens on any disk; a FUSE filesystem's
+     * slower removal only widens the window. ClickHouse 21.10 and later never remove a directory
+     * a merge or mutation uses (upstream pull request 28760); an operator on an older ClickHouse
+     * removes them before starting it, as this does. Returns how many it removed.
+     */
+    static int removeTemporaryParts(Path data) throws IOException {
+        int n = 0;
+        if (!Files.isDirectory(data)) {
+            return 0;
+        }
+        try (Stream<Path> dbs = Files.list(data)) {
+            for (Path db : dbs.filter(Files::isDirectory).toList()) {
+                try (Stream<Path> tables = Files.list(db)) {
+                    for (Path table : tables.filter(Files::isDirectory).toList()) {
+                        try (Stream<Path> entries = Files.list(table)) {
+                            for (Path tmp : entries.filter(e -> e.getFileName().toString().startsWith("tmp")
+                                    && Files.isDirectory(e, java.nio.file.LinkOption.NOFOLLOW_LINKS)).toList()) {
+                                TempDirs.deleteRecursively(tmp);
+                                n++;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return n;
+    }
+
+    /** Prints what ClickHouse logged about each part a failure names, to tell its own doing from the disk's. */
+    private static void explain(ClickHouseServer ch, List<String> failures) throws IOException {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("/(\\d{6,8}_\\d+_\\d+_\\d+(?:_\\d+)?)/")
+                .matcher(String.join("\n", failures));
+        java.util.Set<String> parts = new java.util.LinkedHashSet<>();
+        while (m.find()) {
+            parts.add(m.group(1));
+        }
+        for (String part : parts) {
+            Stack.progress("  what ClickHouse logged about %s:", part);
+            for (String line : ch.logLines(part, 60)) {
+                Stack.progress("    %s", line.length() > 400 ? line.substring(0, 400) : line);
+            }
+        }
     }
 
     private static String firstLine(String s) {
