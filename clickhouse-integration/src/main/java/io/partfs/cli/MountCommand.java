@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
@@ -276,7 +277,11 @@ final class MountCommand implements Callable<Integer> {
      */
     private boolean checkMountPoint(Path mp) throws IOException, InterruptedException {
         String type = Mounts.typeAt(mp);
-        if ("fuse.partfs".equals(type) && Mounts.disconnected(mp)) {
+        Mounts.Answer answer = "fuse.partfs".equals(type) ? Mounts.ask(mp, Mounts.ANSWER_TIMEOUT) : Mounts.Answer.SERVES;
+        if (answer == Mounts.Answer.SILENT) {
+            abortSilentMount(mp);
+            return true;
+        } else if (answer == Mounts.Answer.DISCONNECTED) {
             return true; // its directory can only be checked once it is taken down
         } else if (type != null) {
             throw new IllegalArgumentException(mp + " is already mounted (" + type + "): unmount it first"
@@ -297,6 +302,29 @@ final class MountCommand implements Callable<Integer> {
                 }
             }
         }
+    }
+
+    /**
+     * Deals with a PartFS mount at {@code mp} that answered nothing. While a PartFS process
+     * still runs for it (stopped, or stuck), refuses: that process holds its writes. Otherwise
+     * its process exited while a thread of it waited on its own mount, which keeps the FUSE
+     * connection open with nobody to answer, and every process touching the mount (ClickHouse)
+     * hangs: aborts the connection, which fails their calls and leaves a dead mount, taken down
+     * as any other.
+     */
+    private void abortSilentMount(Path mp) throws IOException {
+        OptionalLong pid = new RunFiles(volume.home()).livePid(mp);
+        if (pid.isEmpty() || pid.getAsLong() == ProcessHandle.current().pid()) {
+            pid = UmountCommand.servingProcess(mp);
+        }
+        if (pid.isPresent() && pid.getAsLong() != ProcessHandle.current().pid()
+                && ProcessHandle.of(pid.getAsLong()).map(UmountCommand::running).orElse(false)) {
+            throw new IllegalStateException("the PartFS mount at " + mp + " answers nothing, and its process " + pid.getAsLong()
+                    + " still runs (stopped or stuck): see its log, end it (kill -9 " + pid.getAsLong() + "), then mount again");
+        }
+        Mounts.abortConnection(mp);
+        spec.commandLine().getErr().printf("partfs: the mount at %s answered nothing for %d s and no PartFS process serves it:"
+                + " aborted its FUSE connection, so the processes waiting on it got errors%n", mp, Mounts.ANSWER_TIMEOUT.toSeconds());
     }
 
     /**

@@ -47,10 +47,10 @@ final class UmountCommand implements Callable<Integer> {
         if (type != null && !type.equals("fuse.partfs")) {
             throw new IllegalArgumentException(mp + " is a " + type + " mount, not PartFS: use umount(8)");
         }
-        if (pid.isEmpty() && Mounts.disconnected(mp)) {
-            detachDeadMount(mp);
-            out.printf("partfs: took down %s, a mount whose process exited without unmounting (its buffered writes were "
-                    + "lost with it; fsynced ones were not)%n", mp);
+        Mounts.Answer answer = pid.isEmpty() ? Mounts.ask(mp, Mounts.ANSWER_TIMEOUT) : Mounts.Answer.SERVES;
+        if (answer != Mounts.Answer.SERVES) {
+            out.printf("partfs: took down %s, a mount whose process exited without unmounting%s (its buffered writes were "
+                    + "lost with it; fsynced ones were not)%n", mp, takeDownUnserved(mp, answer));
             return 0;
         }
         if (pid.isEmpty()) {
@@ -72,8 +72,12 @@ final class UmountCommand implements Callable<Integer> {
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
         }
-        if (Mounts.isMounted(mp)) {
-            throw new IllegalStateException(mp + " is still mounted after its process exited: run fusermount -u " + mp);
+        if (Mounts.isMounted(mp)) { // its process exited without unmounting: killed meanwhile, or stuck on its own mount
+            answer = Mounts.ask(mp, Mounts.ANSWER_TIMEOUT);
+            if (answer == Mounts.Answer.SERVES) {
+                throw new IllegalStateException(mp + " is still mounted after its process exited: run fusermount -u " + mp);
+            }
+            out.printf("partfs: took down %s, whose process exited without unmounting%s%n", mp, takeDownUnserved(mp, answer));
         }
         String lost = run.takeLost(mp);
         if (lost != null) {
@@ -81,6 +85,24 @@ final class UmountCommand implements Callable<Integer> {
         }
         out.printf("partfs: unmounted %s%n", mp);
         return 0;
+    }
+
+    /**
+     * Takes down a PartFS mount that no running process serves, as {@code answer} found it: a
+     * disconnected one at once; a silent one (its process exited while a thread of it waited on
+     * its own mount, which holds the FUSE connection open with nobody to answer, and hangs every
+     * process that touches the mount) once its connection is aborted. Returns what the user
+     * should be told beyond "taken down".
+     */
+    static String takeDownUnserved(Path mp, Mounts.Answer answer) throws java.io.IOException, InterruptedException {
+        String aborted = "";
+        if (answer == Mounts.Answer.SILENT) {
+            Mounts.abortConnection(mp);
+            aborted = ", which answered nothing for " + Mounts.ANSWER_TIMEOUT.toSeconds() + " s: its FUSE connection was aborted,"
+                    + " so the processes waiting on it got errors";
+        }
+        detachDeadMount(mp);
+        return aborted;
     }
 
     /**

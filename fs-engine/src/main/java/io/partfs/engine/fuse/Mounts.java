@@ -11,16 +11,25 @@ public final class Mounts {
 
     /** The filesystem type mounted exactly at {@code dir} (e.g. "fuse.partfs"), or null. */
     public static String typeAt(Path dir) throws IOException {
+        String[] f = mountedAt(dir);
+        if (f == null) {
+            return null;
+        }
+        int dash = java.util.Arrays.asList(f).indexOf("-");
+        return dash > 0 && dash + 1 < f.length ? f[dash + 1] : "unknown";
+    }
+
+    /** The fields of the mountinfo line of the mount in use at {@code dir} (the last one mounted there), or null. */
+    private static String[] mountedAt(Path dir) throws IOException {
         String want = escape(dir.toAbsolutePath().normalize().toString());
-        String found = null;
+        String[] found = null;
         for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
             String[] f = line.split(" ");
             if (f.length > 4 && f[4].equals(want)) {
-                int dash = java.util.Arrays.asList(f).indexOf("-");
-                found = dash > 0 && dash + 1 < f.length ? f[dash + 1] : "unknown";
+                found = f;
             }
         }
-        return found; // the last one mounted there is the one in use
+        return found;
     }
 
     public static boolean isMounted(Path dir) throws IOException {
@@ -35,7 +44,85 @@ public final class Mounts {
      * of the mount's root may be answered from its attribute cache without it.
      */
     public static boolean disconnected(Path dir) {
-        return LibC.INSTANCE.statfs(dir.toString(), new byte[256]) < 0 && LibC.errno() == LibC.ENOTCONN;
+        return ask(dir, ANSWER_TIMEOUT) == Answer.DISCONNECTED;
+    }
+
+    /** How long {@link #disconnected} waits for a mount's process to answer (PartFS: one metadata read). */
+    public static final java.time.Duration ANSWER_TIMEOUT = java.time.Duration.ofSeconds(5);
+
+    /** How the process behind a FUSE mount answers, as {@link #ask} finds out. */
+    public enum Answer {
+        /** It answered. */
+        SERVES,
+        /** The kernel answers ENOTCONN: the process exited without unmounting (killed, out of memory). */
+        DISCONNECTED,
+        /**
+         * Nothing answered in time: the process is stopped or stuck, or it exited while one of
+         * its threads waited on its own mount, which keeps the connection open with nobody to
+         * answer. Every process that touches such a mount hangs with it (ClickHouse too).
+         */
+        SILENT
+    }
+
+    /**
+     * Asks the filesystem at {@code dir} for statfs(2), which the kernel always passes to the
+     * mount's process, and waits at most {@code timeout} for the answer. On {@link Answer#SILENT}
+     * the asking thread stays blocked in the kernel until the mount answers or is aborted; it is
+     * a daemon, and a fatal signal ends its wait, so it keeps neither the JVM nor its exit.
+     */
+    public static Answer ask(Path dir, java.time.Duration timeout) {
+        var answer = new java.util.concurrent.CompletableFuture<Answer>();
+        Thread t = new Thread(() -> {
+            int rc = LibC.INSTANCE.statfs(dir.toString(), new byte[256]);
+            answer.complete(rc < 0 && LibC.errno() == LibC.ENOTCONN ? Answer.DISCONNECTED : Answer.SERVES);
+        }, "partfs-statfs");
+        t.setDaemon(true);
+        t.start();
+        try {
+            return answer.get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            return Answer.SILENT;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Answer.SILENT;
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /** The directory in the kernel's fusectl filesystem of the FUSE connection mounted at {@code dir}, or null. */
+    public static Path connection(Path dir) throws IOException {
+        String[] f = mountedAt(dir);
+        if (f == null) {
+            return null;
+        }
+        String[] mm = f[2].split(":"); // major:minor of the mount's device
+        long dev = (Long.parseLong(mm[0]) << 20) | Long.parseLong(mm[1]); // the kernel's dev_t, as fusectl names it
+        return FUSECTL.resolve(Long.toString(dev));
+    }
+
+    /** Where the kernel's fusectl filesystem is mounted, one directory per FUSE connection. */
+    static final Path FUSECTL = Path.of("/sys/fs/fuse/connections");
+
+    /**
+     * Aborts the FUSE connection mounted at {@code dir} through fusectl: every request waiting
+     * on it fails, the threads stuck on it (the mount's own, ClickHouse's) go on, and the mount
+     * answers ENOTCONN from then on, so it can be taken down. Mounts fusectl when it is not
+     * (root only). What the mount held in memory is lost, as when its process was killed.
+     */
+    public static void abortConnection(Path dir) throws IOException {
+        Path conn = connection(dir);
+        if (conn == null) {
+            return; // taken down meanwhile
+        }
+        if (!Files.isDirectory(conn)) {
+            Files.createDirectories(FUSECTL);
+            if (LibC.INSTANCE.mount("fusectl", FUSECTL.toString(), "fusectl", 0, null) != 0 && !Files.isDirectory(conn)) {
+                throw new IOException("cannot abort the FUSE connection of " + dir + ": " + FUSECTL + " is not mounted and mounting"
+                        + " it failed (" + LibC.error() + "): as root, mount -t fusectl none " + FUSECTL + ", then retry");
+            }
+        }
+        Files.writeString(conn.resolve("abort"), "1");
     }
 
     /** mountinfo escapes space, tab, newline and backslash as octal. */
