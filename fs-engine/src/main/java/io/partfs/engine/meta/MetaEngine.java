@@ -49,6 +49,12 @@ public final class MetaEngine implements Closeable {
     public static final int MAX_NAME_BYTES = 255;
     public static final int MAX_LINKS = 65000;
     public static final int MAX_XATTR_VALUE = 64 << 10;
+    /**
+     * Room for a file's extended attribute names, each with its NUL, as listxattr(2) returns
+     * them: Linux returns at most this (XATTR_LIST_MAX), and E2BIG for more, which would make
+     * the file's attributes unlistable (cp -a, rsync -X and backups would fail on it).
+     */
+    public static final int MAX_XATTR_LIST = 64 << 10;
     private static final long CHUNK = VolumeFormat.CHUNK_SIZE;
     private static final long MAX_FILE_SIZE = CHUNK * Integer.MAX_VALUE;
 
@@ -1983,6 +1989,16 @@ public final class MetaEngine implements Closeable {
             }
             if ((flags & XATTR_REPLACE) != 0 && !exists) {
                 throw new FsException.NoAttribute(name);
+            }
+            if (!exists) {
+                long list = NameCodec.encode(name).length + 1;
+                for (String other : tx.hgetAll(xattrKey(ino)).keySet()) {
+                    list += NameCodec.encode(other).length + 1;
+                }
+                if (list > MAX_XATTR_LIST) {
+                    throw new FsException.NoSpace("no room for another extended attribute name on inode " + ino
+                            + ": a file's names take at most " + MAX_XATTR_LIST + " bytes, the most listxattr(2) returns");
+                }
             }
             tx.hset(xattrKey(ino), name, value);
             put(tx, a.changed(clock.nowNanos()));

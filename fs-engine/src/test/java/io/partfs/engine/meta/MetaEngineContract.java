@@ -1542,6 +1542,28 @@ abstract class MetaEngineContract {
                 () -> meta.setxattr(f.ino(), "user.big", new byte[MetaEngine.MAX_XATTR_VALUE + 1], 0));
     }
 
+    @Test
+    void aFilesAttributeNamesStayWithinWhatListxattrCanReturn() throws Exception {
+        Attr f = file(ROOT, "f");
+        int fit = MetaEngine.MAX_XATTR_LIST / 256; // names of 255 bytes, each with its NUL
+        for (int i = 0; i < fit; i++) {
+            meta.setxattr(f.ino(), name255(i), new byte[] {1}, 0);
+        }
+        FsException.NoSpace full = assertThrows(FsException.NoSpace.class, () -> meta.setxattr(f.ino(), name255(fit), new byte[0], 0));
+        assertTrue(full.getMessage().contains("at most 65536 bytes"), full.getMessage());
+        assertThrows(FsException.NoSpace.class, () -> meta.setxattr(f.ino(), "user.x", new byte[0], 0), "even a short one");
+        meta.setxattr(f.ino(), name255(0), new byte[] {2}, MetaEngine.XATTR_REPLACE); // a new value for a name it has: no new room
+        assertEquals(fit, meta.listxattr(f.ino()).size());
+        meta.removexattr(f.ino(), name255(1));
+        meta.setxattr(f.ino(), "user.x", new byte[0], 0);
+        assertEquals(fit, meta.listxattr(f.ino()).size());
+    }
+
+    private static String name255(int i) {
+        String n = "user." + i + ".";
+        return n + "x".repeat(255 - n.length());
+    }
+
     // ---- concurrency ----
 
     @Test
