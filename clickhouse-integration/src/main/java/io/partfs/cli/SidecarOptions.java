@@ -76,6 +76,11 @@ final class SidecarOptions {
             r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build().send(b.build(), handler);
         } catch (java.net.ConnectException e) {
             throw new IOException("no PartFS sidecar answers at " + base() + ": mount the volume first (partfs mount), or pass --sidecar");
+        } catch (java.net.http.HttpTimeoutException e) {
+            boolean connecting = e instanceof java.net.http.HttpConnectTimeoutException;
+            throw new IOException("the PartFS sidecar at " + base() + (connecting ? " did not take the connection within 5 s"
+                    : " took the connection but did not answer within " + timeout.toSeconds() + " s")
+                    + ": its process is stopped or stuck; see its log");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted");

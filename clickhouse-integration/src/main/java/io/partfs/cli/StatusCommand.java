@@ -72,7 +72,9 @@ final class StatusCommand implements Callable<Integer> {
             throw new IllegalArgumentException("the mount at " + mp + " recorded no HTTP endpoint under " + volume.home()
                     + " (mounted with --http-address none, or another --home): pass its --sidecar, or use --meta/--name");
         }
-        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(mp.toRealPath().toString()));
+        // the parent's real path, not the mount point's: a stat of the mount would wait on a mount that answers nothing
+        Path real = mp.getParent() == null ? mp : mp.getParent().toRealPath().resolve(mp.getFileName());
+        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(real.toString()));
     }
 
     /** The status of the volume {@code meta} holds, as this command prints it; {@code mountPoint} when asked of a mount. */

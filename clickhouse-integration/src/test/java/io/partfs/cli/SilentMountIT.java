@@ -56,7 +56,8 @@ class SilentMountIT {
     @Test
     void aMountWhoseProcessIsStoppedIsRefusedNotWaitedOn() throws Exception {
         try (Workdir w = Workdir.create("partfs-stopped-")) {
-            Process sidecar = w.partfs.startMount(List.of("mount", w.mnt.toString(), "--http-address", "none"), w.mnt,
+            String http = "127.0.0.1:" + io.partfs.engine.testing.RedisServer.freePort(); // status asks it there
+            Process sidecar = w.partfs.startMount(List.of("mount", w.mnt.toString(), "--http-address", http), w.mnt,
                     w.dir.resolve("sidecar.log"));
             signal(sidecar.pid(), "STOP");
             try {
@@ -65,6 +66,9 @@ class SilentMountIT {
                 assertTrue(m.err().contains("partfs: the PartFS mount at " + w.mnt + " answers nothing, and its process "
                         + sidecar.pid() + " still runs (stopped or stuck): see its log, end it (kill -9 " + sidecar.pid()
                         + "), then mount again"), m.err());
+                Partfs.Result status = within(() -> w.partfs.run("status", w.mnt.toString()));
+                assertEquals(1, status.exit(), status.all());
+                assertTrue(status.err().contains("did not answer within 30 s: its process is stopped or stuck"), status.err());
             } finally {
                 signal(sidecar.pid(), "CONT");
             }
