@@ -59,6 +59,7 @@ class SilentMountIT {
             String http = "127.0.0.1:" + io.partfs.engine.testing.RedisServer.freePort(); // status asks it there
             Process sidecar = w.partfs.startMount(List.of("mount", w.mnt.toString(), "--http-address", http), w.mnt,
                     w.dir.resolve("sidecar.log"));
+            awaitPidFile(w.partfs.home().resolve("run"), sidecar.pid()); // written last: its HTTP address is recorded too
             signal(sidecar.pid(), "STOP");
             try {
                 Partfs.Result m = within(() -> w.partfs.run("mount", w.mnt.toString(), "--background"));
@@ -93,6 +94,24 @@ class SilentMountIT {
             }
         });
         return f.get(LIMIT.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    /** Waits until a mount's pid file under {@code run} holds {@code pid}: the mount serves before it records itself. */
+    private static void awaitPidFile(Path run, long pid) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            if (Files.isDirectory(run)) {
+                try (var files = Files.list(run)) {
+                    for (Path f : files.filter(f -> f.getFileName().toString().endsWith(".pid")).toList()) {
+                        if (Files.readString(f).trim().equals(Long.toString(pid))) {
+                            return;
+                        }
+                    }
+                }
+            }
+            assertTrue(System.nanoTime() < deadline, "the mount recorded no pid file in " + run + " within 60 s");
+            java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20)); // poll interval
+        }
     }
 
     private static void signal(long pid, String sig) throws Exception {
