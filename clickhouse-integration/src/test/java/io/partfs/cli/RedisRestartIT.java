@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -26,12 +25,12 @@ class RedisRestartIT {
 
     @Test
     void insertsRideThroughAKilledAndRestartedRedis() throws Exception {
-        Path dir = Files.createTempDirectory("partfs-redis-restart-");
-        Path mnt = dir.resolve("mnt");
-        Partfs partfs = new Partfs(dir.resolve("home"));
-        try (RedisServer redis = RedisServer.start("--appendonly", "yes", "--appendfsync", "always");
+        try (Workdir w = Workdir.create("partfs-redis-restart-");
+             RedisServer redis = RedisServer.start("--appendonly", "yes", "--appendfsync", "always");
              S3Server s3 = S3Server.start();
-             ClickHouseServer ch = new ClickHouseServer(dir.resolve("ch"), mnt)) {
+             ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt)) {
+            Path mnt = w.mnt;
+            Partfs partfs = w.partfs;
             String meta = redis.url(0);
             partfs.formatOnS3(meta, s3.endpoint(), "partfs-redis-restart", "vol");
             partfs.ok("mount", mnt.toString(), "--meta", meta, "--background", "--http-address", "none");
@@ -65,8 +64,6 @@ class RedisRestartIT {
             assertEquals(0, fsck.exit(), fsck.all());
             assertTrue(fsck.out().contains("fsck: OK"), fsck.out());
             assertEquals(List.of(), Partfs.errorLines(u), "umount reported nothing");
-        } finally {
-            partfs.unmountAndDelete(mnt, dir);
         }
     }
 }

@@ -59,39 +59,14 @@ class SidecarKilledWhileReadingAheadIT {
             }
         } finally {
             if (sidecar != null && sidecar.isAlive()) {
-                FuseConnections.abort(mnt); // a hung connection would keep this test's JVM waiting too
+                Mounts.abortConnection(mnt); // a hung connection would keep this test's JVM waiting too
                 sidecar.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
             }
             if (Mounts.isMounted(mnt)) {
-                FuseConnections.abort(mnt);
+                Mounts.abortConnection(mnt);
                 new ProcessBuilder("umount", "-l", mnt.toString()).inheritIO().start().waitFor(30, TimeUnit.SECONDS);
             }
             TempDirs.deleteRecursively(dir);
-        }
-    }
-
-    /** Aborting a FUSE connection through fusectl: what frees processes stuck on a hung mount. */
-    static final class FuseConnections {
-        private FuseConnections() {
-        }
-
-        /** Aborts the connection of the FUSE mount at {@code mnt}, found by its device in mountinfo. */
-        static void abort(Path mnt) throws Exception {
-            Path conns = Path.of("/sys/fs/fuse/connections");
-            try (var s = Files.list(conns)) {
-                if (s.findAny().isEmpty()) {
-                    new ProcessBuilder("mount", "-t", "fusectl", "none", conns.toString()).inheritIO().start().waitFor(30, TimeUnit.SECONDS);
-                }
-            }
-            for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-                String[] f = line.split(" ");
-                if (f.length > 4 && f[4].equals(mnt.toString())) {
-                    Path abort = conns.resolve(f[2].substring(f[2].indexOf(':') + 1)).resolve("abort");
-                    if (Files.exists(abort)) {
-                        Files.writeString(abort, "1");
-                    }
-                }
-            }
         }
     }
 }
