@@ -52,8 +52,8 @@ class SidecarOutOfMemoryIT {
             assertTrue(sidecar.waitFor(60, TimeUnit.SECONDS), "the sidecar exits once out of heap");
             String log = Files.readString(w.dir.resolve("sidecar-1.log"));
             assertEquals(3, sidecar.exitValue(), log);
-            assertTrue(log.contains("partfs: out of Java memory (heap or metaspace): process " + sidecar.pid()
-                    + " exits now with code 3, as after a crash, and a mount is recovered by starting it again."
+            assertTrue(log.contains("partfs mount: out of Java memory (heap or metaspace): process " + sidecar.pid()
+                    + " exits now with code 3, as after a crash: start the mount again to recover it."
                     + " If it recurs, give it more heap, e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx1g"), log);
             assertTrue(Mounts.isMounted(w.mnt) && Mounts.disconnected(w.mnt), "it left a dead mount, as a crash does");
 
