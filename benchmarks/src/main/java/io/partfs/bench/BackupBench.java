@@ -23,7 +23,6 @@ import java.time.Instant;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.zip.GZIPInputStream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -53,7 +52,7 @@ public final class BackupBench implements Callable<Integer> {
     private static final int PER_PART = 106;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new BackupBench()).execute(args));
+        Procs.main(new BackupBench(), args);
     }
 
     @Override

@@ -11,7 +11,6 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -72,7 +71,7 @@ public final class CrashSoak implements Callable<Integer> {
     private static final int INSERTERS = 2;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new CrashSoak()).execute(args));
+        Procs.main(new CrashSoak(), args);
     }
 
     /** What one round did and found; {@code failures} is empty when every check held. */

@@ -8,7 +8,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -63,7 +62,7 @@ public final class FsBench implements Callable<Integer> {
     Path out;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new FsBench()).execute(args));
+        Procs.main(new FsBench(), args);
     }
 
     @Override

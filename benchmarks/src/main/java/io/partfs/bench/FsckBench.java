@@ -25,7 +25,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -61,7 +60,7 @@ public final class FsckBench implements Callable<Integer> {
     private static final int[] THREADS = {1, 4, 16};
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new FsckBench()).execute(args));
+        Procs.main(new FsckBench(), args);
     }
 
     @Override

@@ -13,7 +13,6 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -57,7 +56,7 @@ public final class InsertBench implements Callable<Integer> {
     Path out;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new InsertBench()).execute(args));
+        Procs.main(new InsertBench(), args);
     }
 
     /** What one mode measured; {@code error} is empty when it ran to the end and read back right. */

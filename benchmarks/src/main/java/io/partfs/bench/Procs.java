@@ -18,6 +18,16 @@ final class Procs {
 
     static final Path ROOT = findRoot();
 
+    /**
+     * Runs a benchmark's picocli command and exits with its code; its help is wrapped as the
+     * partfs command's is (each option's description one paragraph, not a line per source line).
+     */
+    static void main(Object command, String[] args) {
+        picocli.CommandLine cl = new picocli.CommandLine(command);
+        io.partfs.cli.Main.reflow(cl);
+        System.exit(cl.execute(args));
+    }
+
     private static Path findRoot() {
         Path p = Path.of("").toAbsolutePath();
         while (p != null && !Files.exists(p.resolve("scripts/partfs"))) {

@@ -12,7 +12,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -56,7 +55,7 @@ public final class ScanBench implements Callable<Integer> {
     static final String QUERY = "SELECT count(), sum(k), sum(v), sum(length(s)) FROM bench.scan";
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new ScanBench()).execute(args));
+        Procs.main(new ScanBench(), args);
     }
 
     @Override

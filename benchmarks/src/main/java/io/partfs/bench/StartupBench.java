@@ -15,7 +15,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -86,7 +85,7 @@ public final class StartupBench implements Callable<Integer> {
     private final List<StartupReport.Row> rows = new ArrayList<>();
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new StartupBench()).execute(args));
+        Procs.main(new StartupBench(), args);
     }
 
     private static void progress(String fmt, Object... args) {

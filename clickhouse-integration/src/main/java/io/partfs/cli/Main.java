@@ -61,7 +61,7 @@ public final class Main {
      * command's first sentence stays a line of its own); a line that starts with a space (an
      * example) keeps a line of its own.
      */
-    static void reflow(CommandLine cl) {
+    public static void reflow(CommandLine cl) {
         CommandLine.Model.CommandSpec spec = cl.getCommandSpec();
         spec.usageMessage().description(summaryFirst(paragraph(spec.usageMessage().description())));
         for (CommandLine.Model.OptionSpec o : new java.util.ArrayList<>(spec.options())) {
