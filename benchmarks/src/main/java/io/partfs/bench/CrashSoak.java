@@ -174,6 +174,10 @@ public final class CrashSoak implements Callable<Integer> {
             Stack.progress("  removed %d tmp_ directories the killed ClickHouse left (ClickHouse 18.16 races its own removal of them"
                     + " against the mutations it resumes)", leftovers);
         }
+        int copies = removeDetachedCopiesOfLoadedParts(mnt.resolve("data/data"));
+        if (copies > 0) {
+            Stack.progress("  removed %d copies in detached/ of parts still in their table (a DETACH PARTITION the kill cut short)", copies);
+        }
         long rowsAfter = -1;
         double restart = Double.NaN;
         try (ClickHouseServer again = new ClickHouseServer(work.resolve("conf"), mnt.resolve("data"), "trace")) {
@@ -236,25 +240,60 @@ public final class CrashSoak implements Callable<Integer> {
      */
     static int removeTemporaryParts(Path data) throws IOException {
         int n = 0;
-        if (!Files.isDirectory(data)) {
-            return 0;
-        }
-        try (Stream<Path> dbs = Files.list(data)) {
-            for (Path db : dbs.filter(Files::isDirectory).toList()) {
-                try (Stream<Path> tables = Files.list(db)) {
-                    for (Path table : tables.filter(Files::isDirectory).toList()) {
-                        try (Stream<Path> entries = Files.list(table)) {
-                            for (Path tmp : entries.filter(e -> e.getFileName().toString().startsWith("tmp")
-                                    && Files.isDirectory(e, java.nio.file.LinkOption.NOFOLLOW_LINKS)).toList()) {
-                                TempDirs.deleteRecursively(tmp);
-                                n++;
-                            }
-                        }
-                    }
+        for (Path table : tables(data)) {
+            try (Stream<Path> entries = Files.list(table)) {
+                for (Path tmp : entries.filter(e -> e.getFileName().toString().startsWith("tmp")
+                        && Files.isDirectory(e, java.nio.file.LinkOption.NOFOLLOW_LINKS)).toList()) {
+                    TempDirs.deleteRecursively(tmp);
+                    n++;
                 }
             }
         }
         return n;
+    }
+
+    /**
+     * Removes the copies in a table's {@code detached/} of parts whose own directory is still in
+     * the table, before ClickHouse starts on it again. ClickHouse 18.16 detaches a partition by
+     * hard-linking each part's files into {@code detached/<part>} one by one, and only then lets
+     * go of the parts, whose directories stay until its background cleanup: a kill in between
+     * leaves a copy, whole or cut short (no {@code count.txt} yet), of a part that the restarted
+     * server loads again from its own directory. The soak's next {@code ATTACH PARTITION} would
+     * take that copy too: an error for a cut one, the rows twice for a whole one. Any disk does
+     * this; an operator removes such copies after a crash, as this does. Returns how many.
+     */
+    static int removeDetachedCopiesOfLoadedParts(Path data) throws IOException {
+        int n = 0;
+        for (Path table : tables(data)) {
+            Path detached = table.resolve("detached");
+            if (!Files.isDirectory(detached, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            try (Stream<Path> copies = Files.list(detached)) {
+                for (Path copy : copies.filter(c -> Files.isDirectory(c, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                        && Files.isDirectory(table.resolve(c.getFileName().toString()), java.nio.file.LinkOption.NOFOLLOW_LINKS)).toList()) {
+                    TempDirs.deleteRecursively(copy);
+                    n++;
+                }
+            }
+        }
+        return n;
+    }
+
+    /** The table directories under ClickHouse's {@code data} (database/table), none when it does not exist yet. */
+    private static List<Path> tables(Path data) throws IOException {
+        List<Path> out = new ArrayList<>();
+        if (!Files.isDirectory(data)) {
+            return out;
+        }
+        try (Stream<Path> dbs = Files.list(data)) {
+            for (Path db : dbs.filter(Files::isDirectory).toList()) {
+                try (Stream<Path> tables = Files.list(db)) {
+                    out.addAll(tables.filter(Files::isDirectory).toList());
+                }
+            }
+        }
+        return out;
     }
 
     /** Prints what ClickHouse logged about each part a failure names, to tell its own doing from the disk's. */

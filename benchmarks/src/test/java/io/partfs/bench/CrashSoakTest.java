@@ -38,4 +38,24 @@ class CrashSoakTest {
         Files.delete(table.resolve("tmp_link"));
         Files.delete(elsewhere);
     }
+
+    @Test
+    void detachedCopiesGoOnlyWhereThePartIsStillInItsTable(@TempDir Path data) throws Exception {
+        Path table = Files.createDirectories(data.resolve("soak/mut"));
+        // a DETACH cut short: the part is still in the table, its copy lacks count.txt
+        Files.writeString(Files.createDirectories(table.resolve("20200203_372_397_9_389")).resolve("count.txt"), "6808");
+        Files.writeString(Files.createDirectories(table.resolve("detached/20200203_372_397_9_389")).resolve("n.mrk"), "marks");
+        // a DETACH done: the part left the table, its copy is the only one
+        Files.writeString(Files.createDirectories(table.resolve("detached/20200203_1_371_9_300")).resolve("count.txt"), "100");
+        Files.createDirectories(table.resolve("detached/broken_20200203_5_5_0"));
+        Files.createDirectories(data.resolve("soak/ins"));
+
+        assertEquals(1, CrashSoak.removeDetachedCopiesOfLoadedParts(data));
+
+        assertFalse(Files.exists(table.resolve("detached/20200203_372_397_9_389")));
+        assertTrue(Files.exists(table.resolve("20200203_372_397_9_389/count.txt")), "the part itself stays");
+        assertTrue(Files.exists(table.resolve("detached/20200203_1_371_9_300/count.txt")), "a detached part without another copy stays");
+        assertTrue(Files.isDirectory(table.resolve("detached/broken_20200203_5_5_0")));
+        assertEquals(0, CrashSoak.removeDetachedCopiesOfLoadedParts(data.resolve("missing")));
+    }
 }
