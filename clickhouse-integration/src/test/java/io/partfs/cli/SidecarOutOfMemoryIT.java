@@ -31,48 +31,54 @@ import org.junit.jupiter.api.Test;
 class SidecarOutOfMemoryIT {
     @Test
     void aSidecarOutOfHeapExitsSayingSoAndItsNextStartLosesNothingFsynced() throws Exception {
-        List<Process> started = new ArrayList<>();
         try (Workdir w = Workdir.create("partfs-oom-")) {
-            // write-back with uploads held back: the fsynced file is on the sidecar's disk only
-            List<String> mount = List.of("mount", w.mnt.toString(), "--http-address", "none", "--writeback", "--upload-delay", "3600");
-            Process sidecar = w.partfs.startMount(mount, w.mnt, w.dir.resolve("sidecar-1.log"));
-            started.add(sidecar);
-            byte[] data = "fsynced before the heap ran out\n".repeat(1000).getBytes(StandardCharsets.UTF_8);
-            try (FileChannel f = FileChannel.open(w.mnt.resolve("kept"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                f.write(ByteBuffer.wrap(data));
-                f.force(true);
-            }
-
-            var vm = com.sun.tools.attach.VirtualMachine.attach(Long.toString(sidecar.pid()));
+            List<Process> started = new ArrayList<>();
             try {
-                vm.loadAgent(agentJar(w.dir).toString());
+                exhaustTheHeapOfASidecar(w, started);
             } finally {
-                vm.detach();
-            }
-            assertTrue(sidecar.waitFor(60, TimeUnit.SECONDS), "the sidecar exits once out of heap");
-            String log = Files.readString(w.dir.resolve("sidecar-1.log"));
-            assertEquals(3, sidecar.exitValue(), log);
-            assertTrue(log.contains("partfs mount: out of Java memory (heap or metaspace): process " + sidecar.pid()
-                    + " exits now with code 3, as after a crash: start the mount again to recover it."
-                    + " If it recurs, give it more heap, e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx1g"), log);
-            assertTrue(Mounts.isMounted(w.mnt) && Mounts.disconnected(w.mnt), "it left a dead mount, as a crash does");
-
-            sidecar = w.partfs.startMount(mount, w.mnt, w.dir.resolve("sidecar-2.log"));
-            started.add(sidecar);
-            assertTrue(Files.readString(w.dir.resolve("sidecar-2.log")).contains("took down the mount at " + w.mnt),
-                    "the next start replaced the dead mount");
-            assertEquals(new String(data, StandardCharsets.UTF_8), Files.readString(w.mnt.resolve("kept")));
-            sidecar.destroy(); // SIGTERM: uploads what is staged, unmounts
-            assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops on SIGTERM");
-            assertEquals(0, sidecar.exitValue(), Files.readString(w.dir.resolve("sidecar-2.log")));
-        } finally {
-            for (Process p : started) { // a failed assertion left it running
-                if (p.isAlive()) {
-                    p.destroyForcibly();
-                    p.waitFor(30, TimeUnit.SECONDS);
+                for (Process p : started) { // a failed assertion left it running: stopped before its directory goes
+                    if (p.isAlive()) {
+                        p.destroyForcibly();
+                        p.waitFor(30, TimeUnit.SECONDS);
+                    }
                 }
             }
         }
+    }
+
+    private static void exhaustTheHeapOfASidecar(Workdir w, List<Process> started) throws Exception {
+        // write-back with uploads held back: the fsynced file is on the sidecar's disk only
+        List<String> mount = List.of("mount", w.mnt.toString(), "--http-address", "none", "--writeback", "--upload-delay", "3600");
+        Process sidecar = w.partfs.startMount(mount, w.mnt, w.dir.resolve("sidecar-1.log"));
+        started.add(sidecar);
+        byte[] data = "fsynced before the heap ran out\n".repeat(1000).getBytes(StandardCharsets.UTF_8);
+        try (FileChannel f = FileChannel.open(w.mnt.resolve("kept"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            f.write(ByteBuffer.wrap(data));
+            f.force(true);
+        }
+
+        var vm = com.sun.tools.attach.VirtualMachine.attach(Long.toString(sidecar.pid()));
+        try {
+            vm.loadAgent(agentJar(w.dir).toString());
+        } finally {
+            vm.detach();
+        }
+        assertTrue(sidecar.waitFor(60, TimeUnit.SECONDS), "the sidecar exits once out of heap");
+        String log = Files.readString(w.dir.resolve("sidecar-1.log"));
+        assertEquals(3, sidecar.exitValue(), log);
+        assertTrue(log.contains("partfs mount: out of Java memory (heap or metaspace): process " + sidecar.pid()
+                + " exits now with code 3, as after a crash: start the mount again to recover it."
+                + " If it recurs, give it more heap, e.g. PARTFS_JAVA_EXTRA_OPTS=-Xmx1g"), log);
+        assertTrue(Mounts.isMounted(w.mnt) && Mounts.disconnected(w.mnt), "it left a dead mount, as a crash does");
+
+        sidecar = w.partfs.startMount(mount, w.mnt, w.dir.resolve("sidecar-2.log"));
+        started.add(sidecar);
+        assertTrue(Files.readString(w.dir.resolve("sidecar-2.log")).contains("took down the mount at " + w.mnt),
+                "the next start replaced the dead mount");
+        assertEquals(new String(data, StandardCharsets.UTF_8), Files.readString(w.mnt.resolve("kept")));
+        sidecar.destroy(); // SIGTERM: uploads what is staged, unmounts
+        assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops on SIGTERM");
+        assertEquals(0, sidecar.exitValue(), Files.readString(w.dir.resolve("sidecar-2.log")));
     }
 
     /** A jar holding {@link Exhaust} as a Java agent that can be loaded into a running JVM. */
