@@ -235,6 +235,9 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--meta-cache-entries", "10"},
                 new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},
+                new String[] {"format", "--storage", "s3:/bucket", "vol"},
+                new String[] {"format", "--meta", "rediss:/user:topsecret@127.0.0.1:6379/0", "vol"},
+                new String[] {"status", "--meta", "redis://127.0.0.1:abc/0"},
                 new String[] {"format", "--block-size", "3M", "vol"},
                 new String[] {"format", "Bad Name"},
                 new String[] {"format", "--meta", "redis://user:topsecret@127.0.0.1:1/0", "unreached"},
@@ -264,6 +267,7 @@ class PartfsCommandIT {
             assertFalse(r.all().contains("topsecret"), r.all());
         }
         assertFalse(Files.exists(dir.resolve("no-such-meta")), "a mistyped --meta creates nothing");
+        assertFalse(Files.exists(Path.of("s3:")) || Files.exists(Path.of("rediss:")), "a URL with one slash is no relative directory");
         assertFalse(Files.exists(partfs.home().resolve("unreached")), "a format that cannot reach Redis leaves no object directory");
         assertFalse(Files.exists(partfs.home().resolve("nocreds")), "a format without S3 credentials leaves no volume directory");
         assertFalse(Files.exists(mnt), "a failed mount leaves no mount point behind");

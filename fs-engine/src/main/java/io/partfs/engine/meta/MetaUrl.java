@@ -24,19 +24,57 @@ public final class MetaUrl {
         if (url == null || url.isBlank()) {
             throw new IllegalArgumentException("empty metadata URL: use redis://host:port/db or a directory for RocksDB");
         }
-        if (url.startsWith("redis://") || url.startsWith("rediss://") || url.startsWith("redis-sentinel://")) {
-            return new MetaUrl(url, null);
+        String u = io.partfs.engine.LocationUrl.normalize(url, SCHEMES, "metadata", RedisKvStore.redact(url), FORMS);
+        if (u == null) {
+            return new MetaUrl(null, Path.of(url).toAbsolutePath().normalize());
         }
-        if (url.startsWith("rocksdb://")) {
-            return new MetaUrl(null, Path.of(URI.create(url).getPath()).toAbsolutePath().normalize());
+        if (u.startsWith("rocksdb:")) {
+            return new MetaUrl(null, rocksPath(u));
         }
-        if (url.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
-            throw new IllegalArgumentException("unsupported metadata URL '" + RedisKvStore.redact(url)
-                    + "': use redis://[user:password@]host:port/db, redis-sentinel://[password@]host:port[,host:port]/db#master,"
-                    + " rocksdb:///dir or a directory path");
-        }
-        return new MetaUrl(null, Path.of(url).toAbsolutePath().normalize());
+        checkPorts(u);
+        return new MetaUrl(u, null);
     }
+
+    private static Path rocksPath(String u) {
+        URI uri;
+        try {
+            uri = new URI(u);
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalArgumentException("malformed metadata URL '" + u + "': " + e.getReason() + "; use rocksdb:///dir");
+        }
+        if (uri.getRawAuthority() != null || uri.getPath() == null || uri.getPath().isEmpty()) {
+            throw new IllegalArgumentException("malformed metadata URL '" + u + "': a RocksDB directory is written rocksdb:///dir"
+                    + " (three slashes, an absolute path) or as a plain path");
+        }
+        return Path.of(uri.getPath()).toAbsolutePath().normalize();
+    }
+
+    /**
+     * Each host of a Redis URL has a numeric port or none: lettuce would take {@code host:abc}
+     * for a host name of that spelling and fail later, with a DNS error that does not say why.
+     */
+    private static void checkPorts(String u) {
+        int start = u.indexOf("://") + 3;
+        int end = start;
+        while (end < u.length() && "/?#".indexOf(u.charAt(end)) < 0) {
+            end++;
+        }
+        String authority = u.substring(start, end);
+        String hosts = authority.substring(authority.lastIndexOf('@') + 1);
+        for (String host : hosts.split(",", -1)) {
+            int colon = host.lastIndexOf(':');
+            String port = colon < 0 || host.lastIndexOf(']') > colon ? null : host.substring(colon + 1);
+            if (host.isEmpty() || colon == 0 || port != null && !port.matches("\\d{1,5}")
+                    || port != null && Integer.parseInt(port) > 65535) {
+                throw new IllegalArgumentException("invalid metadata URL '" + RedisKvStore.redact(u) + "': '" + host
+                        + "' is not host or host:port (a port is a number up to 65535); use " + FORMS);
+            }
+        }
+    }
+
+    private static final java.util.Set<String> SCHEMES = java.util.Set.of("redis", "rediss", "redis-sentinel", "rocksdb");
+    private static final String FORMS = "redis://[user:password@]host:port/db, rediss://..., "
+            + "redis-sentinel://[password@]host:port[,host:port]/db#master, rocksdb:///dir or a directory path";
 
     public boolean isRedis() {
         return redisUrl != null;

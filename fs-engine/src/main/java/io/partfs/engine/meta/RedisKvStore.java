@@ -242,7 +242,9 @@ public final class RedisKvStore implements KvStore {
 
     /** The URL with any password replaced, for messages. */
     public static String redact(String url) {
-        return url == null ? null : url.replaceAll("(//[^/@]*?:)[^/@]*@", "$1***@").replaceAll("//([^/@:]+)@", "//***@");
+        // after "//", or after the scheme however many slashes a mistyped URL has
+        String start = "(^[a-zA-Z][a-zA-Z0-9+.-]*:/*|//)";
+        return url == null ? null : url.replaceAll(start + "([^/@]*?:)[^/@]*@", "$1$2***@").replaceAll(start + "([^/@:]+)@", "$1***@");
     }
 
     private static byte[] b(String s) {

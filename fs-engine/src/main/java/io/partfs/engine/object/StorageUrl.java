@@ -55,18 +55,25 @@ public final class StorageUrl {
         if (url == null || url.isBlank()) {
             throw new IllegalArgumentException("empty storage URL: use s3://bucket[/prefix]?endpoint=http://host:port or a directory");
         }
-        if (url.startsWith("s3://")) {
-            return new StorageUrl(null, parseS3(url));
+        String u = io.partfs.engine.LocationUrl.normalize(url, java.util.Set.of("s3", "file"), "storage", url, FORMS);
+        if (u == null) {
+            return new StorageUrl(Path.of(url).toAbsolutePath().normalize(), null);
         }
-        if (url.startsWith("file://")) {
-            return new StorageUrl(Path.of(URI.create(url)).toAbsolutePath().normalize(), null);
+        if (u.startsWith("s3:")) {
+            return new StorageUrl(null, parseS3(u));
         }
-        if (url.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
-            throw new IllegalArgumentException("unsupported storage URL '" + url
-                    + "': use s3://bucket[/prefix]?endpoint=http://host:port, file:///dir or a directory path");
+        try {
+            return new StorageUrl(Path.of(new URI(u)).toAbsolutePath().normalize(), null);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("malformed storage URL '" + url + "': " + e.getReason()
+                    + "; a local directory is written file:///dir or as a plain path");
+        } catch (IllegalArgumentException e) { // an authority, or a relative path
+            throw new IllegalArgumentException("malformed storage URL '" + url + "': a local directory is written file:///dir"
+                    + " (three slashes, an absolute path) or as a plain path");
         }
-        return new StorageUrl(Path.of(url).toAbsolutePath().normalize(), null);
     }
+
+    private static final String FORMS = "s3://bucket[/prefix]?endpoint=http://host:port, file:///dir or a directory path";
 
     private static S3Config parseS3(String url) {
         URI u;
