@@ -38,9 +38,17 @@ final class SidecarOptions {
         return t == null || t.isBlank() ? null : t.trim();
     }
 
+    /** How long {@link #call} waits for an answer once connected. */
+    static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(30);
+
     /** Sends a request to the sidecar and returns the body of a 200 answer. */
     String call(String method, String pathAndQuery) throws IOException {
-        return send(method, pathAndQuery, Duration.ofSeconds(30), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8), s -> s).body();
+        return call(method, pathAndQuery, ANSWER_TIMEOUT);
+    }
+
+    /** {@link #call(String, String)}, waiting at most {@code timeout} for the answer once connected. */
+    String call(String method, String pathAndQuery, Duration timeout) throws IOException {
+        return send(method, pathAndQuery, timeout, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8), s -> s).body();
     }
 
     /**

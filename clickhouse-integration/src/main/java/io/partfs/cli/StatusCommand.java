@@ -35,6 +35,11 @@ final class StatusCommand implements Callable<Integer> {
             description = "With MOUNTPOINT: the mount's HTTP endpoint (its --http-address), if not recorded under --home.")
     String sidecar;
 
+    @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
+            description = {"With MOUNTPOINT: how long to wait for the mount's answer before saying its process is stopped",
+                    "or stuck, exit code 1 (default: ${DEFAULT-VALUE}). A health check wants a few seconds."})
+    int timeoutSeconds;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -43,8 +48,8 @@ final class StatusCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
-        if (sidecar != null) {
-            throw new IllegalArgumentException("--sidecar goes with a MOUNTPOINT: give the mount point to ask");
+        if (sidecar != null || spec.commandLine().getParseResult().hasMatchedOption("--timeout")) {
+            throw new IllegalArgumentException("--sidecar and --timeout go with a MOUNTPOINT: give the mount point to ask");
         }
         volume.requireEmbeddedVolume();
         try (MetaEngine meta = volume.openMetaReadOnly()) {
@@ -60,6 +65,9 @@ final class StatusCommand implements Callable<Integer> {
         if (parsed.hasMatchedOption("--meta") || parsed.hasMatchedOption("--name")) {
             throw new IllegalArgumentException("give a MOUNTPOINT or --meta/--name, not both: the mount knows its volume");
         }
+        if (timeoutSeconds < 1) {
+            throw new IllegalArgumentException("--timeout must be at least 1 second, not " + timeoutSeconds);
+        }
         Path mp = mountPoint.toAbsolutePath().normalize();
         String type = Mounts.typeAt(mp);
         if (!"fuse.partfs".equals(type)) {
@@ -74,7 +82,7 @@ final class StatusCommand implements Callable<Integer> {
         }
         // the parent's real path, not the mount point's: a stat of the mount would wait on a mount that answers nothing
         Path real = mp.getParent() == null ? mp : mp.getParent().toRealPath().resolve(mp.getFileName());
-        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(real.toString()));
+        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(real.toString()), java.time.Duration.ofSeconds(timeoutSeconds));
     }
 
     /** The status of the volume {@code meta} holds, as this command prints it; {@code mountPoint} when asked of a mount. */

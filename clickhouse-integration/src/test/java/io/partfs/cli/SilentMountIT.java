@@ -67,9 +67,11 @@ class SilentMountIT {
                 assertTrue(m.err().contains("partfs: the PartFS mount at " + w.mnt + " answers nothing, and its process "
                         + sidecar.pid() + " still runs (stopped or stuck): see its log, end it (kill -9 " + sidecar.pid()
                         + "), then mount again"), m.err());
-                Partfs.Result status = within(() -> w.partfs.run("status", w.mnt.toString()));
+                long asked = System.nanoTime();
+                Partfs.Result status = within(() -> w.partfs.run("status", w.mnt.toString(), "--timeout", "2"));
                 assertEquals(1, status.exit(), status.all());
-                assertTrue(status.err().contains("did not answer within 30 s: its process is stopped or stuck"), status.err());
+                assertTrue(status.err().contains("did not answer within 2 s: its process is stopped or stuck"), status.err());
+                assertTrue(System.nanoTime() - asked < TimeUnit.SECONDS.toNanos(30), "status gave up after its --timeout, not 30 s");
             } finally {
                 signal(sidecar.pid(), "CONT");
             }
