@@ -99,13 +99,13 @@ public final class MetaDump {
         });
         long chunks = plainKeys(r, "c", CHUNK, sink);
         plainKeys(r, "s", SYMLINK, sink);
-        byte[] trashHours = r.get(MetaEngine.TRASH_HOURS);
+        byte[] trashHours = r.get(TrashBuckets.TRASH_HOURS);
         if (trashHours != null) {
-            sink.plain(MetaEngine.TRASH_HOURS, trashHours);
+            sink.plain(TrashBuckets.TRASH_HOURS, trashHours);
         }
-        List<String> deletions = new ArrayList<>(List.of(MetaEngine.DELFILES, MetaEngine.DELSLICES, MetaEngine.TRASH));
-        for (String hour : r.hgetAll(MetaEngine.TRASH).keySet()) {
-            deletions.add(MetaEngine.trashKey(Long.parseLong(hour)));
+        List<String> deletions = new ArrayList<>(List.of(MetaEngine.DELFILES, MetaEngine.DELSLICES, TrashBuckets.TRASH));
+        for (String hour : r.hgetAll(TrashBuckets.TRASH).keySet()) {
+            deletions.add(TrashBuckets.key(Long.parseLong(hour)));
         }
         for (String list : deletions) { // a page at a time: a busy volume's trash holds millions of slices
             r.scanHash(list, page -> {

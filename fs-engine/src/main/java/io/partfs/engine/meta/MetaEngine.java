@@ -61,11 +61,6 @@ public final class MetaEngine implements Closeable {
     static final String SETTING = "setting";
     static final String DELFILES = "delfiles";
     static final String DELSLICES = "delslices";
-    static final String TRASH = "trash";
-    static final String TRASH_HOURS = "trashHours";
-    private static final long HOUR_NANOS = 3_600_000_000_000L;
-    /** Trash buckets' slices moved to the deletion list per transaction. */
-    private static final int TRASH_BATCH = 1000;
     private static final String USED_SPACE = "usedSpace";
     private static final String TOTAL_INODES = "totalInodes";
     private static final String NEXT_INODE = "nextInode";
@@ -90,14 +85,15 @@ public final class MetaEngine implements Closeable {
     /** What the transaction running on this thread changed, for {@link MetaCache}. */
     private static final ThreadLocal<MetaCache.TxnNotes> NOTES = ThreadLocal.withInitial(MetaCache.TxnNotes::new);
     private VolumeFormat format;
-    /** The volume's trash time in hours, as last read ({@link #trashHours()}); 0: no trash. */
-    private volatile int trashHours;
+    /** The volume's trash: slices freed in the last {@link #trashHours()}, kept before their deletion. */
+    private final TrashBuckets trashBuckets;
 
     public MetaEngine(KvStore kv, TimeSource clock) {
         this.kv = kv;
         this.clock = clock;
         this.inodeIds = new IdBatch(kv, NEXT_INODE, 100);
         this.sliceIds = new IdBatch(kv, NEXT_SLICE, 1000);
+        this.trashBuckets = new TrashBuckets(kv, clock, this::mutate);
         this.sessionTable = new Sessions(kv, clock);
     }
 
@@ -294,7 +290,7 @@ public final class MetaEngine implements Closeable {
      * trash for {@code trashHours} ({@link #trashHours()}). An existing volume keeps its own.
      */
     public VolumeFormat format(VolumeFormat wanted, int rootUid, int rootGid, int trashHours) throws IOException {
-        checkTrashHours(trashHours);
+        TrashBuckets.checkHours(trashHours);
         checkFormattable(kv, wanted);
         VolumeFormat result = mutate(tx -> {
             byte[] existing = tx.get(SETTING);
@@ -302,9 +298,7 @@ public final class MetaEngine implements Closeable {
                 return sameVolume(kv, existing, wanted);
             }
             tx.put(SETTING, wanted.encode());
-            if (trashHours > 0) {
-                tx.put(TRASH_HOURS, String.valueOf(trashHours).getBytes(StandardCharsets.US_ASCII));
-            }
+            TrashBuckets.recordHours(tx, trashHours);
             long now = clock.nowNanos();
             tx.put(inodeKey(ROOT), new Attr(ROOT, FileType.DIRECTORY, 0755, rootUid, rootGid, 2, 4096,
                     now, now, now, 0, ROOT, 0).encode());
@@ -1423,35 +1417,18 @@ public final class MetaEngine implements Closeable {
         for (Slice s : Slice.decodeList(tx.get(key))) {
             if (!s.isHole()) {
                 if (to == null) {
-                    to = freedSlices(tx, now);
+                    to = trashBuckets.destination(tx, now);
                 }
                 tx.hset(to, s.id() + "_" + s.size(), stamp);
                 if (!to.equals(DELSLICES)) {
-                    trashed.add(new long[] {s.id(), s.size(), now / HOUR_NANOS});
+                    trashed.add(new long[] {s.id(), s.size(), now / TrashBuckets.HOUR_NANOS});
                 }
             }
         }
         tx.delete(key);
     }
 
-    /**
-     * Where a slice freed at {@code now} goes: the deletion list, or with a trash the bucket of
-     * the hour (recorded in the bucket list by {@code tx}).
-     */
-    private String freedSlices(KvStore.Writer tx, long now) {
-        if (trashHours == 0) {
-            return DELSLICES;
-        }
-        long hour = now / HOUR_NANOS;
-        tx.hset(TRASH, String.valueOf(hour), new byte[0]);
-        return trashKey(hour);
-    }
-
-    static String trashKey(long hour) {
-        return TRASH + hour;
-    }
-
-    // ---- trash ----
+    // ---- trash (kept by TrashBuckets) ----
 
     /**
      * The volume's trash time in hours, read from the metadata (so a change by {@code partfs
@@ -1460,30 +1437,15 @@ public final class MetaEngine implements Closeable {
      * backup of that time still finds its files' data. 0: deleted at once.
      */
     public int trashHours() throws IOException {
-        byte[] b = kv.read(r -> r.get(TRASH_HOURS));
-        int hours = b == null ? 0 : Integer.parseInt(new String(b, StandardCharsets.US_ASCII).trim());
-        trashHours = hours;
-        return hours;
+        return trashBuckets.hours();
     }
 
     /** Sets the volume's trash time ({@link #trashHours()}); 0 turns the trash off and empties it at the next {@link #expireTrash}. */
     public void setTrashHours(int hours) throws IOException {
-        checkTrashHours(hours);
-        mutate(tx -> {
-            tx.put(TRASH_HOURS, String.valueOf(hours).getBytes(StandardCharsets.US_ASCII));
-            return null;
-        });
-        trashHours = hours;
+        trashBuckets.setHours(hours);
     }
 
-    public static final int MAX_TRASH_HOURS = 24 * 366;
-
-    private static void checkTrashHours(int hours) {
-        if (hours < 0 || hours > MAX_TRASH_HOURS) {
-            throw new IllegalArgumentException("invalid trash time " + hours + " hours: use 0 (no trash) to "
-                    + MAX_TRASH_HOURS + " (a year)");
-        }
-    }
+    public static final int MAX_TRASH_HOURS = TrashBuckets.MAX_HOURS;
 
     /** What the trash holds: slices, and the start of the hour the oldest were freed in (0 when empty). */
     public record Trash(long slices, long oldestHourStartMillis) {
@@ -1491,18 +1453,7 @@ public final class MetaEngine implements Closeable {
 
     /** Counts the slices in the trash, a request per hour bucket (for status and metrics). */
     public Trash trash() throws IOException {
-        return kv.read(r -> {
-            long slices = 0;
-            long oldest = Long.MAX_VALUE;
-            for (String hour : r.hgetAll(TRASH).keySet()) {
-                long n = r.hlen(trashKey(Long.parseLong(hour)));
-                if (n > 0) {
-                    slices += n;
-                    oldest = Math.min(oldest, Long.parseLong(hour));
-                }
-            }
-            return new Trash(slices, oldest == Long.MAX_VALUE ? 0 : oldest * (HOUR_NANOS / 1_000_000));
-        });
+        return trashBuckets.contents();
     }
 
     /** Told one freed slice: its id and size. */
@@ -1516,12 +1467,7 @@ public final class MetaEngine implements Closeable {
      * volume's trash holds millions): for fsck and gc, to which their objects are kept, not leaked.
      */
     public void forEachTrashSlice(SliceVisitor each) throws IOException {
-        kv.read(r -> {
-            for (String hour : r.hgetAll(TRASH).keySet()) {
-                visitFields(r, trashKey(Long.parseLong(hour)), each);
-            }
-            return null;
-        });
+        trashBuckets.forEachSlice(each);
     }
 
     /** Hands every slice of the deletion list to {@code each}, a page at a time: for fsck and gc. */
@@ -1532,7 +1478,7 @@ public final class MetaEngine implements Closeable {
         });
     }
 
-    private static void visitFields(KvStore.Reader r, String hash, SliceVisitor each) throws IOException {
+    static void visitFields(KvStore.Reader r, String hash, SliceVisitor each) throws IOException {
         r.scanHash(hash, page -> {
             for (String f : page.keySet()) {
                 long[] s = parseSliceField(f);
@@ -1547,34 +1493,17 @@ public final class MetaEngine implements Closeable {
      * whose blocks a write-back mount dropped before uploading them, so no object is left.
      */
     public void untrash(List<long[]> slices) throws IOException {
-        if (slices.isEmpty()) {
-            return;
-        }
-        mutate(tx -> { // no reads: a slice listed nowhere any more is simply not there
-            for (long[] s : slices) {
-                tx.hdel(trashKey(s[2]), s[0] + "_" + s[1]);
-            }
-            return null;
-        });
+        trashBuckets.untrash(slices);
     }
 
     /**
      * Moves the slices whose trash time is over (freed in an hour that ended at least
      * {@link #trashHours()} ago, read again first; all of them once the trash is turned off)
-     * to the deletion list, a thousand per
-     * transaction, and drops emptied buckets. Returns how many it moved. Several mounts may run
-     * it at once: moving a slice twice is harmless.
+     * to the deletion list, a thousand per transaction, and drops emptied buckets. Returns how
+     * many it moved. Several mounts may run it at once: moving a slice twice is harmless.
      */
     public long expireTrash() throws IOException {
-        int hours = trashHours();
-        long now = clock.nowNanos();
-        List<Long> due = kv.read(r -> r.hgetAll(TRASH).keySet().stream().map(Long::parseLong)
-                .filter(h -> hours == 0 || (h + 1 + hours) * HOUR_NANOS <= now).sorted().toList());
-        long moved = 0;
-        for (long hour : due) {
-            moved += emptyTrashHour(hour);
-        }
-        return moved;
+        return trashBuckets.expire();
     }
 
     /**
@@ -1583,32 +1512,7 @@ public final class MetaEngine implements Closeable {
      * returns how many, 0 when the trash is empty.
      */
     public long expireOldestTrash() throws IOException {
-        java.util.Optional<Long> oldest = kv.read(r -> r.hgetAll(TRASH).keySet().stream().map(Long::parseLong).min(Long::compare));
-        return oldest.isPresent() ? Math.max(1, emptyTrashHour(oldest.get())) : 0;
-    }
-
-    /** Moves every slice of the trash's hour {@code hour} to the deletion list; returns how many. */
-    private long emptyTrashHour(long hour) throws IOException {
-        String bucket = trashKey(hour);
-        long moved = 0;
-        for (Map<String, byte[]> some; !(some = kv.read(r -> r.hgetSome(bucket, TRASH_BATCH))).isEmpty(); ) {
-            Map<String, byte[]> batch = some;
-            mutate(tx -> { // no reads: nothing to conflict on, and the same move twice is harmless
-                for (Map.Entry<String, byte[]> e : batch.entrySet()) {
-                    tx.hset(DELSLICES, e.getKey(), e.getValue());
-                    tx.hdel(bucket, e.getKey());
-                }
-                return null;
-            });
-            moved += batch.size();
-        }
-        mutate(tx -> {
-            if (tx.hlen(bucket) == 0) { // a slice freed meanwhile by a client whose clock is far behind stays listed
-                tx.hdel(TRASH, String.valueOf(hour));
-            }
-            return null;
-        });
-        return moved;
+        return trashBuckets.expireOldest();
     }
 
     // ---- data ----
