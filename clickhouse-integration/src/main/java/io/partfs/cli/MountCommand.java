@@ -418,7 +418,7 @@ final class MountCommand implements Callable<Integer> {
             // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
             Signals.onTermination(stop::countDown);
             http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp),
-                    () -> StatusCommand.report(fs.meta(), volume.metaUrl().toString(), mp)));
+                    () -> StatusCommand.report(fs, volume.metaUrl().toString(), mp)));
             endDeadPredecessorSession(run, mp, fs);
             // the session first: a file opened and unlinked as soon as the mount shows is held for it
             fs.startSession(String.format("%s pid %d at %s since %s",

@@ -53,7 +53,7 @@ final class StatusCommand implements Callable<Integer> {
         }
         volume.requireEmbeddedVolume();
         try (MetaEngine meta = volume.openMetaReadOnly()) {
-            out.print(report(meta, volume.metaUrl().toString(), null));
+            out.print(report(meta, volume.metaUrl().toString()));
         }
         out.flush();
         return 0;
@@ -85,18 +85,28 @@ final class StatusCommand implements Callable<Integer> {
         return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(real.toString()), java.time.Duration.ofSeconds(timeoutSeconds));
     }
 
-    /** The status of the volume {@code meta} holds, as this command prints it; {@code mountPoint} when asked of a mount. */
-    static String report(MetaEngine meta, String metaUrl, Path mountPoint) throws IOException {
+    /** The status of the volume {@code meta} holds, as this command prints it. */
+    static String report(MetaEngine meta, String metaUrl) throws IOException {
+        return report(meta, metaUrl, null, null);
+    }
+
+    /** The status of the volume the mount {@code fs} at {@code mountPoint} serves, with what that mount has not yet stored. */
+    static String report(io.partfs.engine.PartFs fs, String metaUrl, Path mountPoint) throws IOException {
+        return report(fs.meta(), metaUrl, fs, mountPoint);
+    }
+
+    private static String report(MetaEngine meta, String metaUrl, io.partfs.engine.PartFs mount, Path mountPoint) throws IOException {
         java.io.StringWriter text = new java.io.StringWriter();
         PrintWriter out = new PrintWriter(text);
         VolumeFormat f = meta.volumeFormat();
         MetaEngine.Usage u = meta.usage();
         out.printf("volume:     %s (uuid %s)%n", f.name(), f.uuid());
-        if (mountPoint != null) {
+        if (mount != null) {
             out.printf("mounted at: %s by pid %d%n", mountPoint, ProcessHandle.current().pid());
             if (meta.fenced() != null) {
                 out.printf("REFUSING CHANGES: %s%n", meta.fenced());
             }
+            out.printf("writes:     %s%n", unstored(mount, System.currentTimeMillis()));
         }
         out.printf("metadata:   %s%n", metaUrl);
         out.printf("storage:    %s%n", f.storage());
@@ -120,6 +130,26 @@ final class StatusCommand implements Callable<Integer> {
         }
         out.flush();
         return text.toString();
+    }
+
+    /**
+     * What the mount holds that is not in the object store yet: with write-back, the blocks
+     * staged on this machine's disk (lost with that disk, not with the process); always, what
+     * open files buffer in memory until their next fsync or close.
+     */
+    static String unstored(io.partfs.engine.PartFs mount, long nowMillis) {
+        io.partfs.engine.data.Staging staging = mount.chunks().staging();
+        String buffered = Sizes.human(mount.chunks().bufferedBytes()) + " buffered in memory";
+        String mode = mount.config().writeBack() ? "write-back (fsync stages blocks on this machine's disk; they upload in the"
+                + " background)" : "fsync returns once blocks are in the object store";
+        if (staging == null || staging.pendingBlocks() == 0) {
+            return mode + "; nothing staged, " + buffered;
+        }
+        long oldest = staging.oldestPendingMillis();
+        return mode + "; " + staging.pendingBlocks() + " block(s), " + Sizes.human(staging.pendingBytes())
+                + " staged and not yet uploaded (only on this machine's disk until then; "
+                + (oldest == Long.MIN_VALUE ? "some staged by an earlier mount" : "the oldest staged "
+                + Math.max(0, nowMillis - oldest) / 1000 + " s ago") + "), " + buffered;
     }
 
     private static String heartbeat(MetaEngine.Session s, long now) {

@@ -3,11 +3,12 @@ package io.partfs.cli;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.partfs.engine.PartFs;
 import io.partfs.engine.TimeSource;
-import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.MetaEngine;
-import io.partfs.engine.meta.RocksKvStore;
+import io.partfs.engine.testing.TestVolume;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -16,23 +17,60 @@ class StatusCommandTest {
     @TempDir
     Path dir;
 
+    private PartFs open(boolean writeBack) throws Exception {
+        var config = TestVolume.defaultConfig(dir).toBuilder().writeBack(writeBack);
+        if (writeBack) {
+            config.uploadDelay(Duration.ofHours(1)); // staged blocks stay staged while the test looks
+        }
+        return new TestVolume(TestVolume.Meta.ROCKSDB, TestVolume.Store.LOCAL, dir, null, null, config.build()).open();
+    }
+
     @Test
     void aMountThatRefusesChangesSaysSoAndWhy() throws Exception {
-        try (MetaEngine mount = new MetaEngine(new RocksKvStore(dir.resolve("meta"), false), TimeSource.SYSTEM)) {
-            mount.format(VolumeFormat.create("vol", 1 << 20, dir.resolve("objects").toUri().toString()), 0, 0);
+        try (PartFs fs = open(false)) {
+            MetaEngine mount = fs.meta();
             MetaEngine other = new MetaEngine(mount.store(), TimeSource.SYSTEM); // another mount; shares the store, not closed
             other.load();
             other.registerSession("other");
             mount.registerSession("this");
             assertTrue(mount.flock(MetaEngine.ROOT, 1, MetaEngine.Flock.EXCLUSIVE));
-            String fine = StatusCommand.report(mount, "meta", Path.of("/mnt/x"));
+            String fine = StatusCommand.report(fs, "meta", Path.of("/mnt/x"));
             assertFalse(fine.contains("REFUSING"), fine);
 
             assertTrue(other.removeSession(mount.session())); // taken for crashed while cut off
             assertTrue(other.flock(MetaEngine.ROOT, 1, MetaEngine.Flock.EXCLUSIVE));
             assertFalse(mount.heartbeat());
-            String fenced = StatusCommand.report(mount, "meta", Path.of("/mnt/x"));
+            String fenced = StatusCommand.report(fs, "meta", Path.of("/mnt/x"));
             assertTrue(fenced.contains("REFUSING CHANGES: this mount lost its flock(2) lock on inode 1"), fenced);
+        }
+    }
+
+    @Test
+    void aWriteBackMountSaysWhatIsStagedOnlyOnThisMachine() throws Exception {
+        try (PartFs fs = open(true)) {
+            String empty = StatusCommand.report(fs, "meta", Path.of("/mnt/x"));
+            assertTrue(empty.contains("writes:     write-back (fsync stages blocks on this machine's disk; they upload in the"
+                    + " background); nothing staged, 0 B buffered in memory"), empty);
+
+            PartFs.Created f = fs.create(MetaEngine.ROOT, "f", 0644, PartFs.O_RDWR, 0, 0);
+            byte[] data = new byte[300_000];
+            fs.write(f.fh(), 0, data, 0, data.length);
+            assertTrue(StatusCommand.report(fs, "meta", Path.of("/mnt/x")).contains("293.0 KiB buffered in memory"),
+                    StatusCommand.report(fs, "meta", Path.of("/mnt/x")));
+            fs.fsync(f.fh());
+            fs.release(f.fh());
+            String staged = StatusCommand.report(fs, "meta", Path.of("/mnt/x"));
+            assertTrue(staged.contains("; 1 block(s), 293.0 KiB staged and not yet uploaded (only on this machine's disk until"
+                    + " then; the oldest staged "), staged);
+            assertTrue(staged.contains(" s ago), 0 B buffered in memory"), staged);
+        }
+    }
+
+    @Test
+    void aMountThatUploadsBeforeFsyncSaysSo() throws Exception {
+        try (PartFs fs = open(false)) {
+            String s = StatusCommand.report(fs, "meta", Path.of("/mnt/x"));
+            assertTrue(s.contains("writes:     fsync returns once blocks are in the object store; nothing staged,"), s);
         }
     }
 }

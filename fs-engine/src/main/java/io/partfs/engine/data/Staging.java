@@ -940,6 +940,18 @@ public final class Staging implements Closeable {
         return n;
     }
 
+    /**
+     * When the longest-waiting staged block was staged (wall clock, ms): 0 when none waits,
+     * {@link Long#MIN_VALUE} when an earlier process staged it.
+     */
+    public long oldestPendingMillis() {
+        long oldest = Long.MAX_VALUE;
+        for (Staged s : pending.values()) {
+            oldest = Math.min(oldest, s.at());
+        }
+        return oldest == Long.MAX_VALUE ? 0 : oldest;
+    }
+
     private void schedule(String key, long delayMs, int failures) {
         try {
             uploaders.schedule(() -> upload(key, failures), delayMs, TimeUnit.MILLISECONDS);
