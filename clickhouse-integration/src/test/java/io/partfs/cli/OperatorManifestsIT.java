@@ -150,6 +150,7 @@ class OperatorManifestsIT {
             env.put("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
             env.put("PARTFS_HTTP_TOKEN", "k8s-test-token");
 
+            String deadMountId = null;
             byte[] data = new byte[(5 << 20) + 7];
             new Random(5).nextBytes(data);
             // the pod restarting: after a stop (SIGTERM), then after the sidecar was killed
@@ -165,6 +166,16 @@ class OperatorManifestsIT {
                 assertTrue(clickhouse.waitFor(60, TimeUnit.SECONDS), "start " + start + ": ClickHouse still waits for a live mount");
                 assertEquals(0, clickhouse.exitValue());
                 assertTrue(Files.exists(started), "start " + start + ": the image's entrypoint ran");
+                String mountId = Files.readString(dir.resolve("mount-id")).trim();
+                assertTrue(mountId.matches("[0-9a-f-]{36} \\d+"), "start " + start + ": the wrapper recorded the mount's session: " + mountId);
+                assertEquals(0, liveness(dir), "start " + start + ": ClickHouse is on the mount it started on");
+                if (start == 3) {
+                    // the sidecar killed in start 2 and restarted: a ClickHouse that started on the dead mount
+                    Files.writeString(dir.resolve("mount-id"), deadMountId + "\n");
+                    assertTrue(liveness(dir) != 0, "the liveness probe restarts a ClickHouse whose mount was replaced");
+                    Files.writeString(dir.resolve("mount-id"), mountId + "\n");
+                }
+                deadMountId = mountId;
                 try {
                     if (start == 1) {
                         Files.write(mnt.resolve("part.bin"), data);
@@ -185,6 +196,7 @@ class OperatorManifestsIT {
                     sidecar.destroyForcibly(); // SIGKILL: the out-of-memory killer, or a grace period run out
                     assertTrue(sidecar.waitFor(30, TimeUnit.SECONDS));
                     assertTrue(Mounts.disconnected(mnt), "a dead mount left for the next start");
+                    assertEquals(0, liveness(dir), "a dead mount not yet replaced: ClickHouse is left alone until it is");
                 } else {
                     sidecar.destroy(); // SIGTERM, as the kubelet sends
                     assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops within its grace period");
@@ -262,6 +274,7 @@ class OperatorManifestsIT {
         ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", local(script, dir).replace("exec /entrypoint.sh", "exec touch " + started))
                 .redirectErrorStream(true).redirectOutput(dir.resolve("clickhouse.log").toFile());
         pb.environment().put("PARTFS_MOUNTED", local(mounted, dir));
+        pb.environment().put("PARTFS_MOUNT_ID", local(at(envVar(clickhouse, "PARTFS_MOUNT_ID"), "value"), dir));
         pb.environment().put("PATH", bin + ":" + pb.environment().get("PATH"));
         return pb.start();
     }
@@ -287,7 +300,22 @@ class OperatorManifestsIT {
 
     /** The manifest's text with the pod's directories moved under {@code dir}. */
     private static String local(String text, Path dir) {
-        return text.replace(STATE, dir.resolve("state").toString()).replace(CACHE, dir.resolve("cache").toString());
+        return text.replace(STATE, dir.resolve("state").toString()).replace(CACHE, dir.resolve("cache").toString())
+                .replace("/tmp/partfs-mount-id", dir.resolve("mount-id").toString())
+                .replace(java.net.URLEncoder.encode(STATE, java.nio.charset.StandardCharsets.UTF_8),
+                        java.net.URLEncoder.encode(dir.resolve("state").toString(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /** Runs ClickHouse's liveness probe from the manifest, paths moved under {@code dir}; returns its exit code. */
+    private static int liveness(Path dir) throws Exception {
+        Map<String, Object> clickhouse = at(podSpec(), "containers", 0);
+        List<String> probe = at(clickhouse, "livenessProbe", "exec", "command");
+        ProcessBuilder pb = new ProcessBuilder(probe.get(0), probe.get(1), local(probe.get(2), dir)).redirectErrorStream(true);
+        pb.environment().put("PARTFS_MOUNT_ID", local(at(envVar(clickhouse, "PARTFS_MOUNT_ID"), "value"), dir));
+        Process p = pb.start();
+        p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the liveness probe finished");
+        return p.exitValue();
     }
 
     /** Runs the startup probe every 200 ms, as the kubelet would, until it passes; fails after 120 s. */
