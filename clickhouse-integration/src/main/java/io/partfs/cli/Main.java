@@ -139,6 +139,10 @@ public final class Main {
         if (e instanceof java.nio.file.NoSuchFileException f) {
             return "no such file or directory: " + f.getFile() + ": check the path, or create its parent first";
         }
+        if (e instanceof java.nio.file.FileAlreadyExistsException f && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(f.getFile()))) {
+            // Files.createDirectories on a path (or a parent of it) that is a file
+            return "cannot use " + f.getFile() + ": it is a file where a directory is needed: give a directory path";
+        }
         if (e instanceof java.nio.file.FileSystemException f) {
             String reason = f.getReason() == null ? e.getClass().getSimpleName() : f.getReason();
             return "cannot use " + f.getFile() + (f.getOtherFile() == null ? "" : " -> " + f.getOtherFile()) + ": " + reason;

@@ -25,4 +25,12 @@ class MainTest {
     void aCommandsOwnExitCodeIsKept() {
         assertEquals(3, Main.outOfMemoryIsOneLine(() -> 3, new PrintWriter(new StringWriter())));
     }
+
+    @Test
+    void aFileWhereADirectoryIsNeededIsSaidSo(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("afile"), "x");
+        Exception e = org.junit.jupiter.api.Assertions.assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> java.nio.file.Files.createDirectories(file)); // as a --cache-dir that is a file meets it
+        assertEquals("cannot use " + file + ": it is a file where a directory is needed: give a directory path", Main.oneLine(e));
+    }
 }
