@@ -78,6 +78,15 @@ public final class PartFs implements Closeable {
                     staging::pendingBlocks);
             config.metrics().gauge("partfs_writeback_staged_bytes", "Bytes written in write-back mode and not yet uploaded.",
                     staging::pendingBytes);
+            long mountedMillis = System.currentTimeMillis();
+            config.metrics().gauge("partfs_writeback_oldest_staged_seconds", "How long the longest-waiting staged block has waited"
+                    + " for its upload (0: none waits; for a block an earlier mount staged, at least since this mount began). Its"
+                    + " data is only on this machine's disk until then: alert when it keeps growing (the object store refuses"
+                    + " uploads).", () -> {
+                        long oldest = staging.oldestPendingMillis();
+                        long since = oldest == Long.MIN_VALUE ? mountedMillis : oldest;
+                        return oldest == 0 ? 0 : Math.max(0, System.currentTimeMillis() - since) / 1000.0;
+                    });
             config.metrics().gauge("partfs_writeback_unstaged_blocks", "Blocks written in write-back mode since the mount that the "
                     + "local disk had no room to stage (--free-space-ratio), so uploaded before fsync returned.",
                     staging::turnedAway);

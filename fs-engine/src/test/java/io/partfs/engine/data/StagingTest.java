@@ -250,6 +250,25 @@ class StagingTest {
         }
     }
 
+    /** What partfs status and the oldest-staged gauge report: when the longest-waiting block was staged. */
+    @Test
+    void theOldestPendingBlockIsKnownAndOneAnEarlierProcessLeftIsMarked() throws Exception {
+        byte[] data = "staged".getBytes(StandardCharsets.UTF_8);
+        try (Staging staging = open(Duration.ofHours(1))) {
+            assertEquals(0, staging.oldestPendingMillis(), "nothing waits");
+            long before = System.currentTimeMillis();
+            assertTrue(staging.stage("vol/chunks/0/0/1_0_" + data.length, data));
+            long after = System.currentTimeMillis();
+            assertTrue(staging.stage("vol/chunks/0/0/2_0_" + data.length, data));
+            long oldest = staging.oldestPendingMillis();
+            assertTrue(oldest >= before && oldest <= after, "the first block's time, not the second's: " + oldest);
+        }
+        try (Staging staging = open(Duration.ofHours(1))) {
+            assertEquals(2, staging.recover());
+            assertEquals(Long.MIN_VALUE, staging.oldestPendingMillis(), "staged by an earlier process");
+        }
+    }
+
     @Test
     void aRestartUploadsASpareHoldingAKeyAndDeletesOneWithout() throws Exception {
         Files.createDirectories(dir);
