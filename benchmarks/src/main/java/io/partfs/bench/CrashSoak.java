@@ -76,7 +76,7 @@ public final class CrashSoak implements Callable<Integer> {
 
     /** What one round did and found; {@code failures} is empty when every check held. */
     record Round(int n, long inserts, long mutations, long freezes, long renames, long rowsBefore, long rowsAfter,
-                 double restartSeconds, long sidecarPeakRss, List<String> failures, long nextPid) {
+                 double restartSeconds, String partsLoaded, long sidecarPeakRss, List<String> failures, long nextPid) {
     }
 
     @Override
@@ -180,6 +180,7 @@ public final class CrashSoak implements Callable<Integer> {
         }
         long rowsAfter = -1;
         double restart = Double.NaN;
+        String partsLoaded = "-";
         try (ClickHouseServer again = new ClickHouseServer(work.resolve("conf"), mnt.resolve("data"), "trace")) {
             int errorsBefore = again.errors().size();
             try {
@@ -190,9 +191,13 @@ public final class CrashSoak implements Callable<Integer> {
                         ? errors.get(errors.size() - 1).replaceAll("^.*?<Error> ", "") : firstLine(e.getMessage())));
                 Stack.progress("  FAILED: %s", failures.get(0));
                 return new Round(n, load.inserts.get(), load.mutations.get(), load.freezes.get(), load.renames.get(), rowsBefore, -1,
-                        restart, rss, failures, newPid);
+                        restart, "-", rss, failures, newPid);
             }
             restart = (System.nanoTime() - t0) / 1e9;
+            // what the start loaded: active parts, and all of them, the ones merges replaced included,
+            // which ClickHouse keeps for old_parts_lifetime (480 s), longer than a round
+            String[] parts = again.query("SELECT countIf(active), count() FROM system.parts WHERE database = 'soak'").trim().split("\t");
+            partsLoaded = parts.length == 2 ? parts[1] + " (" + parts[0] + " active)" : "-";
             rowsAfter = Long.parseLong(again.query("SELECT count() FROM soak.ins").trim());
             long low = rowsBefore + load.inserts.get() * rows;
             long high = rowsBefore + (load.inserts.get() + INSERTERS) * rows;
@@ -220,10 +225,11 @@ public final class CrashSoak implements Callable<Integer> {
             }
             again.stop();
         }
-        Stack.progress("  restarted in %.1f s: soak.ins has %d rows (%d before the round)%s", restart, rowsAfter, rowsBefore,
+        Stack.progress("  restarted in %.1f s, %s parts loaded: soak.ins has %d rows (%d before the round)%s", restart, partsLoaded,
+                rowsAfter, rowsBefore,
                 failures.isEmpty() ? "; every check held" : "; FAILED: " + String.join("; ", failures));
         return new Round(n, load.inserts.get(), load.mutations.get(), load.freezes.get(), load.renames.get(), rowsBefore, rowsAfter,
-                restart, rss, failures, newPid);
+                restart, partsLoaded, rss, failures, newPid);
     }
 
     /**
@@ -452,12 +458,12 @@ public final class CrashSoak implements Callable<Integer> {
         StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
                 "ClickHouse on PartFS, the sidecar killed (SIGKILL) after %d s of load, then ClickHouse, both restarted; %d rows per INSERT,"
                         + " S3 latency %.0f ms, metadata in %s%s%n%n"
-                        + "| round | INSERTs acked | mutation steps | FREEZEs | table renames | soak.ins rows after restart (before) | restart to SELECT 1 | sidecar peak RSS | checks |%n"
-                        + "|---|---|---|---|---|---|---|---|---|%n",
+                        + "| round | INSERTs acked | mutation steps | FREEZEs | table renames | soak.ins rows after restart (before) | restart to SELECT 1 | parts loaded | sidecar peak RSS | checks |%n"
+                        + "|---|---|---|---|---|---|---|---|---|---|%n",
                 seconds, rows, latency, metaEngine, partfsOptions.isEmpty() ? "" : "; mount " + String.join(" ", partfsOptions)));
         for (Round r : rs) {
-            b.append(String.format(Locale.ROOT, "| %d | %d | %d | %d | %d | %d (%d) | %.1f s | %d MiB | %s |%n", r.n, r.inserts, r.mutations,
-                    r.freezes, r.renames, r.rowsAfter, r.rowsBefore, r.restartSeconds, r.sidecarPeakRss >> 20,
+            b.append(String.format(Locale.ROOT, "| %d | %d | %d | %d | %d | %d (%d) | %.1f s | %s | %d MiB | %s |%n", r.n, r.inserts, r.mutations,
+                    r.freezes, r.renames, r.rowsAfter, r.rowsBefore, r.restartSeconds, r.partsLoaded, r.sidecarPeakRss >> 20,
                     r.failures.isEmpty() ? "all held" : String.join("; ", r.failures)));
         }
         b.append(String.format(Locale.ROOT, "%nAfter the last round, unmounted cleanly: `%s`%n", fsck));
