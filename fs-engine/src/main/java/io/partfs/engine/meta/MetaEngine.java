@@ -149,24 +149,7 @@ public final class MetaEngine implements Closeable {
      * attributes it wrote, the directory entries and extended attributes it changed.
      */
     private <T> T mutate(KvStore.Txn<T> body) throws IOException {
-        sessionTable.check();
-        MetaCache c = cache;
-        if (c == null) {
-            return kv.update(body);
-        }
-        MetaCache.TxnNotes notes = NOTES.get();
-        notes.reset();
-        boolean committed = false;
-        long began = c.begin();
-        try {
-            T result = updateNoting(body, notes);
-            committed = true;
-            return result;
-        } finally {
-            c.end(notes, committed, began); // end keeps none of the notes' collections
-            notes.reset();
-            lastUsage = null; // this process changed something: statfs reads again
-        }
+        return mutateNoted(body, ANY_INODE);
     }
 
     /**
@@ -175,6 +158,14 @@ public final class MetaEngine implements Closeable {
      * make the transactions and reads around it drop what they have ({@link MetaCache#endSingle}).
      */
     private <T> T mutateSingle(long ino, KvStore.Txn<T> body) throws IOException {
+        return mutateNoted(body, ino);
+    }
+
+    /** For {@link #mutateNoted}: the transaction may change anything the cache holds. */
+    private static final long ANY_INODE = -1;
+
+    /** {@link #mutate}, or with {@code single} an inode number, {@link #mutateSingle}. */
+    private <T> T mutateNoted(KvStore.Txn<T> body, long single) throws IOException {
         sessionTable.check();
         MetaCache c = cache;
         if (c == null) {
@@ -183,17 +174,19 @@ public final class MetaEngine implements Closeable {
         MetaCache.TxnNotes notes = NOTES.get();
         notes.reset();
         boolean committed = false;
-        long began = c.beginSingle();
+        long began = single == ANY_INODE ? c.begin() : c.beginSingle();
         try {
             T result = updateNoting(body, notes);
             committed = true;
             return result;
         } finally {
-            if (!c.endSingle(ino, notes, committed, began)) {
-                log.warn("a transaction on inode {} changed more than that inode: in-memory metadata cleared", ino);
+            if (single == ANY_INODE) {
+                c.end(notes, committed, began); // end keeps none of the notes' collections
+            } else if (!c.endSingle(single, notes, committed, began)) {
+                log.warn("a transaction on inode {} changed more than that inode: in-memory metadata cleared", single);
             }
             notes.reset();
-            lastUsage = null;
+            lastUsage = null; // this process changed something: statfs reads again
         }
     }
 
