@@ -1,5 +1,6 @@
 package io.partfs.engine;
 
+import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Set;
 
@@ -42,5 +43,23 @@ public final class LocationUrl {
             throw new IllegalArgumentException("unsupported " + what + " URL '" + shown + "': use " + forms);
         }
         return null; // "name:thing" with no slash after the colon: a relative path, as the shell would take it
+    }
+
+    /**
+     * The directory of a {@code file:} or {@code rocksdb:} URL, as {@link #normalize} returned
+     * it: the text after the two slashes, taken as it is. No percent-decoding: volumes record
+     * their directory that way ({@code file:///srv/my objects}), so a path with a space, a
+     * '%' or a '#' reads back as written.
+     *
+     * @throws IllegalArgumentException when a host stands between the slashes and the path
+     */
+    public static Path literalPath(String url, String what, String forms) {
+        String scheme = url.substring(0, url.indexOf(':'));
+        String path = url.substring(scheme.length() + 3);
+        if (!path.startsWith("/")) {
+            throw new IllegalArgumentException("malformed " + what + " URL '" + url + "': a directory is written " + scheme
+                    + ":///dir (three slashes, an absolute path) or as a plain path; use " + forms);
+        }
+        return Path.of(path).toAbsolutePath().normalize();
     }
 }

@@ -66,6 +66,16 @@ class LocationUrlTest {
         assertTrue(http.getMessage().startsWith("unsupported storage URL"), http.getMessage());
     }
 
+    /** A volume records its directory unencoded: the recorded URL must read back to the same directory. */
+    @Test
+    void aDirectoryWithASpaceOrAPercentSignReadsBackAsRecorded() {
+        StorageUrl first = StorageUrl.parse("/srv/my objects/a%20b#1");
+        assertEquals("file:///srv/my objects/a%20b#1", first.url());
+        assertEquals(first.url(), StorageUrl.parse(first.url()).url());
+        assertEquals(Path.of("/var/my meta/a%20b"), MetaUrl.parse("rocksdb:///var/my meta/a%20b").rocksDir());
+        assertEquals(Path.of("/var/my meta"), MetaUrl.parse(MetaUrl.parse("/var/my meta").toString()).rocksDir());
+    }
+
     @Test
     void redactionHidesAPasswordHoweverManySlashesTheUrlHas() {
         assertEquals("redis://user:***@h:1/0", RedisKvStore.redact("redis://user:pw@h:1/0"));

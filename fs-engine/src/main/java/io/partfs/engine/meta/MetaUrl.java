@@ -1,7 +1,6 @@
 package io.partfs.engine.meta;
 
 import java.io.IOException;
-import java.net.URI;
 import java.nio.file.Path;
 
 /**
@@ -36,17 +35,7 @@ public final class MetaUrl {
     }
 
     private static Path rocksPath(String u) {
-        URI uri;
-        try {
-            uri = new URI(u);
-        } catch (java.net.URISyntaxException e) {
-            throw new IllegalArgumentException("malformed metadata URL '" + u + "': " + e.getReason() + "; use rocksdb:///dir");
-        }
-        if (uri.getRawAuthority() != null || uri.getPath() == null || uri.getPath().isEmpty()) {
-            throw new IllegalArgumentException("malformed metadata URL '" + u + "': a RocksDB directory is written rocksdb:///dir"
-                    + " (three slashes, an absolute path) or as a plain path");
-        }
-        return Path.of(uri.getPath()).toAbsolutePath().normalize();
+        return io.partfs.engine.LocationUrl.literalPath(u, "metadata", FORMS);
     }
 
     /**

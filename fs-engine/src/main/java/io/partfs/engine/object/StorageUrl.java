@@ -1,5 +1,6 @@
 package io.partfs.engine.object;
 
+import io.partfs.engine.LocationUrl;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -55,22 +56,14 @@ public final class StorageUrl {
         if (url == null || url.isBlank()) {
             throw new IllegalArgumentException("empty storage URL: use s3://bucket[/prefix]?endpoint=http://host:port or a directory");
         }
-        String u = io.partfs.engine.LocationUrl.normalize(url, java.util.Set.of("s3", "file"), "storage", url, FORMS);
+        String u = LocationUrl.normalize(url, java.util.Set.of("s3", "file"), "storage", url, FORMS);
         if (u == null) {
             return new StorageUrl(Path.of(url).toAbsolutePath().normalize(), null);
         }
         if (u.startsWith("s3:")) {
             return new StorageUrl(null, parseS3(u));
         }
-        try {
-            return new StorageUrl(Path.of(new URI(u)).toAbsolutePath().normalize(), null);
-        } catch (URISyntaxException e) {
-            throw new IllegalArgumentException("malformed storage URL '" + url + "': " + e.getReason()
-                    + "; a local directory is written file:///dir or as a plain path");
-        } catch (IllegalArgumentException e) { // an authority, or a relative path
-            throw new IllegalArgumentException("malformed storage URL '" + url + "': a local directory is written file:///dir"
-                    + " (three slashes, an absolute path) or as a plain path");
-        }
+        return new StorageUrl(LocationUrl.literalPath(u, "storage", FORMS), null);
     }
 
     private static final String FORMS = "s3://bucket[/prefix]?endpoint=http://host:port, file:///dir or a directory path";
