@@ -85,5 +85,8 @@ class LocationUrlTest {
         assertEquals("redis:***@h", RedisKvStore.redact("redis:pw@h"));
         assertEquals("redis-sentinel://:***@h1:1,h2:2/0#m", RedisKvStore.redact("redis-sentinel://:pw@h1:1,h2:2/0#m"));
         assertEquals("redis://h:1/0", RedisKvStore.redact("redis://h:1/0"));
+        // a password with '@', '/' or '#' not percent-encoded: lettuce refuses the URL, and the message shows none of it
+        assertEquals("redis://:***@127.0.0.1:1/2", RedisKvStore.redact("redis://:p@s/s#1@127.0.0.1:1/2"));
+        assertEquals("redis://u:***@h:1/0", RedisKvStore.redact("redis://u:a/b@c@h:1/0"));
     }
 }

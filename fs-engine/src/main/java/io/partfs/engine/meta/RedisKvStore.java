@@ -104,7 +104,7 @@ public final class RedisKvStore implements KvStore {
         } catch (RuntimeException e) {
             throw new IOException("invalid Redis URL '" + redact(url) + "': expected " + (url.startsWith("redis-sentinel:")
                     ? "redis-sentinel://[password@]host:port[,host:port]/db[?timeout=30s]#master (the name Sentinel monitors the master by)"
-                    : "redis://[user:password@]host:port/db[?timeout=30s]"));
+                    : "redis://[user:password@]host:port/db[?timeout=30s]") + "; in a password, write @ / # ? as %40 %2F %23 %3F");
         }
         uri.setTimeout(timeout);
         if (uri.getSentinels().isEmpty()) {
@@ -240,12 +240,29 @@ public final class RedisKvStore implements KvStore {
         return txnClient;
     }
 
-    /** The URL with any password replaced, for messages. */
+    /**
+     * The URL with any password replaced, for messages. Everything between the scheme and the
+     * last '@' counts as the user and password, so a password holding '@', '/' or '#' that was
+     * not percent-encoded (a URL lettuce then refuses) is hidden whole; only a user name
+     * before the first ':' is kept.
+     */
     public static String redact(String url) {
-        // after "//", or after the scheme however many slashes a mistyped URL has
-        String start = "(^[a-zA-Z][a-zA-Z0-9+.-]*:/*|//)";
-        return url == null ? null : url.replaceAll(start + "([^/@]*?:)[^/@]*@", "$1$2***@").replaceAll(start + "([^/@:]+)@", "$1***@");
+        int at = url == null ? -1 : url.lastIndexOf('@');
+        if (at < 0) {
+            return url;
+        }
+        java.util.regex.Matcher scheme = SCHEME_AND_SLASHES.matcher(url);
+        int start = scheme.find() ? scheme.end() : 0;
+        if (start > at) {
+            return url;
+        }
+        String userInfo = url.substring(start, at);
+        int colon = userInfo.indexOf(':');
+        return url.substring(0, start) + (colon < 0 ? "***" : userInfo.substring(0, colon) + ":***") + url.substring(at);
     }
+
+    /** A URL's scheme and the slashes after it, however many a mistyped URL has. */
+    private static final java.util.regex.Pattern SCHEME_AND_SLASHES = java.util.regex.Pattern.compile("^[a-zA-Z][a-zA-Z0-9+.-]*:/*");
 
     private static byte[] b(String s) {
         return NameCodec.encode(s);
@@ -260,8 +277,12 @@ public final class RedisKvStore implements KvStore {
                     + ": give Redis more memory");
         }
         if (e instanceof RedisConnectionException) {
-            return new IOException("cannot reach Redis at " + description + " (" + rootMessage(e)
-                    + "): check that it runs and the URL is right", e);
+            String why = rootMessage(e);
+            if (why.contains("NOAUTH") || why.contains("WRONGPASS") || why.contains("invalid password")) { // refused at connect
+                return new IOException("Redis at " + description + " refused the login (" + why.trim()
+                        + "): check the user and password in the URL", e);
+            }
+            return new IOException("cannot reach Redis at " + description + " (" + why + "): check that it runs and the URL is right", e);
         }
         if (e instanceof RedisCommandExecutionException) {
             String m = String.valueOf(e.getMessage());

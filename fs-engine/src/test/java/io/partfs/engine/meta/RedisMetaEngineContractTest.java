@@ -61,8 +61,11 @@ class RedisMetaEngineContractTest extends MetaEngineContract {
         try (RedisServer secured = RedisServer.start("--requirepass", "right-password")) {
             IOException e = assertThrows(IOException.class,
                     () -> new RedisKvStore("redis://:wrong-password@127.0.0.1:" + secured.port() + "/0"));
-            assertTrue(e.getMessage().contains("refused the login") || e.getMessage().contains("check"), e.getMessage());
+            assertTrue(e.getMessage().contains("refused the login") && e.getMessage().contains("check the user and password"),
+                    e.getMessage());
             assertFalse(e.getMessage().contains("wrong-password"), e.getMessage());
+            IOException none = assertThrows(IOException.class, () -> new RedisKvStore("redis://127.0.0.1:" + secured.port() + "/0"));
+            assertTrue(none.getMessage().contains("refused the login"), none.getMessage());
         }
     }
 
