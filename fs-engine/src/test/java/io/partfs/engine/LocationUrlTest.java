@@ -62,6 +62,8 @@ class LocationUrlTest {
         }
         IllegalArgumentException host = assertThrows(IllegalArgumentException.class, () -> StorageUrl.parse("file://srv/objects"));
         assertTrue(host.getMessage().contains("file:///dir (three slashes"), host.getMessage());
+        IllegalArgumentException region = assertThrows(IllegalArgumentException.class, () -> StorageUrl.parse("s3://b?region="));
+        assertTrue(region.getMessage().startsWith("empty region in storage URL"), region.getMessage());
         IllegalArgumentException http = assertThrows(IllegalArgumentException.class, () -> StorageUrl.parse("http://h:1/b"));
         assertTrue(http.getMessage().startsWith("unsupported storage URL"), http.getMessage());
     }

@@ -94,6 +94,9 @@ public final class StorageUrl {
             }
         }
         String region = q.remove("region");
+        if (region != null && region.isBlank()) {
+            throw new IllegalArgumentException("empty region in storage URL '" + url + "': give one (region=us-east-1) or leave it out");
+        }
         if (region != null) {
             b.region(region);
         }
