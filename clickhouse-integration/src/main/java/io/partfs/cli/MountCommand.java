@@ -233,7 +233,8 @@ final class MountCommand implements Callable<Integer> {
                     "options given on the command line win."})
     Path config;
 
-    @Option(names = "-o", paramLabel = "OPTION", description = "Extra libfuse mount option, one per -o (e.g. -o nonempty).")
+    @Option(names = "-o", paramLabel = "OPTION", split = ",",
+            description = "Extra FUSE mount options, as mount(8) takes them: -o nonempty, or several in one -o a,b.")
     List<String> fuseOptions = new ArrayList<>();
 
     @Override

@@ -203,7 +203,10 @@ public final class FuseOptions {
                 throw new IllegalArgumentException("--readahead must be between 0 and 1G (e.g. 16M), not " + readahead + " bytes");
             }
             for (String o : extra) {
-                if (o.contains(",") || o.isBlank()) {
+                if (o.isBlank()) {
+                    throw new IllegalArgumentException("empty FUSE option in -o: write them as -o a,b");
+                }
+                if (o.contains(",")) {
                     throw new IllegalArgumentException("give FUSE options one at a time, not '" + o + "'");
                 }
                 if ((driver == null ? Driver.preferred() : driver) == Driver.KERNEL && !KERNEL_OPTIONS.contains(o)) {
