@@ -20,7 +20,7 @@ class LocationUrlTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MetaUrl.parse(url), url);
             assertTrue(e.getMessage().startsWith("malformed metadata URL"), e.getMessage());
             assertTrue(e.getMessage().contains("write two slashes after"), e.getMessage());
-            assertFalse(e.getMessage().contains("topsecret"), e.getMessage());
+            assertFalse(e.getMessage().contains("secret"), e.getMessage());
         }
         IllegalArgumentException other = assertThrows(IllegalArgumentException.class, () -> MetaUrl.parse("mysql:/db"));
         assertTrue(other.getMessage().startsWith("unsupported metadata URL 'mysql:/db'"), other.getMessage());
@@ -31,10 +31,11 @@ class LocationUrlTest {
     @Test
     void aRedisPortMustBeANumber() {
         for (String url : new String[] {"redis://localhost:abc/1", "redis://:topsecret@localhost:99999/1", "redis://",
+                "redis://:top:secret/x@localhost:abc/1",
                 "redis-sentinel://h1:26379,h2:x/0#m", "redis://:6379/0"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MetaUrl.parse(url), url);
             assertTrue(e.getMessage().startsWith("invalid metadata URL"), e.getMessage());
-            assertFalse(e.getMessage().contains("topsecret"), e.getMessage());
+            assertFalse(e.getMessage().contains("secret"), e.getMessage());
         }
         for (String url : new String[] {"redis://localhost/1", "redis://u:p@10.0.0.1:6379/0", "redis://[::1]:6379/0",
                 "rediss://h:6380/0?timeout=90s", "redis-sentinel://:pw@h1:26379,h2:26379/0#main", "redis://:p@ss@h:1/0"}) {

@@ -43,13 +43,13 @@ public final class MetaUrl {
      * for a host name of that spelling and fail later, with a DNS error that does not say why.
      */
     private static void checkPorts(String u) {
-        int start = u.indexOf("://") + 3;
+        // the hosts start after the last '@', as RedisKvStore.redact takes it: a password may hold '/' or ':'
+        int start = Math.max(u.indexOf("://") + 3, u.lastIndexOf('@') + 1);
         int end = start;
         while (end < u.length() && "/?#".indexOf(u.charAt(end)) < 0) {
             end++;
         }
-        String authority = u.substring(start, end);
-        String hosts = authority.substring(authority.lastIndexOf('@') + 1);
+        String hosts = u.substring(start, end);
         for (String host : hosts.split(",", -1)) {
             int colon = host.lastIndexOf(':');
             String port = colon < 0 || host.lastIndexOf(']') > colon ? null : host.substring(colon + 1);
