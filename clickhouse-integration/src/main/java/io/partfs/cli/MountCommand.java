@@ -197,7 +197,8 @@ final class MountCommand implements Callable<Integer> {
     Path metadataCacheDir;
 
     @Option(names = "--metadata-cache-lru-size", paramLabel = "SIZE", defaultValue = "256M",
-            description = "RocksDB block cache of the part-metadata cache, ClickHouse's lru_cache_size (default: ${DEFAULT-VALUE}).")
+            description = {"RocksDB block cache of the part-metadata cache, ClickHouse's lru_cache_size (default:",
+                    "${DEFAULT-VALUE}); 0 keeps no blocks in memory, every read then goes to RocksDB's files."})
     String metadataCacheLruSize;
 
     @Option(names = "--continue-if-corrupted",

@@ -41,6 +41,20 @@ class PartMetadataStoreTest {
         }
     }
 
+    /** {@code --metadata-cache-lru-size 0}: no blocks kept in memory, and reads still answer, after a reopen too. */
+    @Test
+    void aZeroSizedLruKeepsNothingInMemoryAndStillAnswers() throws Exception {
+        String key = "default:data/db/t/all_1_1_0/count.txt";
+        try (PartMetadataStore s = PartMetadataStore.open(tmp.resolve("cache"), 0, false)) {
+            s.put(key, entry("350", 9));
+            assertEquals(Optional.of(entry("350", 9)), s.get(key));
+        }
+        try (PartMetadataStore s = PartMetadataStore.open(tmp.resolve("cache"), 0, false)) {
+            assertEquals(Optional.of(entry("350", 9)), s.get(key));
+            assertEquals(Optional.empty(), s.get("default:data/db/t/all_1_1_0/columns.txt"));
+        }
+    }
+
     /**
      * A real disk that another file fills (a tmpfs of a few MiB): a put fails with ENOSPC, reads
      * go on, and once the other file is gone the store takes writes again without a restart
