@@ -148,6 +148,9 @@ public final class PartFs implements Closeable {
     private static void registerCacheMetrics(io.partfs.engine.metrics.Metrics m, BlockCache cache) {
         m.counterFrom("partfs_block_cache_hits_total", "Block reads served from the local block cache.", () -> cache.stats().hits());
         m.counterFrom("partfs_block_cache_misses_total", "Block reads the local block cache could not serve.", () -> cache.stats().misses());
+        m.counterFrom("partfs_block_cache_corrupt_blocks_total",
+                "Cached blocks dropped because their bytes on the cache disk did not match their checksums (read again from the object store).",
+                cache::corruptBlocks);
         m.gauge("partfs_block_cache_bytes", "Bytes held in the local block cache.", () -> cache.stats().bytes());
         m.gauge("partfs_block_cache_blocks", "Blocks held in the local block cache.", () -> cache.stats().blocks());
     }

@@ -27,6 +27,12 @@ import org.slf4j.LoggerFactory;
  * know yet is looked for on disk, so a mount never waits for the walk. Blocks are immutable,
  * so a cached block is never stale; a corrupt or missing file is simply a miss.
  *
+ * <p>Checksums ({@link BlockSums}): a block is cached with a CRC32C of each of its pieces, from
+ * the bytes the object store has, and each piece is checked against it the first time this
+ * process reads it. A block whose bytes on disk do not match is dropped and read again from the
+ * object store, so bit rot on the cache disk, or a block a power loss left unwritten, never
+ * reaches ClickHouse. Blocks cached by a version before checksums are served unchecked.
+ *
  * <p>Concurrency: {@link #lock} guards the index only; file reads and writes happen outside it.
  * A block is written to a temporary file and renamed in, so readers see all of it or nothing.
  *
@@ -51,7 +57,11 @@ public final class BlockCache {
     private final long maxBlocks;
     private final DiskSpace space;
     private final Object lock = new Object();
-    /** Access-ordered index of cached blocks: key to size. Guarded by {@link #lock}. */
+    /**
+     * Access-ordered index of cached blocks: key to its size (low 32 bits) and the pieces of it
+     * checked against their sums since the start (high 32 bits, see {@link BlockSums}; a block
+     * is at most 16 MiB). Guarded by {@link #lock}.
+     */
     private LinkedHashMap<String, Long> index = new LinkedHashMap<>(1024, 0.75f, true);
     /** True until the blocks a previous run left are indexed. Guarded by {@link #lock}. */
     private boolean loading;
@@ -63,6 +73,20 @@ public final class BlockCache {
     private long used;
     private long hits;
     private long misses;
+    /** Blocks dropped because their bytes on disk did not match their sums. */
+    private final java.util.concurrent.atomic.AtomicLong corrupt = new java.util.concurrent.atomic.AtomicLong();
+    /** False once the cache's filesystem refused an extended attribute: blocks are then cached without sums. */
+    private volatile boolean sumsKept = true;
+
+    /** The size of the block of index value {@code v}. */
+    private static long sizeOf(long v) {
+        return v & 0xffff_ffffL;
+    }
+
+    /** The pieces of the block of index value {@code v} checked so far. */
+    private static long checkedOf(long v) {
+        return v >>> 32;
+    }
 
     /** A cache under {@code dir} holding at most {@code capacity} bytes; 0 disables it. */
     public BlockCache(Path dir, long capacity) throws IOException {
@@ -251,7 +275,7 @@ public final class BlockCache {
             index = merged;
             used = 0;
             for (Map.Entry<String, Long> e : index.entrySet()) {
-                used += linked.containsKey(e.getKey()) ? 0 : e.getValue();
+                used += linked.containsKey(e.getKey()) ? 0 : sizeOf(e.getValue());
             }
             for (Shared sh : shared.values()) {
                 used += sh.bytes;
@@ -345,15 +369,55 @@ public final class BlockCache {
         if (!lookup(key, true)) {
             return false;
         }
+        return readChecked(key, off, len, dst);
+    }
+
+    /**
+     * Reads bytes {@code [off, off+len)} of cached block {@code key} into {@code dst} (null: only
+     * checks them), checking the pieces they touch that were not checked yet against the block's
+     * sums. False, the block dropped, when its file is gone, unreadable or does not match.
+     */
+    private boolean readChecked(String key, int off, int len, ByteBuffer dst) {
         Link l;
+        Long v;
         synchronized (lock) {
             l = linked.get(key);
+            v = index.get(key);
         }
+        Path f = l == null ? file(key) : l.path();
+        long base = l == null ? 0 : l.offset();
         try {
-            if (l == null) {
-                LocalFiles.readRange(file(key), off, len, dst);
-            } else {
-                LocalFiles.readRange(l.path(), l.offset() + off, len, dst);
+            if (v == null) { // evicted since the lookup; the file may still be there to read
+                if (dst != null) {
+                    LocalFiles.readRange(f, base + off, len, dst);
+                }
+                return true;
+            }
+            long blockLen = sizeOf(v);
+            int piece = BlockSums.pieceSize(blockLen);
+            int first = off / piece;
+            int last = Math.max(first, (off + len - 1) / piece);
+            long wanted = BlockSums.mask(first, last);
+            if ((checkedOf(v) & wanted) == wanted || len <= 0) {
+                if (dst != null) {
+                    LocalFiles.readRange(f, base + off, len, dst);
+                }
+                return true;
+            }
+            int from = first * piece;
+            int to = (int) Math.min(blockLen, (long) (last + 1) * piece);
+            byte[] span = LocalFiles.readRange(f, base + from, to - from);
+            byte[] sums = BlockSums.read(f, BlockSums.name(l != null, base));
+            if (sums != null && !BlockSums.matches(sums, blockLen, first, span)) {
+                corrupt.incrementAndGet();
+                failures.warn(log, "cached block {} does not match its checksum (the cache disk {} returned other bytes than"
+                        + " were cached): dropped, read again from the object store; check that disk", key, dir);
+                remove(key);
+                return false;
+            }
+            checked(key, sums == null ? BlockSums.all(blockLen) : wanted);
+            if (dst != null) {
+                dst.put(span, off - from, len);
             }
             return true;
         } catch (IOException e) {
@@ -365,17 +429,62 @@ public final class BlockCache {
         }
     }
 
+    /** Notes pieces {@code bits} of block {@code key} as checked. */
+    private void checked(String key, long bits) {
+        synchronized (lock) {
+            Long v = index.get(key);
+            if (v != null) {
+                index.put(key, v | (bits << 32));
+            }
+        }
+    }
+
+    /** Checks the whole of cached block {@code key} (once a process): false, the block dropped, if it does not match. */
+    private boolean checkedWhole(String key) {
+        Long v;
+        synchronized (lock) {
+            v = index.get(key);
+        }
+        return v == null || readChecked(key, 0, (int) sizeOf(v), null);
+    }
+
+    /** Blocks dropped so far because their bytes on disk did not match their checksums. */
+    public long corruptBlocks() {
+        return corrupt.get();
+    }
+
+    /**
+     * Writes the sums of block {@code data} into attribute {@code name} of {@code f}; a filesystem
+     * without extended attributes turns sums off for the rest of the run (logged once).
+     */
+    private void keepSums(Path f, String name, byte[] sums) {
+        if (!sumsKept || sums == null) {
+            return;
+        }
+        try {
+            BlockSums.write(f, name, sums);
+        } catch (IOException | UnsupportedOperationException e) {
+            boolean unsupported = e instanceof UnsupportedOperationException
+                    || (e instanceof java.nio.file.FileSystemException fse && String.valueOf(fse.getReason()).contains("not supported"));
+            if (unsupported) {
+                sumsKept = false;
+                log.warn("block cache {}: its filesystem refuses extended attributes ({}): blocks are cached without"
+                        + " checksums, so bit rot on that disk would reach ClickHouse; put the cache on ext4 or XFS", dir, e.toString());
+            } else {
+                log.debug("block cache {}: no checksums kept for {}: {}", dir, f, e.toString()); // e.g. a file with too many links for its attributes
+            }
+        }
+    }
+
     /**
      * The local file that is exactly a cached block, or null (also for a {@linkplain #link linked}
      * block, a range of a larger file); it may be evicted (deleted) at any time after.
      */
     public Path pathIfCached(String key) {
-        if (capacity <= 0 || !lookup(key, false)) {
+        if (capacity <= 0 || !lookup(key, false) || isLinked(key)) {
             return null;
         }
-        synchronized (lock) {
-            return linked.containsKey(key) ? null : file(key);
-        }
+        return checkedWhole(key) ? file(key) : null; // the kernel reads it past any check of ours
     }
 
     /** Whether block {@code key} is cached as a {@linkplain #link link} into a larger file. */
@@ -410,7 +519,15 @@ public final class BlockCache {
             for (String k : keys) {
                 index.get(k); // used: the blocks of an open file stay as long as others
             }
-            return linked.get(keys.get(0)).path();
+        }
+        for (String k : keys) {
+            if (!checkedWhole(k)) {
+                return null; // the kernel reads it past any check of ours
+            }
+        }
+        synchronized (lock) {
+            Link l = linked.get(keys.get(0));
+            return l == null ? null : l.path();
         }
     }
 
@@ -493,6 +610,7 @@ public final class BlockCache {
                 ensureBucket(f.getParent());
                 writeNew(tmp, data);
             }
+            keepSums(tmp, BlockSums.XATTR, BlockSums.of(data));
             Files.move(tmp, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } catch (IOException e) {
             failures.warn(log, "cannot cache block {}: {}", key, e.toString());
@@ -525,12 +643,14 @@ public final class BlockCache {
     /**
      * Takes over a whole block already on local disk at {@code src} (a staged block just
      * uploaded) by renaming it in; deletes it when the cache is off or the rename fails.
+     * {@code sums}: {@link BlockSums#of} the bytes uploaded, or null if unknown.
      */
-    public void adopt(String key, Path src, long size) {
+    public void adopt(String key, Path src, long size, byte[] sums) {
         boolean taken = false;
         if (capacity > 0 && size <= capacity) {
             Path f = file(key);
             try {
+                keepSums(src, BlockSums.XATTR, sums);
                 ensureBucket(f.getParent());
                 try {
                     Files.move(src, f, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -552,7 +672,7 @@ public final class BlockCache {
         synchronized (lock) {
             Long before = index.put(key, size);
             Link l = linked.get(key);
-            used -= before == null ? 0 : forget(key, before);
+            used -= before == null ? 0 : forget(key, sizeOf(before));
             used += size;
             stale = l == null ? null : l.path();
         }
@@ -567,8 +687,9 @@ public final class BlockCache {
      * {@code src}, a file nothing writes any more, by a hard link to it instead of a copy. The
      * caller may delete its own name of the file afterwards. False when it cannot link (the
      * caller may {@link #put} a copy instead); true when cached (or not to be cached at all).
+     * {@code sums}: {@link BlockSums#of} the bytes uploaded, or null if unknown.
      */
-    public boolean link(String key, Path src, long offset, int size) {
+    public boolean link(String key, Path src, long offset, int size, byte[] sums) {
         if (capacity <= 0) {
             return true;
         }
@@ -598,6 +719,7 @@ public final class BlockCache {
                 ensureBucket(f.getParent());
                 Files.createLink(f, src);
             }
+            keepSums(f, BlockSums.name(true, offset), sums);
         } catch (IOException | UnsupportedOperationException e) {
             log.debug("cannot cache block {} as a link to {}: {}", key, src, e.toString());
             return false;
@@ -647,7 +769,7 @@ public final class BlockCache {
             f = l == null ? f : l.path();
             size = index.remove(key);
             if (size != null) {
-                used -= forget(key, size);
+                used -= forget(key, sizeOf(size));
             }
             unindexed = loading; // the block may be on disk and not indexed yet
         }
@@ -690,7 +812,7 @@ public final class BlockCache {
                     continue;
                 }
                 victims.add(l == null ? file(e.getKey()) : l.path());
-                long gone = forget(e.getKey(), e.getValue());
+                long gone = forget(e.getKey(), sizeOf(e.getValue()));
                 used -= gone;
                 freed += gone;
                 it.remove();

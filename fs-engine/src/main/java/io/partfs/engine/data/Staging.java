@@ -199,7 +199,7 @@ public final class Staging implements Closeable {
             try {
                 Map<String, Object> st = Files.readAttributes(file, "unix:size,lastModifiedTime", java.nio.file.LinkOption.NOFOLLOW_LINKS);
                 if ((Long) st.get("size") == size && mtime.equals(st.get("lastModifiedTime"))) {
-                    cache.link(u.key(), file, u.offset(), u.size());
+                    cache.link(u.key(), file, u.offset(), u.size(), u.sums());
                 }
             } catch (IOException e) {
                 log.debug("not caching block {} of {}: {}", u.key(), file, e.toString());
@@ -242,7 +242,7 @@ public final class Staging implements Closeable {
             backings.remove(this);
             if (adoptAs != null) {
                 if (sizeIs(data.length)) { // a one-block file the kernel did not make longer since its commit
-                    cache.adopt(adoptAs, file, data.length);
+                    cache.adopt(adoptAs, file, data.length, BlockSums.of(data));
                     return;
                 }
                 cache.put(adoptAs, data);
@@ -255,8 +255,11 @@ public final class Staging implements Closeable {
         }
     }
 
-    /** A block of a backing file, uploaded from a read made while the kernel had the file open. */
-    private record Uploaded(String key, long offset, int size, int commit) {
+    /**
+     * A block of a backing file, uploaded from a read made while the kernel had the file open,
+     * with the {@link BlockSums} of the bytes uploaded.
+     */
+    private record Uploaded(String key, long offset, int size, int commit, byte[] sums) {
     }
 
     /** Backing files with blocks staged or open: kept by {@link #close}. */
@@ -998,7 +1001,7 @@ public final class Staging implements Closeable {
                 return;
             }
             if (was.in() == null) {
-                cache.adopt(key, f, data.length);
+                cache.adopt(key, f, data.length, BlockSums.of(data));
             } else {
                 if (was.whole()) {
                     was.in().unuse(key, data); // a closed one-block file is renamed into the cache
@@ -1007,8 +1010,8 @@ public final class Staging implements Closeable {
                     if (was != staged) {
                         cache.put(key, data);
                     } else if (!closedAtRead) {
-                        was.in().uploadedWhileOpen(new Uploaded(key, was.offset(), data.length, was.commit()));
-                    } else if (!cache.link(key, was.in().file, was.offset(), data.length)) {
+                        was.in().uploadedWhileOpen(new Uploaded(key, was.offset(), data.length, was.commit(), BlockSums.of(data)));
+                    } else if (!cache.link(key, was.in().file, was.offset(), data.length, BlockSums.of(data))) {
                         cache.put(key, data);
                     }
                     was.in().unuse(null, null);

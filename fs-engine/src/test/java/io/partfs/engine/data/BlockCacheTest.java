@@ -46,7 +46,7 @@ class BlockCacheTest {
         BlockCache c = new BlockCache(dir, 1 << 20);
         c.awaitLoaded();
         assertEquals(0, c.stats().blocks(), "staged blocks are not cached blocks: eviction must never delete them");
-        c.adopt("v/chunks/0/0/7_0_4", staged, 4);
+        c.adopt("v/chunks/0/0/7_0_4", staged, 4, BlockSums.of(new byte[] {1, 2, 3, 4}));
         assertTrue(Files.notExists(staged), "moved, not copied");
         assertArrayEquals(new byte[] {2, 3}, c.read("v/chunks/0/0/7_0_4", 1, 2));
         BlockCache again = new BlockCache(dir, 1 << 20);
@@ -79,6 +79,140 @@ class BlockCacheTest {
         }
         assertNull(c.read("x", 500, 100));
         assertTrue(!c.contains("x"));
+    }
+
+    private Path cachedFile(String name) throws java.io.IOException {
+        try (var files = Files.walk(dir)) {
+            return files.filter(p -> p.getFileName().toString().equals(name)).findFirst().orElseThrow();
+        }
+    }
+
+    /** Flips one bit of {@code f} at {@code at}, as bit rot would; its attributes stay. */
+    private static void flipBit(Path f, long at) throws java.io.IOException {
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.READ,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+            ch.read(b, at);
+            b.put(0, (byte) (b.get(0) ^ 0x10)).position(0);
+            ch.write(b, at);
+        }
+    }
+
+    private static byte[] pattern(int n) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * 31 + (i >> 9));
+        }
+        return b;
+    }
+
+    /**
+     * A bit flipped on the cache disk: the pieces of the block a read does not touch are still
+     * served, a read of the damaged piece is a miss (so the caller reads the object store), the
+     * block is dropped and counted. After a restart too, when nothing is checked yet.
+     */
+    @Test
+    void aBitFlippedOnTheCacheDiskIsAMissNotBadData() throws Exception {
+        byte[] block = pattern(1 << 20); // 16 pieces of 64 KiB
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.put("v/chunks/0/0/9_0_1048576", block);
+        flipBit(cachedFile("v%chunks%0%0%9_0_1048576"), 300_000); // in piece 4
+
+        BlockCache again = new BlockCache(dir, 10 << 20);
+        again.awaitLoaded();
+        assertArrayEquals(java.util.Arrays.copyOfRange(block, 0, 100), again.read("v/chunks/0/0/9_0_1048576", 0, 100));
+        assertArrayEquals(java.util.Arrays.copyOfRange(block, 500_000, 600_000), again.read("v/chunks/0/0/9_0_1048576", 500_000, 100_000));
+        assertEquals(0, again.corruptBlocks());
+        assertNull(again.read("v/chunks/0/0/9_0_1048576", 290_000, 20_000), "the damaged piece");
+        assertEquals(1, again.corruptBlocks());
+        assertTrue(!again.contains("v/chunks/0/0/9_0_1048576"), "dropped");
+        try (var files = Files.walk(dir)) {
+            assertEquals(List.of(), files.filter(Files::isRegularFile).toList(), "and deleted");
+        }
+
+        again.put("v/chunks/0/0/9_0_1048576", block); // cached again, from the object store's bytes
+        assertArrayEquals(java.util.Arrays.copyOfRange(block, 290_000, 310_000), again.read("v/chunks/0/0/9_0_1048576", 290_000, 20_000));
+    }
+
+    /** A whole-block file handed to the kernel (passthrough) is checked whole first: a damaged one is not handed out. */
+    @Test
+    void aDamagedBlockIsNotHandedToTheKernel() throws Exception {
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.put("ok", pattern(5000));
+        c.put("bad", pattern(5000));
+        flipBit(cachedFile("bad"), 4999);
+        BlockCache again = new BlockCache(dir, 10 << 20);
+        again.awaitLoaded();
+        assertArrayEquals(pattern(5000), Files.readAllBytes(again.pathIfCached("ok")));
+        assertNull(again.pathIfCached("bad"));
+        assertEquals(1, again.corruptBlocks());
+    }
+
+    /** Blocks cached before checksums were kept (no attribute) are served as they are. */
+    @Test
+    void aBlockCachedWithoutChecksumsIsServedUnchecked() throws Exception {
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.put("old", pattern(5000));
+        Path f = cachedFile("old");
+        Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class).delete(BlockSums.XATTR);
+        BlockCache again = new BlockCache(dir, 10 << 20);
+        again.awaitLoaded();
+        assertArrayEquals(java.util.Arrays.copyOfRange(pattern(5000), 10, 20), again.read("old", 10, 10));
+        assertEquals(0, again.corruptBlocks());
+    }
+
+    /** A staged block adopted with the sums of what was uploaded, damaged on disk afterwards. */
+    @Test
+    void anAdoptedBlockIsCheckedAgainstWhatWasUploaded() throws Exception {
+        Path staging = Files.createDirectories(dir.resolve(BlockCache.STAGING));
+        byte[] data = pattern(200_000);
+        Path staged = Files.write(staging.resolve("v%chunks%0%0%7_0_200000"), data);
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.awaitLoaded();
+        c.adopt("v/chunks/0/0/7_0_200000", staged, data.length, BlockSums.of(data));
+        flipBit(cachedFile("v%chunks%0%0%7_0_200000"), 199_999);
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 0, 10), c.read("v/chunks/0/0/7_0_200000", 0, 10));
+        assertNull(c.read("v/chunks/0/0/7_0_200000", 199_990, 10));
+        assertEquals(1, c.corruptBlocks());
+    }
+
+    /** Linked ranges keep their sums apiece on the shared file: damage in one range drops that block only. */
+    @Test
+    void aDamagedLinkedRangeDropsItsBlockOnly() throws Exception {
+        Path src = sharedFile();
+        byte[] all = Files.readAllBytes(src);
+        BlockCache c = new BlockCache(dir, 1 << 20);
+        c.awaitLoaded();
+        for (int i = 0; i < 3; i++) {
+            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000, BlockSums.of(java.util.Arrays.copyOfRange(all, i * 1000, i * 1000 + 1000))));
+        }
+        long[] offsets = {0, 1000, 2000};
+        assertTrue(c.linkedWholeFile(List.of(LINKED), offsets, 3000) != null, "whole and checked");
+        flipBit(src, 1500);
+        assertTrue(c.read(LINKED[1], 500, 1) != null);
+        assertEquals(0, c.corruptBlocks(), "a piece is checked once a process: this one was, before the flip");
+
+        BlockCache again = new BlockCache(dir, 1 << 20);
+        again.awaitLoaded();
+        assertNull(again.linkedWholeFile(List.of(LINKED), offsets, 3000), "not handed to the kernel");
+        assertEquals(1, again.corruptBlocks());
+        assertBlock(again, 0);
+        assertNull(again.read(LINKED[1], 10, 5));
+        assertBlock(again, 2);
+    }
+
+    @Test
+    void piecesAreAtMostThirtyTwoAndAtLeast64KiB() {
+        assertEquals(1, BlockSums.pieces(1));
+        assertEquals(1, BlockSums.pieces(64 << 10));
+        assertEquals(2, BlockSums.pieces((64 << 10) + 1));
+        assertEquals(32, BlockSums.pieces(4 << 20));
+        assertEquals(128 << 10, BlockSums.pieceSize(4 << 20));
+        assertEquals(32, BlockSums.pieces(16 << 20));
+        assertEquals(32, BlockSums.pieces((16 << 20) - 1));
+        assertEquals(0xffff_ffffL, BlockSums.all(16 << 20));
+        assertEquals(0b1100L, BlockSums.mask(2, 3));
+        assertEquals(4 * 32, BlockSums.of(new byte[4 << 20]).length);
     }
 
     @Test
@@ -192,7 +326,7 @@ class BlockCacheTest {
         BlockCache c = new BlockCache(dir, capacity);
         c.awaitLoaded();
         for (int i = 0; i < 3; i++) {
-            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000));
+            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000, null));
         }
         return c;
     }
@@ -225,8 +359,8 @@ class BlockCacheTest {
         Path src = sharedFile();
         BlockCache c = new BlockCache(dir, 1 << 20);
         c.awaitLoaded();
-        c.link(LINKED[0], src, 0, 1000);
-        c.link(LINKED[2], src, 2000, 1000);
+        c.link(LINKED[0], src, 0, 1000, null);
+        c.link(LINKED[2], src, 2000, 1000, null);
         Files.delete(src);
         BlockCache again = new BlockCache(dir, 1 << 20);
         again.awaitLoaded();
@@ -285,7 +419,7 @@ class BlockCacheTest {
         Path src = sharedFile();
         BlockCache c = new BlockCache(dir, 5000);
         c.awaitLoaded();
-        assertTrue(!c.link(LINKED[0], src, 0, 1000), "3,000 bytes counted whole would take more than half of 5,000: the caller copies");
+        assertTrue(!c.link(LINKED[0], src, 0, 1000, null), "3,000 bytes counted whole would take more than half of 5,000: the caller copies");
         assertEquals(0, c.stats().blocks());
         assertEquals(1, Files.getAttribute(src, "unix:nlink"));
     }

@@ -981,6 +981,35 @@ abstract class PartFsContract extends OnBackends {
         });
     }
 
+    /**
+     * A bit flipped in the block cache's copy of a block while no mount ran: the next mount reads
+     * the file right, fetching that block from the object store again, and counts it. (A local
+     * object directory's blocks are read from it, not cached: S3 only.)
+     */
+    @Test
+    void aBlockDamagedOnTheCacheDiskIsReadAgainFromTheObjectStore() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(store() == TestVolume.Store.S3, "blocks of a local object directory are not cached");
+        int blockSize = fs.format().blockSize();
+        byte[] data = random(2 * blockSize + 5000, 23);
+        writeFsynced("rot.bin", data);
+        fs.close();
+        java.nio.file.Path block;
+        try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(dir.resolve("cache"))) {
+            block = files.filter(java.nio.file.Files::isRegularFile).filter(f -> f.toString().endsWith("_1_" + blockSize))
+                    .findFirst().orElseThrow(() -> new AssertionError("the file's second block is not in the block cache"));
+        }
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(block, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) ~data[blockSize + 1234]}), 1234);
+        }
+        fs = volume.open();
+        long gets = fs.chunks().objectGets();
+        assertArrayEquals(data, readAll(ino("rot.bin")));
+        assertEquals(1, fs.chunks().cache().corruptBlocks());
+        assertEquals(gets + 1, fs.chunks().objectGets(), "the damaged block, fetched again; the others read from the cache");
+        assertArrayEquals(data, readAll(ino("rot.bin")), "and cached again");
+        assertEquals(1, fs.chunks().cache().corruptBlocks());
+    }
+
     @Test
     void aFileInOneBlockIsFoundWholeOnLocalDiskForTheKernelToRead() throws IOException {
         byte[] small = random(5000, 21);

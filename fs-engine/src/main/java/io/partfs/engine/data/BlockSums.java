@@ -1,0 +1,125 @@
+package io.partfs.engine.data;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
+import java.util.zip.CRC32C;
+
+/**
+ * Checksums of a cached block: a CRC32C of each piece of it, at most {@value #MAX_PIECES}
+ * pieces of at least 64 KiB, kept in an extended attribute of the file that holds the block.
+ * They are computed from the bytes that went to (or came from) the object store, so a read of
+ * the cached copy can tell that the local disk returned other bytes: bit rot, or a block file
+ * whose data a power loss did not let reach the disk (the cache does not fsync).
+ *
+ * <p>Pieces, not one sum a block, so that a read of 64 KiB of a 4 MiB block checks the pieces
+ * it reads (plus at most the rest of the first and last) instead of reading the whole block.
+ * The bit of each piece checked since the mount lives in the cache's index ({@link BlockCache}),
+ * so each piece is checked once a process and reads after that go straight to the file.
+ */
+final class BlockSums {
+    /** Pieces a block is cut into at most: their checked bits fit in the index beside the size. */
+    static final int MAX_PIECES = 32;
+    static final int MIN_PIECE = 64 << 10;
+    /** The attribute of a whole-block file; a linked range at offset N uses {@code partfs.sums@N}. */
+    static final String XATTR = "partfs.sums";
+
+    private BlockSums() {
+    }
+
+    /** The attribute name for a block at {@code offset} of its file (0 and not linked: the plain name). */
+    static String name(boolean linked, long offset) {
+        return linked ? XATTR + "@" + offset : XATTR;
+    }
+
+    /** The size of each piece of a block of {@code blockLen} bytes (the last may be shorter). */
+    static int pieceSize(long blockLen) {
+        int p = MIN_PIECE;
+        while ((long) p * MAX_PIECES < blockLen) {
+            p <<= 1;
+        }
+        return p;
+    }
+
+    static int pieces(long blockLen) {
+        int p = pieceSize(blockLen);
+        return (int) Math.max(1, (blockLen + p - 1) / p);
+    }
+
+    /** The bits of pieces {@code first..last}. */
+    static long mask(int first, int last) {
+        long upToLast = last >= 63 ? -1L : (1L << (last + 1)) - 1;
+        return upToLast & -(1L << first);
+    }
+
+    /** The bits of every piece of a block of {@code blockLen} bytes. */
+    static long all(long blockLen) {
+        return mask(0, pieces(blockLen) - 1);
+    }
+
+    /** The sums of block {@code data}: 4 bytes a piece. */
+    static byte[] of(byte[] data) {
+        int piece = pieceSize(data.length);
+        ByteBuffer out = ByteBuffer.allocate(4 * pieces(data.length));
+        CRC32C crc = new CRC32C();
+        for (int off = 0; off < data.length || off == 0; off += piece) {
+            crc.reset();
+            crc.update(data, off, Math.min(piece, data.length - off));
+            out.putInt((int) crc.getValue());
+            if (data.length == 0) {
+                break;
+            }
+        }
+        return out.array();
+    }
+
+    /**
+     * Whether {@code span}, the bytes of a block of {@code blockLen} bytes from the start of piece
+     * {@code first} on, matches {@code sums}. Sums of another length are no match.
+     */
+    static boolean matches(byte[] sums, long blockLen, int first, byte[] span) {
+        if (sums.length != 4 * pieces(blockLen)) {
+            return false;
+        }
+        int piece = pieceSize(blockLen);
+        ByteBuffer expected = ByteBuffer.wrap(sums);
+        CRC32C crc = new CRC32C();
+        for (int off = 0, i = first; off < span.length; off += piece, i++) {
+            crc.reset();
+            crc.update(span, off, Math.min(piece, span.length - off));
+            if (expected.getInt(4 * i) != (int) crc.getValue()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Writes {@code sums} into attribute {@code name} of {@code f}. */
+    static void write(Path f, String name, byte[] sums) throws IOException {
+        UserDefinedFileAttributeView view = Files.getFileAttributeView(f, UserDefinedFileAttributeView.class);
+        if (view == null) {
+            throw new UnsupportedOperationException("no extended attributes on " + f);
+        }
+        view.write(name, ByteBuffer.wrap(sums));
+    }
+
+    /** The sums in attribute {@code name} of {@code f}, or null when it has none (a block cached before sums were kept). */
+    static byte[] read(Path f, String name) throws IOException {
+        UserDefinedFileAttributeView view = Files.getFileAttributeView(f, UserDefinedFileAttributeView.class);
+        if (view == null) {
+            return null;
+        }
+        ByteBuffer b = ByteBuffer.allocate(4 * MAX_PIECES + 4);
+        try {
+            int n = view.read(name, b);
+            return java.util.Arrays.copyOf(b.array(), n);
+        } catch (java.nio.file.FileSystemException e) {
+            if (e instanceof java.nio.file.NoSuchFileException) {
+                throw e;
+            }
+            return null; // ENODATA (no such attribute) or ENOTSUP; a too large value (ERANGE) is no sum of ours either
+        }
+    }
+}
