@@ -386,6 +386,7 @@ public final class BlockCache {
         }
         Path f = l == null ? file(key) : l.path();
         long base = l == null ? 0 : l.offset();
+        int start = dst == null ? 0 : dst.position();
         try {
             if (v == null) { // evicted since the lookup; the file may still be there to read
                 if (dst != null) {
@@ -406,9 +407,22 @@ public final class BlockCache {
             }
             int from = first * piece;
             int to = (int) Math.min(blockLen, (long) (last + 1) * piece);
-            byte[] span = LocalFiles.readRange(f, base + from, to - from);
+            // the bytes asked for go straight into the reply (no copy); the rest of the pieces they
+            // touch, at most one short of a piece before and after, are read aside to check with them
+            ByteBuffer[] parts;
+            if (dst == null) {
+                parts = new ByteBuffer[] {ByteBuffer.wrap(LocalFiles.readRange(f, base + from, to - from))};
+            } else {
+                ByteBuffer before = ByteBuffer.wrap(LocalFiles.readRange(f, base + from, off - from));
+                ByteBuffer after = ByteBuffer.wrap(LocalFiles.readRange(f, base + off + len, to - off - len));
+                LocalFiles.readRange(f, base + off, len, dst);
+                parts = new ByteBuffer[] {before, dst.duplicate().limit(start + len).position(start), after};
+            }
             byte[] sums = BlockSums.read(f, BlockSums.name(l != null, base));
-            if (sums != null && !BlockSums.matches(sums, blockLen, first, span)) {
+            if (sums != null && !BlockSums.matches(sums, blockLen, first, parts)) {
+                if (dst != null) {
+                    dst.position(start); // what was read there is no answer
+                }
                 corrupt.incrementAndGet();
                 failures.warn(log, "cached block {} does not match its checksum (the cache disk {} returned other bytes than"
                         + " were cached): dropped, read again from the object store; check that disk", key, dir);
@@ -416,11 +430,11 @@ public final class BlockCache {
                 return false;
             }
             checked(key, sums == null ? BlockSums.all(blockLen) : wanted);
-            if (dst != null) {
-                dst.put(span, off - from, len);
-            }
             return true;
         } catch (IOException e) {
+            if (dst != null) {
+                dst.position(start); // a part read before the failure is no answer either
+            }
             if (!(e instanceof NoSuchFileException)) {
                 failures.warn(log, "dropping unreadable cached block {}: {}", key, e.toString());
             }

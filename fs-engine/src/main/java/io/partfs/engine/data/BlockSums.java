@@ -76,24 +76,40 @@ final class BlockSums {
     }
 
     /**
-     * Whether {@code span}, the bytes of a block of {@code blockLen} bytes from the start of piece
-     * {@code first} on, matches {@code sums}. Sums of another length are no match.
+     * Whether {@code parts} (each from its position to its limit, in order), the bytes of a block
+     * of {@code blockLen} bytes from the start of piece {@code first} on, match {@code sums}.
+     * Sums of another length are no match.
      */
-    static boolean matches(byte[] sums, long blockLen, int first, byte[] span) {
+    static boolean matches(byte[] sums, long blockLen, int first, ByteBuffer... parts) {
         if (sums.length != 4 * pieces(blockLen)) {
             return false;
         }
         int piece = pieceSize(blockLen);
-        ByteBuffer expected = ByteBuffer.wrap(sums);
         CRC32C crc = new CRC32C();
-        for (int off = 0, i = first; off < span.length; off += piece, i++) {
-            crc.reset();
-            crc.update(span, off, Math.min(piece, span.length - off));
-            if (expected.getInt(4 * i) != (int) crc.getValue()) {
-                return false;
+        int i = first;
+        int inPiece = 0; // bytes of piece i summed so far
+        for (ByteBuffer part : parts) {
+            ByteBuffer b = part.duplicate();
+            int end = b.limit();
+            while (b.position() < end) {
+                b.limit(Math.min(end, b.position() + piece - inPiece));
+                inPiece += b.remaining();
+                crc.update(b); // moves the position to the limit
+                b.limit(end);
+                if (inPiece == piece) {
+                    if (!sumIs(sums, i++, crc)) {
+                        return false;
+                    }
+                    crc.reset();
+                    inPiece = 0;
+                }
             }
         }
-        return true;
+        return inPiece == 0 || sumIs(sums, i, crc); // the block's last piece, shorter
+    }
+
+    private static boolean sumIs(byte[] sums, int piece, CRC32C crc) {
+        return 4 * piece + 4 <= sums.length && ByteBuffer.wrap(sums).getInt(4 * piece) == (int) crc.getValue();
     }
 
     /** Writes {@code sums} into attribute {@code name} of {@code f}. */

@@ -134,6 +134,59 @@ class BlockCacheTest {
         assertArrayEquals(java.util.Arrays.copyOfRange(block, 290_000, 310_000), again.read("v/chunks/0/0/9_0_1048576", 290_000, 20_000));
     }
 
+    /** A read of whole pieces goes straight into the caller's buffer: a damaged one leaves its position where it was. */
+    @Test
+    void aReadOfWholePiecesIsCheckedInTheCallersBuffer() throws Exception {
+        byte[] block = pattern(4 << 20); // 32 pieces of 128 KiB
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.put("big", block);
+        flipBit(cachedFile("big"), (2 << 20) + 5);
+        BlockCache again = new BlockCache(dir, 10 << 20);
+        again.awaitLoaded();
+        java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocateDirect(3 << 20).position(7);
+        assertTrue(again.read("big", 1 << 20, 1 << 20, dst));
+        assertEquals(7 + (1 << 20), dst.position());
+        byte[] got = new byte[1 << 20];
+        dst.get(7, got);
+        assertArrayEquals(java.util.Arrays.copyOfRange(block, 1 << 20, 2 << 20), got);
+        assertTrue(!again.read("big", 2 << 20, 1 << 20, dst), "the damaged megabyte");
+        assertEquals(7 + (1 << 20), dst.position());
+        assertEquals(1, again.corruptBlocks());
+    }
+
+    /** A read that starts and ends inside pieces checks those pieces whole: damage just outside the bytes asked for is found. */
+    @Test
+    void anUnalignedReadChecksTheWholePiecesItTouches() throws Exception {
+        byte[] block = pattern(1 << 20); // 16 pieces of 64 KiB
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.put("b", block);
+        flipBit(cachedFile("b"), 3 * 65536 + 60_000); // in piece 3, past the read below
+        BlockCache again = new BlockCache(dir, 10 << 20);
+        again.awaitLoaded();
+        java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocateDirect(10_000);
+        assertTrue(again.read("b", 65536 + 100, 1000, dst), "piece 1 alone");
+        assertEquals(1000, dst.position());
+        assertTrue(!again.read("b", 2 * 65536 + 65_000, 2000, dst), "pieces 2 and 3, the bytes asked for all sound");
+        assertEquals(1000, dst.position());
+        assertEquals(1, again.corruptBlocks());
+        byte[] got = new byte[1000];
+        dst.get(0, got);
+        assertArrayEquals(java.util.Arrays.copyOfRange(block, 65536 + 100, 65536 + 1100), got);
+    }
+
+    @Test
+    void sumsMatchHoweverTheBytesAreCutIntoParts() {
+        byte[] block = pattern(300_000); // pieces of 64 KiB, the last 37,856 bytes
+        byte[] sums = BlockSums.of(block);
+        java.nio.ByteBuffer all = java.nio.ByteBuffer.wrap(block);
+        assertTrue(BlockSums.matches(sums, block.length, 0, all));
+        assertTrue(BlockSums.matches(sums, block.length, 0, all.duplicate().limit(1), all.duplicate().position(1).limit(200_000),
+                all.duplicate().position(200_000)));
+        assertTrue(BlockSums.matches(sums, block.length, 2, all.duplicate().position(2 * 65536).limit(3 * 65536)));
+        assertTrue(!BlockSums.matches(sums, block.length, 1, all.duplicate().position(2 * 65536).limit(3 * 65536)), "another piece's sum");
+        assertTrue(!BlockSums.matches(sums, block.length + 70_000, 0, all), "sums of another length");
+    }
+
     /** A whole-block file handed to the kernel (passthrough) is checked whole first: a damaged one is not handed out. */
     @Test
     void aDamagedBlockIsNotHandedToTheKernel() throws Exception {
