@@ -1005,8 +1005,10 @@ abstract class PartFsContract extends OnBackends {
         long gets = fs.chunks().objectGets();
         assertArrayEquals(data, readAll(ino("rot.bin")));
         assertEquals(1, fs.chunks().cache().corruptBlocks());
-        assertEquals(gets + 1, fs.chunks().objectGets(), "the damaged block, fetched again; the others read from the cache");
-        assertArrayEquals(data, readAll(ino("rot.bin")), "and cached again");
+        assertTrue(fs.chunks().objectGets() > gets, "the damaged block, fetched again");
+        long misses = fs.chunks().cache().stats().misses(); // (GETs: readahead may still be fetching the dropped block)
+        assertArrayEquals(data, readAll(ino("rot.bin")));
+        assertEquals(misses, fs.chunks().cache().stats().misses(), "and cached again: every block read from the cache");
         assertEquals(1, fs.chunks().cache().corruptBlocks());
     }
 
