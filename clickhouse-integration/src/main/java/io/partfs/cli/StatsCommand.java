@@ -56,7 +56,10 @@ final class StatsCommand implements Callable<Integer> {
                 + warnings(d);
     }
 
-    /** What needs the operator, after the numbers: the object store down, write-back staging out of room. */
+    /**
+     * What needs the operator, after the numbers: the object store down, write-back staging out
+     * of room, a cache disk returning other bytes than were cached.
+     */
     private static String warnings(Delta d) {
         StringBuilder w = new StringBuilder();
         if (d.now("partfs_object_store_unreachable", "") > 0) {
@@ -69,6 +72,10 @@ final class StatsCommand implements Callable<Integer> {
         }
         if (d.diff("partfs_writeback_unstaged_blocks", "") > 0) {
             w.append("  ! staging disk full: uploading before fsync");
+        }
+        if (d.diff("partfs_block_cache_corrupt_blocks_total", "") > 0) {
+            w.append(String.format(java.util.Locale.ROOT, "  ! %.0f cached blocks did not match their checksums (read again from"
+                    + " the object store): check the cache disk", d.diff("partfs_block_cache_corrupt_blocks_total", "")));
         }
         return w.toString();
     }

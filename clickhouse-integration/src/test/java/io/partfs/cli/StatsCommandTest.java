@@ -63,7 +63,7 @@ class StatsCommandTest {
     }
 
     @Test
-    void aStoreDownAndAFullStagingDiskAreSaidAfterTheNumbers() {
+    void aStoreDownAFullStagingDiskAndARottingCacheDiskAreSaidAfterTheNumbers() {
         String up = BEFORE + "partfs_object_store_unreachable 0\npartfs_writeback_unstaged_blocks 3\n";
         String down = AFTER + "partfs_object_store_unreachable 1\npartfs_writeback_unstaged_blocks 3\n";
         String line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(up), StatsCommand.parse(down), 1.0));
@@ -74,6 +74,13 @@ class StatsCommandTest {
         String full = AFTER + "jvm_direct_buffer_used_bytes 125829120\njvm_direct_buffer_max_bytes 134217728\n";
         line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE), StatsCommand.parse(full), 1.0));
         assertEquals(true, line.endsWith("  ! direct memory 94% used: I/O fails with EIO when full"), line);
+        String rot = AFTER + "partfs_block_cache_corrupt_blocks_total 2\n";
+        line = StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE + "partfs_block_cache_corrupt_blocks_total 0\n"),
+                StatsCommand.parse(rot), 1.0));
+        assertEquals(true, line.endsWith("  ! 2 cached blocks did not match their checksums (read again from the object store):"
+                + " check the cache disk"), line);
+        assertEquals(false, StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(rot), StatsCommand.parse(rot), 1.0))
+                .contains("checksums"), "said in the interval they were found only");
         String roomy = AFTER + "jvm_direct_buffer_used_bytes 33554432\njvm_direct_buffer_max_bytes 134217728\n";
         assertEquals(false, StatsCommand.line(new StatsCommand.Delta(StatsCommand.parse(BEFORE), StatsCommand.parse(roomy), 1.0))
                 .contains("!"), "nothing to say: no warning");
