@@ -707,17 +707,27 @@ public final class ChunkStore implements Closeable {
             dst.put(checkLength(key, objects.get(key, off, len), len));
             return;
         }
-        dst.put(fetchBlock(key, blockLen), off, len);
+        dst.put(fetchBlock(key, blockLen, false), off, len);
     }
 
-    /** Fetches a whole block into the cache; concurrent callers for one key share one GET. */
-    private byte[] fetchBlock(String key, int blockLen) throws IOException {
+    /**
+     * Fetches a whole block into the cache; concurrent callers for one key share one GET. With
+     * {@code unlessCached} (readahead, warmup: callers that checked the cache before) a block
+     * cached since, by a fetch that ended between that check and this one, is read from the
+     * cache instead of fetched a second time.
+     */
+    private byte[] fetchBlock(String key, int blockLen, boolean unlessCached) throws IOException {
         CompletableFuture<byte[]> mine = new CompletableFuture<>();
         CompletableFuture<byte[]> running = fetching.putIfAbsent(key, mine);
         if (running == null) {
             try {
+                byte[] block = unlessCached && cache.contains(key) ? cache.read(key, 0, blockLen) : null;
+                if (block != null) {
+                    mine.complete(block);
+                    return block;
+                }
                 objectGets.incrementAndGet();
-                byte[] block = checkLength(key, objects.get(key, 0, -1), blockLen);
+                block = checkLength(key, objects.get(key, 0, -1), blockLen);
                 cache.put(key, block);
                 mine.complete(block);
                 return block;
@@ -823,7 +833,7 @@ public final class ChunkStore implements Closeable {
             try {
                 forEachBlock(file, off, len, (key, blen) -> {
                     if (!isLocal(key)) {
-                        fetchBlock(key, blen);
+                        fetchBlock(key, blen, true);
                     }
                 });
             } catch (IOException | RuntimeException e) {
@@ -882,7 +892,7 @@ public final class ChunkStore implements Closeable {
         if (!cache.enabled()) {
             throw new IllegalStateException("this mount keeps no block cache (--cache-size 0): there is nowhere to warm data into");
         }
-        fetchBlock(key, blockLen);
+        fetchBlock(key, blockLen, true);
         return blockLen;
     }
 
