@@ -107,6 +107,7 @@ final class StatusCommand implements Callable<Integer> {
                 out.printf("REFUSING CHANGES: %s%n", meta.fenced());
             }
             out.printf("writes:     %s%n", unstored(mount, System.currentTimeMillis()));
+            out.printf("cache:      %s%n", blockCache(mount.chunks().cache(), f.storage().startsWith("file:")));
         }
         out.printf("metadata:   %s%n", metaUrl);
         out.printf("storage:    %s%n", f.storage());
@@ -150,6 +151,21 @@ final class StatusCommand implements Callable<Integer> {
                 + " staged and not yet uploaded (only on this machine's disk until then; "
                 + (oldest == Long.MIN_VALUE ? "some staged by an earlier mount" : "the oldest staged "
                 + Math.max(0, nowMillis - oldest) / 1000 + " s ago") + "), " + buffered;
+    }
+
+    /** The mount's block cache: what it holds, how often it served, and blocks its checksums turned away. */
+    static String blockCache(io.partfs.engine.data.BlockCache cache, boolean localObjects) {
+        if (!cache.enabled()) {
+            return localObjects ? "no block cache (--cache-size 0, the default for a local object directory: its blocks are on local disk already)"
+                    : "no block cache (--cache-size 0): every read goes to the object store";
+        }
+        io.partfs.engine.data.BlockCache.Stats st = cache.stats();
+        long lookups = st.hits() + st.misses();
+        String text = Sizes.human(st.bytes()) + " in " + st.blocks() + " block(s) of " + Sizes.human(cache.capacity())
+                + (lookups == 0 ? "" : String.format(java.util.Locale.ROOT, ", %.0f%% of %d reads served", 100.0 * st.hits() / lookups, lookups));
+        long corrupt = cache.corruptBlocks();
+        return corrupt == 0 ? text : text + "; " + corrupt + " block(s) did not match their checksums and were read again"
+                + " from the object store: CHECK THE CACHE DISK";
     }
 
     private static String heartbeat(MetaEngine.Session s, long now) {

@@ -1,5 +1,6 @@
 package io.partfs.cli;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -64,6 +65,32 @@ class StatusCommandTest {
                     + " then; the oldest staged "), staged);
             assertTrue(staged.contains(" s ago), 0 B buffered in memory"), staged);
         }
+    }
+
+    @Test
+    void theBlockCacheLineSaysWhatItHoldsAndWhenItsDiskReturnedOtherBytes() throws Exception {
+        assertEquals("no block cache (--cache-size 0): every read goes to the object store",
+                StatusCommand.blockCache(io.partfs.engine.data.BlockCache.disabled(), false));
+        io.partfs.engine.data.BlockCache cache = new io.partfs.engine.data.BlockCache(dir.resolve("c"), 1 << 20);
+        cache.awaitLoaded();
+        cache.put("v/chunks/1_0_4096", new byte[4096]);
+        cache.read("v/chunks/1_0_4096", 0, 10);
+        cache.read("v/chunks/2_0_4096", 0, 10);
+        assertEquals("4.0 KiB in 1 block(s) of 1.0 MiB, 50% of 2 reads served", StatusCommand.blockCache(cache, false));
+
+        Path block;
+        try (var files = java.nio.file.Files.walk(dir.resolve("c"))) {
+            block = files.filter(f -> f.getFileName().toString().endsWith("1_0_4096")).findFirst().orElseThrow();
+        }
+        try (var ch = java.nio.channels.FileChannel.open(block, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {1}), 100);
+        }
+        io.partfs.engine.data.BlockCache again = new io.partfs.engine.data.BlockCache(dir.resolve("c"), 1 << 20);
+        again.awaitLoaded();
+        again.read("v/chunks/1_0_4096", 0, 10);
+        String line = StatusCommand.blockCache(again, false);
+        assertTrue(line.endsWith("; 1 block(s) did not match their checksums and were read again from the object store:"
+                + " CHECK THE CACHE DISK"), line);
     }
 
     @Test
