@@ -62,15 +62,13 @@ final class BlockSums {
     /** The sums of block {@code data}: 4 bytes a piece. */
     static byte[] of(byte[] data) {
         int piece = pieceSize(data.length);
-        ByteBuffer out = ByteBuffer.allocate(4 * pieces(data.length));
+        int n = pieces(data.length);
+        ByteBuffer out = ByteBuffer.allocate(4 * n);
         CRC32C crc = new CRC32C();
-        for (int off = 0; off < data.length || off == 0; off += piece) {
+        for (int i = 0; i < n; i++) {
             crc.reset();
-            crc.update(data, off, Math.min(piece, data.length - off));
+            crc.update(data, i * piece, Math.min(piece, data.length - i * piece));
             out.putInt((int) crc.getValue());
-            if (data.length == 0) {
-                break;
-            }
         }
         return out.array();
     }
