@@ -24,7 +24,8 @@ import picocli.CommandLine.Spec;
                 "file or a directory on the mount (e.g. <mountpoint>/data/db/table, or a part); blocks already on",
                 "local disk are skipped, and nothing goes through the page cache. Progress on stderr; exits 1 if a",
                 "block could not be fetched. --check only tells how much is on local disk already (after a pod moved,",
-                "say). The part-metadata cache has its own: 'partfs cache warmup'."})
+                "say). --verify also reads the cached blocks and checks their checksums (a scrub of the cache disk).",
+                "The part-metadata cache has its own: 'partfs cache warmup'."})
 final class WarmupCommand implements Callable<Integer> {
     @Spec
     picocli.CommandLine.Model.CommandSpec spec;
@@ -45,6 +46,12 @@ final class WarmupCommand implements Callable<Integer> {
             "staging) and those only in the object store."})
     boolean check;
 
+    @Option(names = "--verify", description = {"Also read every block of PATH in the block cache and check it against its",
+            "checksums, however often reads checked it before (reads check a block once per mount): a damaged one",
+            "is dropped, and fetched again unless --check. Exits 1 if any was damaged: look at the cache disk.",
+            "Reads the cached bytes from disk; blocks staged by write-back have no checksums."})
+    boolean verify;
+
     @Override
     public Integer call() throws Exception {
         if (threads < 1 || threads > 256) {
@@ -63,13 +70,13 @@ final class WarmupCommand implements Callable<Integer> {
             Map<String, String> last = new HashMap<>();
             long[] shown = {System.nanoTime()};
             sidecar.stream("POST", "/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads
-                    + (check ? "&check=1" : ""), line -> {
+                    + (check ? "&check=1" : "") + (verify ? "&verify=1" : ""), line -> {
                 String kind = line.contains(" ") ? line.substring(0, line.indexOf(' ')) : line;
                 Map<String, String> f = fields(line.substring(kind.length()).trim());
                 switch (kind) {
                     case "progress" -> {
                         if (System.nanoTime() - shown[0] > 2_000_000_000L) {
-                            err.println("partfs warmup: " + real + ": " + (check ? describeCheck(f) : describe(f)));
+                            err.println("partfs warmup: " + real + ": " + (check ? describeCheck(f) : describe(f)) + (verify ? verified(f) : ""));
                             err.flush();
                             shown[0] = System.nanoTime();
                         }
@@ -83,11 +90,21 @@ final class WarmupCommand implements Callable<Integer> {
                 throw new IllegalStateException("the sidecar at " + sidecar.base() + " ended the warmup of " + real
                         + " without saying it was done: see the mount's log");
             }
+            if (verify && !last.containsKey("verified")) {
+                throw new IllegalStateException("the sidecar at " + sidecar.base() + " does not verify checksums: it runs an older"
+                        + " partfs; restart the mount with this version");
+            }
+            if (number(last, "damaged") > 0) {
+                err.printf("partfs warmup: %s: %d cached blocks did not match their checksums or could not be read: dropped%s;"
+                        + " the disk under the mount's --cache-dir returned other bytes than were written: check it (dmesg,"
+                        + " smartctl)%n", real, number(last, "damaged"), check ? ", to be read from the object store" : " and fetched again");
+                failed++;
+            }
             if (check) {
-                out.println("checked " + real + ": " + describeCheck(last));
+                out.println("checked " + real + ": " + describeCheck(last) + (verify ? verified(last) : ""));
                 continue;
             }
-            out.println("warmed " + real + ": " + describe(last));
+            out.println("warmed " + real + ": " + describe(last) + (verify ? verified(last) : ""));
             if (number(last, "threads") > 0 && number(last, "threads") < threads) {
                 err.printf("partfs warmup: the mount fetched %d blocks at a time, not %d: a quarter of its heap holds no more%n",
                         number(last, "threads"), threads);
@@ -141,6 +158,12 @@ final class WarmupCommand implements Callable<Integer> {
                 number(f, "files"), Sizes.human(number(f, "file_bytes")), number(f, "blocks"), Sizes.human(blockBytes),
                 number(f, "local"), Sizes.human(localBytes), blockBytes > 0 ? 100.0 * localBytes / blockBytes : 100.0,
                 number(f, "blocks") - number(f, "local"));
+    }
+
+    /** "; checksums: 20 good, 1 damaged, 0 without checksums": what a --verify run found. */
+    static String verified(Map<String, String> f) {
+        return String.format(Locale.ROOT, "; checksums: %d good, %d damaged, %d without checksums", number(f, "verified"),
+                number(f, "damaged"), number(f, "uncheckable"));
     }
 
     /** "12 files (1.2 GiB), 300 blocks: 280 fetched (1.1 GiB, 95.0 MiB/s), 20 already local, 0 failed, 12.3 s". */

@@ -696,6 +696,27 @@ class PartfsCommandIT {
             assertTrue(again.err().contains("blocks at a time, not 256: a quarter of its heap holds no more"), again.err());
             assertTrue(again.out().contains("1 files (3.0 MiB), 4 blocks: 0 fetched (0 B, 0.0 MiB/s), 4 already local"), again.out());
 
+            // a bit flipped on the cache disk after reads checked the block: only a verify finds it
+            Path block;
+            try (var files = Files.walk(dir.resolve("cache2"))) {
+                block = files.filter(f -> f.getFileName().toString().endsWith("_0_1048576")).findFirst().orElseThrow();
+            }
+            try (var ch = java.nio.channels.FileChannel.open(block, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) ~data[77]}), 77);
+            }
+            Partfs.Result scrub = partfs.run("warmup", "--sidecar", sidecar, "--check", "--verify", mnt.resolve("db").toString());
+            assertEquals(1, scrub.exit(), scrub.all());
+            assertTrue(scrub.out().contains("4 on local disk (2.0 MiB, 66.7%), 1 only in the object store; checksums: 4 good, 1 damaged,"
+                    + " 0 without checksums"), scrub.out());
+            assertTrue(scrub.err().contains("1 cached blocks did not match their checksums or could not be read: dropped, to be read"
+                    + " from the object store"), scrub.err());
+            assertEquals(gets, objectGets(sidecar), "a check fetches nothing");
+            Partfs.Result mend = partfs.run("warmup", "--sidecar", sidecar, "--verify", mnt.resolve("db").toString());
+            assertEquals(0, mend.exit(), mend.all());
+            assertTrue(mend.out().contains("5 blocks: 1 fetched (1.0 MiB"), mend.out());
+            assertTrue(mend.out().contains("checksums: 4 good, 0 damaged, 0 without checksums"), mend.out());
+            assertArrayEquals(data, Files.readAllBytes(mnt.resolve("db/t/all_1_1_0/c.bin")));
+
             Files.createDirectories(dir.resolve("elsewhere"));
             String[][] bad = {
                 {"warmup", "--sidecar", sidecar, mnt.resolve("db/nothing").toString()},

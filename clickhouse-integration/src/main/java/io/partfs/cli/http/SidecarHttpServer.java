@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * GET  /status[?mountpoint=P]    what 'partfs status' prints of the mounted volume; 400 if P is not
  *                                 this mount's mount point
  * POST /warmup?path=P[&amp;threads=N] fetches the blocks under P (absolute, on this mount) into the
- *                                 block cache; a progress line a second, then done or error
+ *                                 block cache; a progress line a second, then done or error;
+ *                                 check=1 fetches nothing, verify=1 checks cached blocks' sums
  *                                 ({@link WarmupEndpoint})
  * </pre>
  *
@@ -169,7 +170,7 @@ public final class SidecarHttpServer implements AutoCloseable {
                 case "/tables" -> tables(ex, method, params);
                 case "/status" -> status(ex, first(params, "mountpoint"));
                 case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"), first(params, "check"),
-                        () -> requests.inc(known(path), "200"));
+                        first(params, "verify"), () -> requests.inc(known(path), "200"));
                 default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /status, /warmup\n");
             }
         } catch (IllegalArgumentException e) {

@@ -22,7 +22,9 @@ import org.slf4j.LoggerFactory;
  * sidecar's mount) into its block cache, answering as it goes with a {@code progress} line a
  * second and a last line {@code done} (or {@code error MESSAGE}), each {@code key=value}
  * fields (see {@link #fields}). With {@code check=1} it fetches nothing and only counts the
- * blocks already on local disk. At most two run at once: each holds one of the endpoint's four
+ * blocks already on local disk; with {@code verify=1} it also reads the blocks in the block cache
+ * and checks them against their checksums, dropping (and unless checking, fetching again) the
+ * damaged ones. At most two run at once: each holds one of the endpoint's four
  * threads for as long as it takes.
  */
 final class WarmupEndpoint {
@@ -78,20 +80,22 @@ final class WarmupEndpoint {
     }
 
     /** Serves one request; the caller maps IllegalArgumentException to 400 before anything is sent. */
-    void serve(HttpExchange ex, String method, String path, String threadsParam, String checkParam, Runnable countRequest)
+    void serve(HttpExchange ex, String method, String path, String threadsParam, String checkParam,
+            String verifyParam, Runnable countRequest)
             throws IOException {
         if (!method.equals("POST")) {
             throw new IllegalArgumentException("use POST");
         }
         Attr start = resolve(path);
         int threads = Math.min(threads(threadsParam), maxThreads(volume.fs().format().blockSize()));
-        boolean check = checkParam != null && !checkParam.equals("0");
-        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads, check);
+        boolean check = flag(checkParam);
+        boolean verify = flag(verifyParam);
+        Warmup warmup = new Warmup(volume.fs().meta(), volume.fs().chunks(), threads, check, verify);
         if (!running.tryAcquire()) {
             throw new IllegalArgumentException("two warmups or checks are running on this mount already: wait for one to end");
         }
         try {
-            log.info("warmup{} of {} with {} threads", check ? " check" : "", path, threads);
+            log.info("warmup{}{} of {} with {} threads", check ? " check" : "", verify ? " verifying checksums" : "", path, threads);
             long t0 = System.nanoTime();
             CompletableFuture<Warmup.Progress> done = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -149,6 +153,10 @@ final class WarmupEndpoint {
         }
     }
 
+    private static boolean flag(String param) {
+        return param != null && !param.equals("0");
+    }
+
     private static void line(OutputStream out, String s) throws IOException {
         out.write((s + "\n").getBytes(StandardCharsets.UTF_8));
         out.flush();
@@ -156,14 +164,16 @@ final class WarmupEndpoint {
 
     /**
      * {@code files=.. file_bytes=.. blocks=.. block_bytes=.. local=.. local_bytes=.. fetched=..
-     * fetched_bytes=.. failed=.. seconds=.. cache_capacity=.. threads=..[ first_error=...]}: the
-     * counters of {@link Warmup.Progress}, the time so far, the block cache's capacity, the
-     * threads used, and the first failure's message (to the end of the line).
+     * fetched_bytes=.. failed=.. verified=.. uncheckable=.. damaged=.. seconds=.. cache_capacity=..
+     * threads=..[ first_error=...]}: the counters of {@link Warmup.Progress}, the time so far, the
+     * block cache's capacity, the threads used, and the first failure's message (to the end of
+     * the line).
      */
     static String fields(Warmup.Progress p, double seconds, long cacheCapacity, int threads) {
         String s = String.format(Locale.ROOT, "files=%d file_bytes=%d blocks=%d block_bytes=%d local=%d local_bytes=%d fetched=%d"
-                + " fetched_bytes=%d failed=%d seconds=%.1f cache_capacity=%d threads=%d", p.files(), p.fileBytes(), p.blocks(),
-                p.blockBytes(), p.localBlocks(), p.localBytes(), p.fetchedBlocks(), p.fetchedBytes(), p.failedBlocks(), seconds,
+                + " fetched_bytes=%d failed=%d verified=%d uncheckable=%d damaged=%d seconds=%.1f cache_capacity=%d threads=%d",
+                p.files(), p.fileBytes(), p.blocks(), p.blockBytes(), p.localBlocks(), p.localBytes(), p.fetchedBlocks(),
+                p.fetchedBytes(), p.failedBlocks(), p.verifiedBlocks(), p.uncheckableBlocks(), p.damagedBlocks(), seconds,
                 cacheCapacity, threads);
         return p.firstError() == null ? s : s + " first_error=" + p.firstError().replace('\n', ' ');
     }

@@ -423,10 +423,7 @@ public final class BlockCache {
                 if (dst != null) {
                     dst.position(start); // what was read there is no answer
                 }
-                corrupt.incrementAndGet();
-                failures.warn(log, "cached block {} does not match its checksum (the cache disk {} returned other bytes than"
-                        + " were cached): dropped, read again from the object store; check that disk", key, dir);
-                remove(key);
+                dropDamaged(key);
                 return false;
             }
             checked(key, sums == null ? BlockSums.all(blockLen) : wanted);
@@ -440,6 +437,66 @@ public final class BlockCache {
             }
             remove(key);
             return false;
+        }
+    }
+
+    /** Counts, reports and drops cached block {@code key}, whose bytes did not match its sums. */
+    private void dropDamaged(String key) {
+        corrupt.incrementAndGet();
+        failures.warn(log, "cached block {} does not match its checksum (the cache disk {} returned other bytes than"
+                + " were cached): dropped, read again from the object store; check that disk", key, dir);
+        remove(key);
+    }
+
+    /** What {@link #verify} found of a block. */
+    public enum Verdict {
+        /** Not cached (also: evicted, or its file deleted, while it was checked). */
+        ABSENT,
+        /** Cached, read whole, and every piece matches its sum. */
+        GOOD,
+        /** Cached without sums (cached before sums were kept, or on a disk without extended attributes). */
+        UNCHECKABLE,
+        /** Cached, but unreadable or not matching its sums: dropped, to be read from the object store again. */
+        DAMAGED
+    }
+
+    /**
+     * Reads cached block {@code key} whole and checks it against its sums, even where reads have
+     * checked it before (bytes on disk may rot at any time; reads check each piece once a
+     * process). A damaged block is dropped and counted as by a read. Not counted as a hit.
+     */
+    public Verdict verify(String key) {
+        Link l;
+        Long v;
+        synchronized (lock) {
+            l = linked.get(key);
+            v = index.get(key);
+        }
+        if (capacity <= 0 || v == null) {
+            return Verdict.ABSENT;
+        }
+        Path f = l == null ? file(key) : l.path();
+        long base = l == null ? 0 : l.offset();
+        long blockLen = sizeOf(v);
+        try {
+            byte[] sums = BlockSums.read(f, BlockSums.name(l != null, base));
+            if (sums == null) {
+                return Verdict.UNCHECKABLE;
+            }
+            ByteBuffer data = ByteBuffer.wrap(LocalFiles.readRange(f, base, (int) blockLen));
+            if (!BlockSums.matches(sums, blockLen, 0, data)) {
+                dropDamaged(key);
+                return Verdict.DAMAGED;
+            }
+            checked(key, BlockSums.all(blockLen));
+            return Verdict.GOOD;
+        } catch (NoSuchFileException e) {
+            remove(key); // evicted while it was checked, or deleted behind the cache's back
+            return Verdict.ABSENT;
+        } catch (IOException e) {
+            failures.warn(log, "dropping unreadable cached block {}: {}", key, e.toString());
+            remove(key);
+            return Verdict.DAMAGED;
         }
     }
 

@@ -26,7 +26,11 @@ import java.util.concurrent.atomic.AtomicReference;
  * a block the store lacks is counted as failed, unless its file was deleted or rewritten
  * meanwhile. Only committed data is warmed: what a writer still buffers is not in a block yet.
  * Safe to run many times and while the volume is in use. A check ({@code partfs warmup
- * --check}) only counts which blocks are on local disk, and fetches nothing.
+ * --check}) only counts which blocks are on local disk, and fetches nothing. A verifying run
+ * ({@code --verify}) also reads every block in the block cache whole and checks it against its
+ * checksums, however often reads checked it before: a damaged one is dropped, and fetched again
+ * unless only checking. Blocks staged by write-back and in local object directories have no
+ * checksums to check.
  */
 public final class Warmup {
     /** Inodes whose attributes are read per request. */
@@ -36,15 +40,20 @@ public final class Warmup {
      * How far a warmup is; {@code fileBytes} is the size of the files found so far, {@code
      * blockBytes} that of their blocks (less, where files have holes), {@code localBytes} that of
      * the blocks found on local disk (block cache, write-back staging, a local object directory).
+     * When verifying, {@code verifiedBlocks} of the local blocks matched their checksums, {@code
+     * uncheckableBlocks} had none, and {@code damagedBlocks} did not match or could not be read
+     * (those are not counted as local: they were dropped, and are fetched unless only checking).
      */
     public record Progress(long files, long fileBytes, long blocks, long blockBytes, long localBlocks, long localBytes,
-            long fetchedBlocks, long fetchedBytes, long failedBlocks, String firstError) {
+            long fetchedBlocks, long fetchedBytes, long failedBlocks, String firstError, long verifiedBlocks,
+            long uncheckableBlocks, long damagedBlocks) {
     }
 
     private final MetaEngine meta;
     private final ChunkStore chunks;
     private final int threads;
     private final boolean checkOnly;
+    private final boolean verify;
     private final AtomicLong files = new AtomicLong();
     private final AtomicLong fileBytes = new AtomicLong();
     private final AtomicLong blocks = new AtomicLong();
@@ -55,14 +64,20 @@ public final class Warmup {
     private final AtomicLong fetchedBytes = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
     private final AtomicReference<String> firstError = new AtomicReference<>();
+    private final AtomicLong verified = new AtomicLong();
+    private final AtomicLong uncheckable = new AtomicLong();
+    private final AtomicLong damaged = new AtomicLong();
     private volatile boolean cancelled;
 
     public Warmup(MetaEngine meta, ChunkStore chunks, int threads) {
-        this(meta, chunks, threads, false);
+        this(meta, chunks, threads, false, false);
     }
 
-    /** With {@code checkOnly}, {@link #run} counts the blocks on local disk and fetches nothing. */
-    public Warmup(MetaEngine meta, ChunkStore chunks, int threads, boolean checkOnly) {
+    /**
+     * With {@code checkOnly}, {@link #run} counts the blocks on local disk and fetches nothing;
+     * with {@code verify}, it reads and checks the blocks in the block cache.
+     */
+    public Warmup(MetaEngine meta, ChunkStore chunks, int threads, boolean checkOnly, boolean verify) {
         if (threads < 1 || threads > 256) {
             throw new IllegalArgumentException("warmup threads must be 1-256, not " + threads);
         }
@@ -70,12 +85,14 @@ public final class Warmup {
         this.chunks = chunks;
         this.threads = threads;
         this.checkOnly = checkOnly;
+        this.verify = verify;
     }
 
     /** A snapshot of the counters; may be called from any thread while {@link #run} works. */
     public Progress progress() {
         return new Progress(files.get(), fileBytes.get(), blocks.get(), blockBytes.get(), local.get(), localBytes.get(),
-                fetched.get(), fetchedBytes.get(), failed.get(), firstError.get());
+                fetched.get(), fetchedBytes.get(), failed.get(), firstError.get(), verified.get(), uncheckable.get(),
+                damaged.get());
     }
 
     /** Makes {@link #run} stop walking and return once the fetches it started have ended. */
@@ -131,12 +148,12 @@ public final class Warmup {
                 }
                 blocks.incrementAndGet();
                 blockBytes.addAndGet(len);
-                if (chunks.isLocal(key)) {
-                    local.incrementAndGet();
-                    localBytes.addAndGet(len);
+                boolean toVerify = verify && chunks.cache().contains(key);
+                if (!toVerify && chunks.isLocal(key)) {
+                    local(len, verify ? uncheckable : null); // staged by write-back, or a local object: no sums
                     return;
                 }
-                if (checkOnly) {
+                if (checkOnly && !toVerify) {
                     return;
                 }
                 try {
@@ -146,7 +163,13 @@ public final class Warmup {
                     throw new java.io.InterruptedIOException("warmup interrupted");
                 }
                 try {
-                    pool.execute(() -> fetch(file, key, len, inFlight));
+                    pool.execute(() -> {
+                        if (!toVerify || mustFetch(key, len)) {
+                            fetch(file, key, len, inFlight);
+                        } else {
+                            inFlight.release();
+                        }
+                    });
                 } catch (RuntimeException e) {
                     inFlight.release();
                     throw e;
@@ -155,6 +178,27 @@ public final class Warmup {
         } catch (FsException.NoSuchEntry e) {
             // deleted while the warmup was on its way to it
         }
+    }
+
+    /** Counts a block of {@code len} bytes found on local disk, and in {@code also} if not null. */
+    private void local(int len, AtomicLong also) {
+        local.incrementAndGet();
+        localBytes.addAndGet(len);
+        if (also != null) {
+            also.incrementAndGet();
+        }
+    }
+
+    /** Verifies cached block {@code key}: whether it must be fetched (it was damaged, or is gone) and may be. */
+    private boolean mustFetch(String key, int len) {
+        BlockCache.Verdict v = chunks.cache().verify(key);
+        switch (v) {
+            case GOOD -> local(len, verified);
+            case UNCHECKABLE -> local(len, uncheckable);
+            case DAMAGED -> damaged.incrementAndGet();
+            case ABSENT -> { } // evicted meanwhile
+        }
+        return !checkOnly && (v == BlockCache.Verdict.DAMAGED || v == BlockCache.Verdict.ABSENT);
     }
 
     private void fetch(Attr file, String key, int len, Semaphore inFlight) {

@@ -254,6 +254,48 @@ class BlockCacheTest {
         assertBlock(again, 2);
     }
 
+    /**
+     * A verify reads a block whole however much reads checked it before: rot after the first
+     * read (which reads no longer see) is found, the block dropped and counted; a block without
+     * sums and one not cached are told apart; a linked range is checked against its own sums.
+     */
+    @Test
+    void verifyFindsRotThatReadsCheckedBefore() throws Exception {
+        BlockCache c = new BlockCache(dir, 10 << 20);
+        c.awaitLoaded();
+        c.put("good", pattern(300_000));
+        c.put("rots", pattern(300_000));
+        c.put("old", pattern(5000));
+        Files.getFileAttributeView(cachedFile("old"), java.nio.file.attribute.UserDefinedFileAttributeView.class).delete(BlockSums.XATTR);
+        assertArrayEquals(pattern(300_000), c.read("rots", 0, 300_000), "read whole: every piece checked");
+        flipBit(cachedFile("rots"), 123_456);
+        assertTrue(c.read("rots", 123_000, 1000) != null, "reads check a piece once a process: this one was");
+
+        long hits = c.stats().hits();
+        assertEquals(BlockCache.Verdict.GOOD, c.verify("good"));
+        assertEquals(BlockCache.Verdict.DAMAGED, c.verify("rots"));
+        assertEquals(BlockCache.Verdict.UNCHECKABLE, c.verify("old"));
+        assertEquals(BlockCache.Verdict.ABSENT, c.verify("never"));
+        assertEquals(hits, c.stats().hits(), "a verify is not a read");
+        assertEquals(1, c.corruptBlocks());
+        assertTrue(!c.contains("rots"), "dropped");
+        try (var files = Files.walk(dir)) {
+            assertTrue(files.noneMatch(f -> f.getFileName().toString().equals("rots")), "and deleted");
+        }
+        assertTrue(c.contains("good") && c.contains("old"));
+
+        Path src = sharedFile();
+        byte[] all = Files.readAllBytes(src);
+        for (int i = 0; i < 3; i++) {
+            assertTrue(c.link(LINKED[i], src, i * 1000L, 1000, BlockSums.of(java.util.Arrays.copyOfRange(all, i * 1000, i * 1000 + 1000))));
+        }
+        flipBit(src, 2500);
+        assertEquals(BlockCache.Verdict.GOOD, c.verify(LINKED[1]));
+        assertEquals(BlockCache.Verdict.DAMAGED, c.verify(LINKED[2]));
+        assertEquals(2, c.corruptBlocks());
+        assertBlock(c, 0);
+    }
+
     @Test
     void piecesAreAtMostThirtyTwoAndAtLeast64KiB() {
         assertEquals(1, BlockSums.pieces(1));
