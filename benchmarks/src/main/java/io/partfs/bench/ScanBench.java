@@ -23,7 +23,8 @@ import picocli.CommandLine.Option;
  * everything from S3 ({@code --cache-size 0}), and two modes that remount with an empty block
  * cache before every scan, as a new replica or a lost cache disk would: the first scan filling
  * the cache as it goes ({@code partfs-cold}), and {@code partfs warmup} of the table first,
- * timed on its own ({@code partfs-warmup}).
+ * timed on its own ({@code partfs-warmup}), followed by a scrub of what it fetched ({@code
+ * partfs warmup --verify --check}, page cache dropped first), timed too.
  */
 @Command(name = "scan-bench", mixinStandardHelpOptions = true,
         description = "ClickHouse full scans of one table on local disk and on PartFS (block cache warm, and S3 only), page cache dropped.")
@@ -68,6 +69,7 @@ public final class ScanBench implements Callable<Integer> {
         Path mnt = Files.createDirectories(work.resolve("mnt"));
         Map<String, double[]> results = new LinkedHashMap<>();
         Map<String, double[]> warmups = new LinkedHashMap<>();
+        Map<String, double[]> scrubs = new LinkedHashMap<>();
         long bytes;
         String expected;
         var started = new java.util.concurrent.atomic.AtomicReference<Stack>();
@@ -90,6 +92,7 @@ public final class ScanBench implements Callable<Integer> {
                     results.put(mode, r[0]);
                     if (mode.equals("partfs-warmup")) {
                         warmups.put(mode, r[1]);
+                        scrubs.put(mode, r[2]);
                     }
                     continue;
                 }
@@ -123,7 +126,7 @@ public final class ScanBench implements Callable<Integer> {
             Procs.unmount(mnt);
             TempDirs.deleteRecursively(work);
         }
-        String md = markdown(results, warmups, bytes);
+        String md = markdown(results, warmups, scrubs, bytes);
         Stack.report(out, md);
         return 0;
     }
@@ -143,12 +146,14 @@ public final class ScanBench implements Callable<Integer> {
 
     /**
      * Each run on a fresh mount whose block cache directory is new and empty: for
-     * partfs-warmup, {@code partfs warmup} of the table's directory first (timed); then
-     * ClickHouse starts and scans once. Returns {scan seconds, warmup seconds}.
+     * partfs-warmup, {@code partfs warmup} of the table's directory first (timed) and a scrub of
+     * the blocks it cached (timed, page cache dropped first); then ClickHouse starts and scans
+     * once. Returns {scan seconds, warmup seconds, scrub seconds}.
      */
     private double[][] emptyCacheScans(Stack stack, Path work, Path mnt, String mode, String expected, long bytes) throws Exception {
         double[] scans = new double[runs];
         double[] warm = new double[runs];
+        double[] scrub = new double[runs];
         for (int r = 0; r < runs; r++) {
             List<String> options = new ArrayList<>(partfsOptions);
             options.addAll(List.of("--cache-dir", work.resolve("cache-" + mode + "-" + r).toString()));
@@ -160,6 +165,12 @@ public final class ScanBench implements Callable<Integer> {
                             mnt.resolve("data/bench/scan").toString()), stack.env);
                     warm[r] = (System.nanoTime() - w0) / 1e9;
                     Stack.progress("%s warmup %d/%d: %.2f s: %s", mode, r + 1, runs, warm[r], o.trim());
+                    io.partfs.cli.PageCache.drop();
+                    long s0 = System.nanoTime();
+                    o = Procs.ok(Procs.partfs("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort, "-p", Integer.toString(warmupThreads),
+                            "--verify", "--check", mnt.resolve("data/bench/scan").toString()), stack.env); // exits 1 on a damaged block
+                    scrub[r] = (System.nanoTime() - s0) / 1e9;
+                    Stack.progress("%s scrub %d/%d: %.2f s: %s", mode, r + 1, runs, scrub[r], o.trim());
                 }
                 try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-" + mode + "-" + r), mnt)) {
                     ch.start();
@@ -170,7 +181,7 @@ public final class ScanBench implements Callable<Integer> {
                 stack.umountPartFs(mnt);
             }
         }
-        return new double[][] {scans, warm};
+        return new double[][] {scans, warm, scrub};
     }
 
     /** Makes bench.scan on local disk as one part; returns the scan's answer. */
@@ -194,23 +205,28 @@ public final class ScanBench implements Callable<Integer> {
         }
     }
 
-    private String markdown(Map<String, double[]> results, Map<String, double[]> warmups, long bytes) {
+    private String markdown(Map<String, double[]> results, Map<String, double[]> warmups, Map<String, double[]> scrubs, long bytes) {
         StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
                 "ClickHouse full scan (%s), %d rows, %.1f MiB on disk, S3 latency %.0f ms, page cache dropped before each; median of %d%n%n"
-                        + "| mode | scan (median) | min - max | throughput | vs local | partfs warmup before (median) |%n"
-                        + "|---|---|---|---|---|---|%n",
+                        + "| mode | scan (median) | min - max | throughput | vs local | partfs warmup before (median) |"
+                        + " warmup --verify --check (median) |%n"
+                        + "|---|---|---|---|---|---|---|%n",
                 QUERY, rows, bytes / 1048576.0, latency, runs));
         double[] base = results.get("local");
         double localMedian = base == null ? Double.NaN : median(base);
         results.forEach((mode, s) -> {
             double m = median(s);
-            double[] w = warmups.get(mode);
-            b.append(String.format(Locale.ROOT, "| %s | %.2f s | %.2f - %.2f | %.0f MiB/s | %s | %s |%n", mode, m,
+            b.append(String.format(Locale.ROOT, "| %s | %.2f s | %.2f - %.2f | %.0f MiB/s | %s | %s | %s |%n", mode, m,
                     Arrays.stream(s).min().orElse(m), Arrays.stream(s).max().orElse(m), bytes / 1048576.0 / m,
                     Double.isNaN(localMedian) ? "-" : String.format(Locale.ROOT, "%.2fx", m / localMedian),
-                    w == null ? "-" : String.format(Locale.ROOT, "%.2f s (%.0f MiB/s)", median(w), bytes / 1048576.0 / median(w))));
+                    rate(warmups.get(mode), bytes), rate(scrubs.get(mode), bytes)));
         });
         return b.toString();
+    }
+
+    /** "1.20 s (850 MiB/s)": the median of {@code seconds} over {@code bytes}, or "-" when not measured. */
+    private static String rate(double[] seconds, long bytes) {
+        return seconds == null ? "-" : String.format(Locale.ROOT, "%.2f s (%.0f MiB/s)", median(seconds), bytes / 1048576.0 / median(seconds));
     }
 
     private static double median(double[] s) {
