@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.testing.LiveTree;
 import io.partfs.engine.testing.Poll;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
@@ -17,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -112,10 +114,8 @@ class WritePassthroughTest {
     }
 
     /** Blocks in the volume's object store. */
-    private long objects() throws IOException {
-        try (var files = Files.walk(dir.resolve("objects"))) {
-            return files.filter(p -> Files.isRegularFile(p) && p.toString().contains("/chunks/")).count();
-        }
+    private long objects() {
+        return LiveTree.files(dir.resolve("objects"), null).keySet().stream().filter(p -> p.toString().contains("/chunks/")).count();
     }
 
     /** Runs {@code r} and checks that the kernel wrote {@code files} new files itself meanwhile. */
@@ -271,11 +271,8 @@ class WritePassthroughTest {
 
     /** Bytes of the blocks in the volume's object store. */
     private long objectBytes() {
-        try (var files = Files.walk(dir.resolve("objects"))) {
-            return files.filter(p -> Files.isRegularFile(p) && p.toString().contains("/chunks/")).mapToLong(p -> p.toFile().length()).sum();
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        return LiveTree.files(dir.resolve("objects"), null).entrySet().stream().filter(e -> e.getKey().toString().contains("/chunks/"))
+                .mapToLong(Map.Entry::getValue).sum();
     }
 
     /**
@@ -344,15 +341,11 @@ class WritePassthroughTest {
         return mnt.resolve("data/db/t/" + part + "/" + name);
     }
 
-    /** Blocks the block cache holds as links into a larger file (BlockCache.link). */
+    /** Blocks the block cache holds as links into a larger file (BlockCache.link); staging is not walked. */
     private long linkedBlocks() {
         Path cache = dir.resolve("cache");
-        try (var files = Files.walk(cache)) {
-            return files.filter(p -> Files.isRegularFile(p) && !p.startsWith(cache.resolve("staging"))
-                    && p.getFileName().toString().contains("@")).count();
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        return LiveTree.files(cache, cache.resolve("staging")).keySet().stream()
+                .filter(p -> p.getFileName().toString().contains("@")).count();
     }
 
     @Test
