@@ -697,10 +697,8 @@ class PartfsCommandIT {
             assertTrue(again.out().contains("1 files (3.0 MiB), 4 blocks: 0 fetched (0 B, 0.0 MiB/s), 4 already local"), again.out());
 
             // a bit flipped on the cache disk after reads checked the block: only a verify finds it
-            Path block;
-            try (var files = Files.walk(dir.resolve("cache2"))) {
-                block = files.filter(f -> f.getFileName().toString().endsWith("_0_1048576")).findFirst().orElseThrow();
-            }
+            Path block = io.partfs.engine.testing.LiveTree.files(dir.resolve("cache2"), null).keySet().stream()
+                    .filter(f -> f.getFileName().toString().endsWith("_0_1048576")).findFirst().orElseThrow();
             try (var ch = java.nio.channels.FileChannel.open(block, java.nio.file.StandardOpenOption.WRITE)) {
                 ch.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) ~data[77]}), 77);
             }

@@ -366,7 +366,7 @@ public final class BlockCache {
         if (capacity <= 0) {
             return false;
         }
-        if (!lookup(key, true)) {
+        if (!lookup(key, true, true)) {
             return false;
         }
         return readChecked(key, off, len, dst);
@@ -463,32 +463,29 @@ public final class BlockCache {
     /**
      * Reads cached block {@code key} whole and checks it against its sums, even where reads have
      * checked it before (bytes on disk may rot at any time; reads check each piece once a
-     * process). A damaged block is dropped and counted as by a read. Not counted as a hit.
+     * process). A damaged block is dropped and counted as by a read. Neither a hit nor a use:
+     * the block keeps its place in the eviction order, and reads still check its pieces once.
      */
     public Verdict verify(String key) {
         Link l;
-        Long v;
         synchronized (lock) {
+            if (capacity <= 0 || !index.containsKey(key)) { // (get would move it in the eviction order)
+                return Verdict.ABSENT;
+            }
             l = linked.get(key);
-            v = index.get(key);
-        }
-        if (capacity <= 0 || v == null) {
-            return Verdict.ABSENT;
         }
         Path f = l == null ? file(key) : l.path();
         long base = l == null ? 0 : l.offset();
-        long blockLen = sizeOf(v);
         try {
+            long blockLen = l == null ? Files.size(f) : linkedSize(key, "0");
             byte[] sums = BlockSums.read(f, BlockSums.name(l != null, base));
             if (sums == null) {
                 return Verdict.UNCHECKABLE;
             }
-            ByteBuffer data = ByteBuffer.wrap(LocalFiles.readRange(f, base, (int) blockLen));
-            if (!BlockSums.matches(sums, blockLen, 0, data)) {
+            if (blockLen < 0 || !BlockSums.matches(sums, blockLen, 0, ByteBuffer.wrap(LocalFiles.readRange(f, base, (int) blockLen)))) {
                 dropDamaged(key);
                 return Verdict.DAMAGED;
             }
-            checked(key, BlockSums.all(blockLen));
             return Verdict.GOOD;
         } catch (NoSuchFileException e) {
             remove(key); // evicted while it was checked, or deleted behind the cache's back
@@ -552,7 +549,7 @@ public final class BlockCache {
      * block, a range of a larger file); it may be evicted (deleted) at any time after.
      */
     public Path pathIfCached(String key) {
-        if (capacity <= 0 || !lookup(key, false) || isLinked(key)) {
+        if (capacity <= 0 || !lookup(key, false, true) || isLinked(key)) {
             return null;
         }
         return checkedWhole(key) ? file(key) : null; // the kernel reads it past any check of ours
@@ -602,17 +599,25 @@ public final class BlockCache {
         }
     }
 
+    /** Whether block {@code key} is cached; it keeps its place in the eviction order (see {@link #touch}). */
     public boolean contains(String key) {
-        return capacity > 0 && lookup(key, false);
+        return capacity > 0 && lookup(key, false, false);
+    }
+
+    /** Marks block {@code key} used, as a read does, if it is cached: the last to be evicted. */
+    public void touch(String key) {
+        if (capacity > 0) {
+            lookup(key, false, true);
+        }
     }
 
     /**
-     * Whether a block is cached (marking it used); while the index is loading, a block it does
-     * not know yet is looked for on disk and indexed when found.
+     * Whether a block is cached, marking it used if {@code use}; while the index is loading, a
+     * block it does not know yet is looked for on disk and indexed when found.
      */
-    private boolean lookup(String key, boolean count) {
+    private boolean lookup(String key, boolean count, boolean use) {
         synchronized (lock) {
-            if (index.get(key) != null) {
+            if (use ? index.get(key) != null : index.containsKey(key)) {
                 hits += count ? 1 : 0;
                 return true;
             }

@@ -30,7 +30,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * ({@code --verify}) also reads every block in the block cache whole and checks it against its
  * checksums, however often reads checked it before: a damaged one is dropped, and fetched again
  * unless only checking. Blocks staged by write-back and in local object directories have no
- * checksums to check.
+ * checksums to check. A warmup marks the cached blocks it finds or fetches as used (evicted
+ * last); a check leaves the cache's eviction order as it was.
  */
 public final class Warmup {
     /** Inodes whose attributes are read per request. */
@@ -150,7 +151,7 @@ public final class Warmup {
                 blockBytes.addAndGet(len);
                 boolean toVerify = verify && chunks.cache().contains(key);
                 if (!toVerify && chunks.isLocal(key)) {
-                    local(len, verify ? uncheckable : null); // staged by write-back, or a local object: no sums
+                    local(key, len, verify ? uncheckable : null); // staged by write-back, or a local object: no sums
                     return;
                 }
                 if (checkOnly && !toVerify) {
@@ -180,8 +181,14 @@ public final class Warmup {
         }
     }
 
-    /** Counts a block of {@code len} bytes found on local disk, and in {@code also} if not null. */
-    private void local(int len, AtomicLong also) {
+    /**
+     * Counts block {@code key} of {@code len} bytes, found on local disk, and in {@code also} if
+     * not null; a warmup (not a check) marks it used in the block cache, to be evicted last.
+     */
+    private void local(String key, int len, AtomicLong also) {
+        if (!checkOnly) {
+            chunks.cache().touch(key);
+        }
         local.incrementAndGet();
         localBytes.addAndGet(len);
         if (also != null) {
@@ -193,8 +200,8 @@ public final class Warmup {
     private boolean mustFetch(String key, int len) {
         BlockCache.Verdict v = chunks.cache().verify(key);
         switch (v) {
-            case GOOD -> local(len, verified);
-            case UNCHECKABLE -> local(len, uncheckable);
+            case GOOD -> local(key, len, verified);
+            case UNCHECKABLE -> local(key, len, uncheckable);
             case DAMAGED -> damaged.incrementAndGet();
             case ABSENT -> { } // evicted meanwhile
         }

@@ -38,6 +38,24 @@ class BlockCacheTest {
         assertEquals(3000, c.stats().bytes());
     }
 
+    /** Asking whether a block is cached, or verifying it, leaves the eviction order alone (warmup --check); touch is a use. */
+    @Test
+    void containsAndVerifyAreNotUsesButTouchIs() throws Exception {
+        BlockCache c = new BlockCache(dir, 3000);
+        c.awaitLoaded();
+        c.put("a", new byte[1000]);
+        c.put("b", new byte[1000]);
+        c.put("c", new byte[1000]);
+        assertTrue(c.contains("a"));
+        assertEquals(BlockCache.Verdict.GOOD, c.verify("a"));
+        c.put("d", new byte[1000]);
+        assertTrue(!c.contains("a"), "a was still the least recently used");
+        c.touch("b");
+        c.put("e", new byte[1000]);
+        assertTrue(c.contains("b") && !c.contains("c"), "b was used after c");
+        assertEquals(0, c.stats().hits(), "none of these was a read");
+    }
+
     @Test
     void adoptsAnUploadedStagedBlockAndNeverIndexesTheStagingDirectory() throws Exception {
         Path staging = Files.createDirectories(dir.resolve(BlockCache.STAGING));

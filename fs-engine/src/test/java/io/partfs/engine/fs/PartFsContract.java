@@ -1013,11 +1013,9 @@ abstract class PartFsContract extends OnBackends {
     /** Inverts byte {@code at} of the block cache's copy of the second block of a file holding {@code data}, as bit rot would. */
     private void damageSecondCachedBlock(byte[] data, int at) throws IOException {
         int blockSize = fs.format().blockSize();
-        java.nio.file.Path block;
-        try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(dir.resolve("cache"))) {
-            block = files.filter(java.nio.file.Files::isRegularFile).filter(f -> f.toString().endsWith("_1_" + blockSize))
-                    .findFirst().orElseThrow(() -> new AssertionError("the file's second block is not in the block cache"));
-        }
+        java.nio.file.Path block = io.partfs.engine.testing.LiveTree.files(dir.resolve("cache"), null).keySet().stream()
+                .filter(f -> f.toString().endsWith("_1_" + blockSize))
+                .findFirst().orElseThrow(() -> new AssertionError("the file's second block is not in the block cache"));
         try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(block, java.nio.file.StandardOpenOption.WRITE)) {
             ch.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) ~data[blockSize + at]}), at);
         }
