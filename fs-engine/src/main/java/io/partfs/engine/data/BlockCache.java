@@ -75,6 +75,8 @@ public final class BlockCache {
     private long misses;
     /** Blocks dropped because their bytes on disk did not match their sums. */
     private final java.util.concurrent.atomic.AtomicLong corrupt = new java.util.concurrent.atomic.AtomicLong();
+    /** False once the cache's filesystem refused direct I/O: {@link #verify} then reads through the page cache. */
+    private volatile boolean directReads = true;
     /** False once the cache's filesystem refused an extended attribute: blocks are then cached without sums. */
     private volatile boolean sumsKept = true;
 
@@ -461,9 +463,9 @@ public final class BlockCache {
     }
 
     /**
-     * Reads cached block {@code key} whole and checks it against its sums, even where reads have
-     * checked it before (bytes on disk may rot at any time; reads check each piece once a
-     * process). A damaged block is dropped and counted as by a read. Neither a hit nor a use:
+     * Reads cached block {@code key} whole from the disk (not the page cache) and checks it
+     * against its sums, even where reads have checked it before (bytes on disk may rot at any
+     * time; reads check each piece once a process). A damaged block is dropped and counted as by a read. Neither a hit nor a use:
      * the block keeps its place in the eviction order, and reads still check its pieces once.
      */
     public Verdict verify(String key) {
@@ -482,7 +484,7 @@ public final class BlockCache {
             if (sums == null) {
                 return Verdict.UNCHECKABLE;
             }
-            if (blockLen < 0 || !BlockSums.matches(sums, blockLen, 0, ByteBuffer.wrap(LocalFiles.readRange(f, base, (int) blockLen)))) {
+            if (blockLen < 0 || !BlockSums.matches(sums, blockLen, 0, ByteBuffer.wrap(readFromDisk(f, base, (int) blockLen)))) {
                 dropDamaged(key);
                 return Verdict.DAMAGED;
             }
@@ -495,6 +497,25 @@ public final class BlockCache {
             remove(key);
             return Verdict.DAMAGED;
         }
+    }
+
+    /**
+     * Bytes {@code [off, off+len)} of {@code f} as the disk holds them (direct I/O, see {@link
+     * LocalFiles#readDirect}); through the page cache where the cache's filesystem does no
+     * direct I/O (told once).
+     */
+    private byte[] readFromDisk(Path f, long off, int len) throws IOException {
+        byte[] out = new byte[len];
+        if (directReads && LocalFiles.readDirect(f, off, out)) {
+            return out;
+        }
+        if (directReads) {
+            directReads = false;
+            log.info("block cache {}: its filesystem does no direct I/O: a verify reads blocks through the page cache,"
+                    + " which may still hold bytes the disk has lost", dir);
+        }
+        LocalFiles.readRange(f, off, len, ByteBuffer.wrap(out));
+        return out;
     }
 
     /** Notes pieces {@code bits} of block {@code key} as checked. */

@@ -66,6 +66,59 @@ public final class LocalFiles {
         dst.position(start + len);
     }
 
+    /** The alignment direct I/O asks of offsets, lengths and memory here (ext4 and XFS on 4 KiB sectors or less). */
+    private static final int DIRECT_ALIGN = 4096;
+    /** Each thread's aligned buffer for direct reads: a piece at a time, so a block never takes direct memory of its size. */
+    private static final ThreadLocal<ByteBuffer> DIRECT_PIECE =
+            ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(PIECE + DIRECT_ALIGN).alignedSlice(DIRECT_ALIGN));
+
+    /**
+     * Reads {@code out.length} bytes at {@code off} of {@code f} into {@code out} from the disk
+     * itself (O_DIRECT): neither served from the page cache, where a damaged sector's bytes may
+     * still sit as they were written, nor left in it. False, with nothing read, when {@code f}'s
+     * filesystem refuses direct I/O (tmpfs) or wants another alignment; fails if the file is
+     * shorter, is gone, or the disk cannot read it.
+     */
+    static boolean readDirect(Path f, long off, byte[] out) throws IOException {
+        FileChannel ch;
+        try {
+            ch = FileChannel.open(f, StandardOpenOption.READ, com.sun.nio.file.ExtendedOpenOption.DIRECT);
+        } catch (UnsupportedOperationException e) {
+            return false;
+        } catch (java.nio.file.FileSystemException e) {
+            if (e instanceof java.nio.file.NoSuchFileException || !"Invalid argument".equals(e.getReason())) {
+                throw e;
+            }
+            return false; // EINVAL: this filesystem does no direct I/O
+        }
+        try (ch) {
+            ByteBuffer piece = DIRECT_PIECE.get();
+            long end = off + out.length;
+            for (long at = off & -DIRECT_ALIGN; at < end; ) {
+                piece.clear();
+                int n;
+                try {
+                    n = ch.read(piece, at);
+                } catch (IOException e) {
+                    if (String.valueOf(e.getMessage()).contains("block size")) {
+                        return false; // the channel wants a larger alignment than ours
+                    }
+                    throw e;
+                }
+                long from = Math.max(at, off);
+                long to = Math.min(at + Math.max(n, 0), end);
+                if (to > from) {
+                    piece.get((int) (from - at), out, (int) (from - off), (int) (to - from));
+                }
+                if (n < piece.capacity() && at + Math.max(n, 0) < end) {
+                    throw new IOException(f + " is shorter than " + end + " bytes");
+                }
+                at += n;
+            }
+        }
+        return true;
+    }
+
     /** Writes all of {@code data} at the channel's position. */
     public static void writeAll(FileChannel ch, byte[] data) throws IOException {
         for (int off = 0; off < data.length; off += PIECE) {
