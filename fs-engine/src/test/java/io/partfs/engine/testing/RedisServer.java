@@ -138,9 +138,43 @@ public final class RedisServer implements AutoCloseable {
         throw new IOException("redis-server is not installed: run 'apt-get install redis-server' (CI's .ci/run does)");
     }
 
+    /** Ports this process handed out: not handed out again, as the server given one may not have bound it yet. */
+    private static final java.util.Set<Integer> GIVEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * A loopback port free now for a server to be started on, below the kernel's range for
+     * outgoing connections ({@code ip_local_port_range}): a port from that range, as port 0
+     * gives, can be taken by any client socket between this check and the server's bind (CI
+     * saw ClickHouse exit with "Address already in use" so).
+     */
     public static int freePort() throws IOException {
+        int below = ephemeralStart();
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 200 && below > 16_000; attempt++) {
+            int port = random.nextInt(15_000, below);
+            if (GIVEN.contains(port)) {
+                continue;
+            }
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), 1);
+            } catch (IOException e) {
+                continue; // some server listens there
+            }
+            if (GIVEN.add(port)) {
+                return port;
+            }
+        }
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
+            return s.getLocalPort(); // no room below the range: as before
+        }
+    }
+
+    /** The first port the kernel gives outgoing connections (32768 unless configured otherwise). */
+    private static int ephemeralStart() {
+        try {
+            return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            return 32_768;
         }
     }
 
