@@ -465,8 +465,9 @@ public final class BlockCache {
     /**
      * Reads cached block {@code key} whole from the disk (not the page cache) and checks it
      * against its sums, even where reads have checked it before (bytes on disk may rot at any
-     * time; reads check each piece once a process). A damaged block is dropped and counted as by a read. Neither a hit nor a use:
-     * the block keeps its place in the eviction order, and reads still check its pieces once.
+     * time; reads check each piece once a process). A damaged block is dropped and counted as
+     * by a read. Neither a hit nor a use: the block keeps its place in the eviction order, and
+     * reads still check its pieces once.
      */
     public Verdict verify(String key) {
         Link l;

@@ -76,8 +76,8 @@ public final class LocalFiles {
      * Reads {@code out.length} bytes at {@code off} of {@code f} into {@code out} from the disk
      * itself (O_DIRECT): neither served from the page cache, where a damaged sector's bytes may
      * still sit as they were written, nor left in it. False, with nothing read, when {@code f}'s
-     * filesystem refuses direct I/O (tmpfs) or wants another alignment; fails if the file is
-     * shorter, is gone, or the disk cannot read it.
+     * filesystem refuses direct I/O (some FUSE filesystems, tmpfs before Linux 6.6) or wants
+     * another alignment; fails if the file is shorter, is gone, or the disk cannot read it.
      */
     static boolean readDirect(Path f, long off, byte[] out) throws IOException {
         FileChannel ch;

@@ -165,7 +165,15 @@ public final class Warmup {
                 }
                 try {
                     pool.execute(() -> {
-                        if (!toVerify || mustFetch(key, len)) {
+                        boolean fetching;
+                        try {
+                            fetching = !toVerify || mustFetch(key, len);
+                        } catch (RuntimeException e) { // counted, and the permit given back: run() must not wait for it
+                            failed.incrementAndGet();
+                            firstError.compareAndSet(null, "verifying block " + key + ": " + e);
+                            fetching = false;
+                        }
+                        if (fetching) {
                             fetch(file, key, len, inFlight);
                         } else {
                             inFlight.release();
