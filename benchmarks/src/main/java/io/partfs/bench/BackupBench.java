@@ -45,7 +45,8 @@ public final class BackupBench implements Callable<Integer> {
     @Option(names = "--runs", defaultValue = "3", description = "Backups of each volume (default: ${DEFAULT-VALUE}).")
     int runs;
 
-    @Option(names = "--out", defaultValue = "benchmarks/results/backup-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--out", defaultValue = "benchmarks/results/backup-bench.md",
+            description = "The markdown report: a file, or a directory to write backup-bench.md in (default: ${DEFAULT-VALUE}).")
     Path out;
 
     /** Files per part directory, as a 50-column MergeTree part has. */
@@ -60,6 +61,7 @@ public final class BackupBench implements Callable<Integer> {
         if (files < 1 || redisFiles < 0 || runs < 1) {
             throw new IllegalArgumentException("--files and --runs must be at least 1, --redis-files at least 0");
         }
+        out = Stack.reportFile(out, "backup-bench.md");
         Path dir = Files.createTempDirectory("partfs-backup-bench-");
         StringBuilder md = new StringBuilder(String.format(Locale.ROOT,
                 "Metadata backup (dump, gzip, pieces into a local object store) and restore; %d run(s) each%n%n"

@@ -65,7 +65,8 @@ public final class CrashSoak implements Callable<Integer> {
             "to reproduce ClickHouse 18.16's race between removing them and the mutations it resumes."})
     boolean keepTmpParts;
 
-    @Option(names = "--out", defaultValue = "benchmarks/results/crash-soak.md", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--out", defaultValue = "benchmarks/results/crash-soak.md",
+            description = "The markdown report: a file, or a directory to write crash-soak.md in (default: ${DEFAULT-VALUE}).")
     Path out;
 
     /** INSERT loops: at most this many INSERTs are in flight when the sidecar is killed. */
@@ -85,6 +86,7 @@ public final class CrashSoak implements Callable<Integer> {
         if (rounds < 1 || seconds < 1 || rows < 7) {
             throw new IllegalArgumentException("--rounds and --seconds must be at least 1, --rows at least 7 (one per partition)");
         }
+        out = Stack.reportFile(out, "crash-soak.md");
         if (!metaEngine.equals("redis") && !metaEngine.equals("rocksdb")) {
             throw new IllegalArgumentException("--meta-engine is redis or rocksdb, not " + metaEngine);
         }

@@ -58,7 +58,8 @@ public final class FsBench implements Callable<Integer> {
                     "100-file sample deciding a line. The first pass has a table of its own, every pass one per line."})
     int passes;
 
-    @Option(names = "--out", defaultValue = "benchmarks/results/fs-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--out", defaultValue = "benchmarks/results/fs-bench.md",
+            description = "The markdown report: a file, or a directory to write fs-bench.md in (default: ${DEFAULT-VALUE}).")
     Path out;
 
     public static void main(String[] args) {
@@ -70,6 +71,7 @@ public final class FsBench implements Callable<Integer> {
         if (passes < 1) {
             throw new IllegalArgumentException("--passes must be at least 1");
         }
+        out = Stack.reportFile(out, "fs-bench.md");
         Path work = Files.createTempDirectory("partfs-fs-bench-");
         Path mnt = Files.createDirectories(work.resolve("mnt"));
         Map<String, List<Map<String, String[]>>> results = new LinkedHashMap<>();

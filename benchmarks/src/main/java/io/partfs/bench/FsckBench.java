@@ -53,7 +53,8 @@ public final class FsckBench implements Callable<Integer> {
     @Option(names = "--delete-latency", defaultValue = "20", description = "S3 request latency in ms for the deletions (default: ${DEFAULT-VALUE}).")
     double deleteLatency;
 
-    @Option(names = "--out", defaultValue = "benchmarks/results/fsck-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--out", defaultValue = "benchmarks/results/fsck-bench.md",
+            description = "The markdown report: a file, or a directory to write fsck-bench.md in (default: ${DEFAULT-VALUE}).")
     Path out;
 
     private static final String VOLUME = "testvol"; // TestVolume's name
@@ -68,6 +69,7 @@ public final class FsckBench implements Callable<Integer> {
         if (files < 1) {
             throw new IllegalArgumentException("--files must be at least 1");
         }
+        out = Stack.reportFile(out, "fsck-bench.md");
         Path dir = Files.createTempDirectory("partfs-fsck-bench-");
         StringBuilder md = new StringBuilder();
         try (RedisServer redis = RedisServer.start(); S3Server s3 = S3Server.start()) {

@@ -52,7 +52,8 @@ public final class InsertBench implements Callable<Integer> {
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
     List<String> partfsOptions = new ArrayList<>();
 
-    @Option(names = "--out", defaultValue = "benchmarks/results/insert-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--out", defaultValue = "benchmarks/results/insert-bench.md",
+            description = "The markdown report: a file, or a directory to write insert-bench.md in (default: ${DEFAULT-VALUE}).")
     Path out;
 
     public static void main(String[] args) {
@@ -68,6 +69,8 @@ public final class InsertBench implements Callable<Integer> {
         if (inserts < 1 || rows < 1 || columns < 1) {
             throw new IllegalArgumentException("--inserts, --rows and --columns must be at least 1");
         }
+        Stack.checkModes(modes, List.of("local", "bindfs", "partfs", "partfs-writeback", "rclone", "s3fs"));
+        out = Stack.reportFile(out, "insert-bench.md");
         if (!Procs.installed("clickhouse-server") || !Procs.installed("redis-server")) {
             throw new IllegalStateException("clickhouse-server and redis-server are needed: apt-get install clickhouse-server redis-server");
         }

@@ -21,11 +21,24 @@ final class Procs {
     /**
      * Runs a benchmark's picocli command and exits with its code; its help is wrapped as the
      * partfs command's is (each option's description one paragraph, not a line per source line).
+     * Bad options (an IllegalArgumentException from the command) get one line and exit 2, as
+     * picocli's own usage errors do; anything else is a bug and keeps its stack trace.
      */
     static void main(Object command, String[] args) {
+        System.exit(commandLine(command).execute(args));
+    }
+
+    static picocli.CommandLine commandLine(Object command) {
         picocli.CommandLine cl = new picocli.CommandLine(command);
         io.partfs.cli.Main.reflow(cl);
-        System.exit(cl.execute(args));
+        cl.setExecutionExceptionHandler((e, c, parsed) -> {
+            if (!(e instanceof IllegalArgumentException)) {
+                throw e;
+            }
+            c.getErr().println(c.getCommandName() + ": " + e.getMessage());
+            return 2;
+        });
+        return cl;
     }
 
     private static Path findRoot() {

@@ -49,7 +49,8 @@ public final class ScanBench implements Callable<Integer> {
     @Option(names = "--partfs-option", description = "Extra option for partfs mount, one per use.")
     List<String> partfsOptions = new ArrayList<>();
 
-    @Option(names = "--out", defaultValue = "benchmarks/results/scan-bench.md", description = "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--out", defaultValue = "benchmarks/results/scan-bench.md",
+            description = "The markdown report: a file, or a directory to write scan-bench.md in (default: ${DEFAULT-VALUE}).")
     Path out;
 
     /** Reads every column: the bytes read are the table's size on disk. */
@@ -64,6 +65,8 @@ public final class ScanBench implements Callable<Integer> {
         if (runs < 1 || rows < 1) {
             throw new IllegalArgumentException("--runs and --rows must be at least 1");
         }
+        Stack.checkModes(modes, List.of("local", "partfs", "partfs-s3", "partfs-cold", "partfs-warmup"));
+        out = Stack.reportFile(out, "scan-bench.md");
         Path work = Files.createTempDirectory("partfs-scan-bench-");
         Path local = work.resolve("local");
         Path mnt = Files.createDirectories(work.resolve("mnt"));

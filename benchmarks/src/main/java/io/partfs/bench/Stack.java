@@ -56,6 +56,33 @@ final class Stack implements AutoCloseable {
         env.put("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
     }
 
+    /** Fails, before anything runs, on a mode in --modes that the benchmark does not have. */
+    static void checkModes(java.util.List<String> modes, java.util.List<String> known) {
+        for (String m : modes) {
+            if (!known.contains(m)) {
+                throw new IllegalArgumentException("unknown mode " + m + " in --modes; the modes are " + String.join(",", known));
+            }
+        }
+    }
+
+    /**
+     * Where a benchmark's report goes, settled before the benchmark runs, so that a bad --out
+     * fails at once rather than after the run: {@code out} itself, or {@code name} inside it
+     * when it is a directory. Its parent directory is made if need be.
+     */
+    static Path reportFile(Path out, String name) {
+        Path file = (Files.isDirectory(out) ? out.resolve(name) : out).toAbsolutePath();
+        try {
+            Files.createDirectories(file.getParent());
+        } catch (IOException e) {
+            throw new IllegalArgumentException("--out " + out + ": cannot make its directory (" + e + ")");
+        }
+        if (!Files.isWritable(file.getParent()) || Files.exists(file) && !Files.isWritable(file)) {
+            throw new IllegalArgumentException("--out " + file + " is not writable; give a file or a directory you can write");
+        }
+        return file;
+    }
+
     /** Prints a benchmark's markdown report and writes it to {@code out} (its directory made if need be). */
     static void report(java.nio.file.Path out, CharSequence md) throws java.io.IOException {
         System.out.println(md);

@@ -94,8 +94,20 @@ public final class StartupBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (tables < 1 || parts < 1 || columns < 1 || rowsPerPart < 1 || runs < 1 || startupTimeout < 1) {
+            throw new IllegalArgumentException("--tables, --parts, --columns, --rows, --runs and --startup-timeout must be at least 1");
+        }
+        if (latencies.stream().anyMatch(l -> l < 0)) {
+            throw new IllegalArgumentException("--latency takes milliseconds from 0 up, not " + latencies);
+        }
+        Stack.checkModes(modes, List.of("local", "partfs-nocache", "partfs-cache", "partfs-blockcache", "partfs-warmup", "rclone", "s3fs"));
         if (!Procs.installed("clickhouse-server") || !Procs.installed("redis-server")) {
             throw new IllegalStateException("clickhouse-server and redis-server are needed: apt-get install clickhouse-server redis-server");
+        }
+        try {
+            Files.createDirectories(out); // before the run: a bad --out fails now, not after an hour
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("--out " + out + ": cannot make the reports' directory (" + e + ")");
         }
         List<String> skipped = new ArrayList<>();
         for (String tool : List.of("rclone", "s3fs")) {
