@@ -409,8 +409,24 @@ public final class PartFs implements Closeable {
     }
 
     public long open(long ino, int flags) throws IOException {
-        Attr a = meta.getattr(ino);
         Handle h = new Handle(ino, flags);
+        // On a shared volume an open for writing asks the store, not the cache: another client
+        // may have deleted the file within the cache's second, and a handle on it would fail
+        // every write with ESTALE (ClickHouse starting on B just after it stopped on A, and
+        // opening the status file A deleted). A deleted file's inode stays in the store, with no
+        // links, until its data is deleted; unless this mount has it open itself (an open of
+        // /proc/PID/fd/N), the open came through a name this mount still had cached. Not found
+        // here, the kernel looks the name up again and creates the file. Read-only opens keep
+        // the cache: a part's files are opened by the thousand at startup.
+        Attr a;
+        if (h.canWrite() && !meta.store().exclusive()) {
+            a = meta.getattrFromStore(ino);
+            if (a.nlink() == 0 && !meta.isOpen(ino)) {
+                throw new FsException.NoSuchEntry("inode " + ino + " (deleted by another client)");
+            }
+        } else {
+            a = meta.getattr(ino);
+        }
         if (a.isDirectory() && h.canWrite()) {
             throw new FsException.IsDirectory("inode " + ino);
         }

@@ -203,6 +203,11 @@ final class MetaCache {
         return fresh(t) ? t.value() : null;
     }
 
+    /** Drops the attributes of {@code ino}: the store no longer has the inode. */
+    void forgetAttr(long ino) {
+        attrs.remove(ino);
+    }
+
     /** Drops the listing of {@code dir}: it names something no longer there. */
     void forgetListing(long dir) {
         dirs.remove(dir);

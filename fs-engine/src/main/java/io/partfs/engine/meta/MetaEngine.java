@@ -540,6 +540,29 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
+     * The attributes as the store has them now, whatever the cache holds (and then cached): for
+     * a shared volume's callers that must not act on an inode another client deleted within
+     * the cache's ttl.
+     */
+    public Attr getattrFromStore(long ino) throws IOException {
+        MetaCache c = cache;
+        long gen = c == null ? 0 : c.generation();
+        Attr a;
+        try {
+            a = kv.read(r -> attr(r, ino));
+        } catch (FsException.NoSuchEntry gone) {
+            if (c != null) {
+                c.forgetAttr(ino);
+            }
+            throw gone;
+        }
+        if (c != null) {
+            c.install(gen, List.of(a), null, null);
+        }
+        return a;
+    }
+
+    /**
      * The attributes of several inodes, {@code null} where one is gone: those in the cache from
      * there, the rest in one request (a directory listing with attributes asks for a page of
      * entries at once, not one round trip each).
@@ -593,14 +616,19 @@ public final class MetaEngine implements Closeable {
             throw new FsException.NoSuchEntry(name);
         }
         try {
-            return getattr(e.ino());
+            Attr a = getattr(e.ino());
+            if (a.nlink() > 0) {
+                return a;
+            }
         } catch (FsException.NoSuchEntry gone) {
-            // The listing names an inode removed since it was read: another client replaced or
-            // removed the file, perhaps between the listing's two requests. The name may lead
-            // elsewhere now; the listing is not to be trusted for its remaining time.
-            c.forgetListing(parent);
-            return lookUpInStore(parent, name);
+            // below
         }
+        // The listing names an inode removed since it was read, or deleted and waiting for its
+        // data to go (no links; an open for writing learnt that from the store): another client
+        // replaced or removed the file, perhaps between the listing's two requests. The name
+        // may lead elsewhere now; the listing is not to be trusted for its remaining time.
+        c.forgetListing(parent);
+        return lookUpInStore(parent, name);
     }
 
     /**

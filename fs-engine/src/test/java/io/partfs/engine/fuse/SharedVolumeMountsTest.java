@@ -1,6 +1,7 @@
 package io.partfs.engine.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -186,6 +187,26 @@ class SharedVolumeMountsTest {
         }
         seesWithinBound("an O_CREAT open through b", a.resolve("status"), "Bade on a".getBytes(),
                 "made on a".getBytes());
+    }
+
+    /**
+     * ClickHouse's status file handed over between machines: the server on A stops (closes and
+     * deletes data_path/status) and the one on B starts at once, opening the name with O_CREAT
+     * while B still has the deleted file's entry and attributes cached. The open must not
+     * succeed on the deleted inode (B's server would then fail on ftruncate with ESTALE): it
+     * answers ESTALE, the kernel looks the name up again and creates a new file.
+     */
+    @Test
+    void anOpenForWritingOfANameTheOtherMountJustDeletedMakesANewFile() throws Exception {
+        Files.writeString(a.resolve("status"), "pid on a");
+        assertEquals("pid on a", Files.readString(b.resolve("status")), "b has the name and its attributes cached");
+        Files.delete(a.resolve("status"));
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(b.resolve("status"),
+                StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+            ch.truncate(0);
+            ch.write(java.nio.ByteBuffer.wrap("pid on b".getBytes()));
+        }
+        seesWithinBound("the status file made again on b", a.resolve("status"), "pid on b".getBytes(), (byte[]) null);
     }
 
     @Test

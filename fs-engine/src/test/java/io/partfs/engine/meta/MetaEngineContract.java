@@ -614,6 +614,25 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * A file another client deleted stays in the store without links until its data goes; a
+     * client whose listing still names it learns that from a read of the store (PartFs's open
+     * for writing on a shared volume makes one), and from then on the name leads nowhere,
+     * whatever the listing's remaining time: the kernel, looking the name up again after the
+     * open's ESTALE, creates the file anew instead of meeting the deleted one again.
+     */
+    @Test
+    void aFileAnotherClientDeletedIsNotFoundOnceAReadOfTheStoreSawItHasNoLinks() throws Exception {
+        MetaEngine a = cachingClient(meta.store());
+        Attr status = file(ROOT, "status");
+        assertEquals(status.ino(), a.lookup(ROOT, "status").ino());
+        meta.unlink(ROOT, "status"); // by the other client
+        assertEquals(status.ino(), a.lookup(ROOT, "status").ino(), "a's cache still names it");
+        assertEquals(1, a.getattr(status.ino()).nlink(), "and has its attributes from before");
+        assertEquals(0, a.getattrFromStore(status.ino()).nlink(), "the store: deleted, its data not yet");
+        assertThrows(FsException.NoSuchEntry.class, () -> a.lookup(ROOT, "status"));
+    }
+
+    /**
      * An open with O_CREAT of a name another client made while this one kept a listing without
      * it: the create finds the name in the store, and the lookup that follows must find it too.
      */
