@@ -163,17 +163,9 @@ public final class ScanBench implements Callable<Integer> {
             stack.mountPartFs(mnt, options);
             try {
                 if (mode.equals("partfs-warmup")) {
-                    long w0 = System.nanoTime();
-                    String o = Procs.ok(Procs.partfs("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort, "-p", Integer.toString(warmupThreads),
-                            mnt.resolve("data/bench/scan").toString()), stack.env);
-                    warm[r] = (System.nanoTime() - w0) / 1e9;
-                    Stack.progress("%s warmup %d/%d: %.2f s: %s", mode, r + 1, runs, warm[r], o.trim());
+                    warm[r] = timedWarmup(stack, mnt, "warmup", r);
                     io.partfs.cli.PageCache.drop();
-                    long s0 = System.nanoTime();
-                    o = Procs.ok(Procs.partfs("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort, "-p", Integer.toString(warmupThreads),
-                            "--verify", "--check", mnt.resolve("data/bench/scan").toString()), stack.env); // exits 1 on a damaged block
-                    scrub[r] = (System.nanoTime() - s0) / 1e9;
-                    Stack.progress("%s scrub %d/%d: %.2f s: %s", mode, r + 1, runs, scrub[r], o.trim());
+                    scrub[r] = timedWarmup(stack, mnt, "scrub", r, "--verify", "--check"); // exits 1 on a damaged block
                 }
                 try (ClickHouseServer ch = new ClickHouseServer(work.resolve("conf-" + mode + "-" + r), mnt)) {
                     ch.start();
@@ -185,6 +177,18 @@ public final class ScanBench implements Callable<Integer> {
             }
         }
         return new double[][] {scans, warm, scrub};
+    }
+
+    /** partfs warmup of the table's directory through the mount's sidecar, with {@code options}; its seconds, shown as {@code what}. */
+    private double timedWarmup(Stack stack, Path mnt, String what, int run, String... options) throws Exception {
+        List<String> args = new ArrayList<>(List.of("warmup", "--sidecar", "127.0.0.1:" + stack.httpPort, "-p", Integer.toString(warmupThreads)));
+        args.addAll(List.of(options));
+        args.add(mnt.resolve("data/bench/scan").toString());
+        long t0 = System.nanoTime();
+        String o = Procs.ok(Procs.partfs(args.toArray(String[]::new)), stack.env);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        Stack.progress("partfs-warmup %s %d/%d: %.2f s: %s", what, run + 1, runs, seconds, o.trim());
+        return seconds;
     }
 
     /** Makes bench.scan on local disk as one part; returns the scan's answer. */
