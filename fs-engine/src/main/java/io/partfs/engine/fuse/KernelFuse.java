@@ -415,6 +415,9 @@ public final class KernelFuse implements FuseMount {
             // up once more and retries, as for NFS. A read or write of a file opened before is
             // not retried: it fails with ESTALE, as on NFS. (On an exclusive volume an inode only
             // goes through this mount, which the kernel knows of: ENOENT stays, as before.)
+            // Its cached attributes go, or the second lookup would lead to it again through
+            // the listing this mount keeps (a symlink replaced by a rename, read at once).
+            fs.meta().forgetCached(node);
             error = Errno.ESTALE.code();
         }
         if (changesEntries(opcode)) {

@@ -526,17 +526,20 @@ public final class MetaEngine implements Closeable {
 
     public Attr getattr(long ino) throws IOException {
         MetaCache c = cache;
-        if (c == null) {
-            return kv.read(r -> attr(r, ino));
+        Attr hit = c == null ? null : c.attr(ino);
+        return hit != null ? hit : getattrFromStore(ino);
+    }
+
+    /**
+     * Forgets what the cache holds of inode {@code ino}'s attributes: a request for it found it
+     * gone from the store (another client deleted it), so that the lookup the kernel makes again
+     * reads the name's inode from the store instead of meeting this one in a kept listing.
+     */
+    public void forgetCached(long ino) {
+        MetaCache c = cache;
+        if (c != null) {
+            c.forgetAttr(ino);
         }
-        Attr hit = c.attr(ino);
-        if (hit != null) {
-            return hit;
-        }
-        long gen = c.generation();
-        Attr a = kv.read(r -> attr(r, ino));
-        c.install(gen, List.of(a), null, null);
-        return a;
     }
 
     /**
@@ -551,9 +554,7 @@ public final class MetaEngine implements Closeable {
         try {
             a = kv.read(r -> attr(r, ino));
         } catch (FsException.NoSuchEntry gone) {
-            if (c != null) {
-                c.forgetAttr(ino);
-            }
+            forgetCached(ino);
             throw gone;
         }
         if (c != null) {

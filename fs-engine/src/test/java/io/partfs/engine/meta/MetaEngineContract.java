@@ -633,6 +633,25 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * A symlink another client replaced by a rename is gone from the store at once. A readlink
+     * of it fails, and the mount answers ESTALE and forgets the inode's cached attributes: the
+     * kernel's second lookup must then lead to the new symlink, not to the old inode again
+     * through the listing this client keeps.
+     */
+    @Test
+    void aNameWhoseInodeARequestFoundGoneLeadsToWhatTheStoreHasOnceTheInodeIsForgotten() throws Exception {
+        MetaEngine a = cachingClient(meta.store());
+        Attr old = meta.mknod(ROOT, "s", FileType.SYMLINK, 0777, 0, 0, 0, "target-1");
+        assertEquals("target-1", a.readlink(a.lookup(ROOT, "s").ino()));
+        meta.mknod(ROOT, "s.tmp", FileType.SYMLINK, 0777, 0, 0, 0, "target-2");
+        meta.rename(ROOT, "s.tmp", ROOT, "s", 0); // by the other client
+        assertEquals(old.ino(), a.lookup(ROOT, "s").ino(), "a's cache still leads to the old symlink");
+        assertThrows(FsException.NoSuchEntry.class, () -> a.readlink(old.ino()));
+        a.forgetCached(old.ino());
+        assertEquals("target-2", a.readlink(a.lookup(ROOT, "s").ino()));
+    }
+
+    /**
      * An open with O_CREAT of a name another client made while this one kept a listing without
      * it: the create finds the name in the store, and the lookup that follows must find it too.
      */
