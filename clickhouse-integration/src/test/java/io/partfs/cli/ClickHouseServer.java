@@ -2,7 +2,6 @@ package io.partfs.cli;
 
 import io.partfs.engine.testing.RedisServer;
 import java.io.IOException;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
