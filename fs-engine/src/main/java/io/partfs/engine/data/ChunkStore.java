@@ -854,22 +854,41 @@ public final class ChunkStore implements Closeable {
      * what is buffered for the file is not in a block yet.
      */
     public void forEachBlock(Attr file, long off, long len, BlockVisitor visitor) throws IOException {
+        forEachSegment(file, off, len, (at, seg) -> segmentBlocks(seg, visitor));
+    }
+
+    /** Told of each run of a file's bytes: where it starts in the file, and what holds it. */
+    @FunctionalInterface
+    interface SegmentVisitor {
+        void segment(long fileOffset, SliceView.Segment seg) throws IOException;
+    }
+
+    /**
+     * Calls {@code visitor} for each run of {@code [off, off+len)} of {@code file} that one slice
+     * holds, or that reads as zeros, in file order, as its attributes' data version has it.
+     */
+    void forEachSegment(Attr file, long off, long len, SegmentVisitor visitor) throws IOException {
         long end = Math.min(file.size(), off + len);
         for (long pos = off; pos < end; ) {
             long idx = pos / CHUNK;
             int from = (int) (pos % CHUNK);
             int to = (int) Math.min(CHUNK, from + (end - pos));
             for (SliceView.Segment seg : SliceView.resolve(meta.readChunk(file.ino(), idx, file.dataVersion()), from, to)) {
-                if (seg.isZero()) {
-                    continue;
-                }
-                Slice s = seg.slice();
-                for (int b = seg.sliceOff() / blockSize; b <= (seg.sliceOff() + seg.len() - 1) / blockSize; b++) {
-                    int blen = blockLength(s.size(), b);
-                    visitor.block(blockKey(s.id(), b, blen), blen);
-                }
+                visitor.segment(idx * CHUNK + seg.pos(), seg);
             }
             pos += to - from;
+        }
+    }
+
+    /** Calls {@code visitor} for each block holding bytes of {@code seg} (none for zeros). */
+    void segmentBlocks(SliceView.Segment seg, BlockVisitor visitor) throws IOException {
+        if (seg.isZero()) {
+            return;
+        }
+        Slice s = seg.slice();
+        for (int b = seg.sliceOff() / blockSize; b <= (seg.sliceOff() + seg.len() - 1) / blockSize; b++) {
+            int blen = blockLength(s.size(), b);
+            visitor.block(blockKey(s.id(), b, blen), blen);
         }
     }
 
@@ -955,6 +974,11 @@ public final class ChunkStore implements Closeable {
 
     public BlockCache cache() {
         return cache;
+    }
+
+    /** The object store the blocks are in. */
+    public ObjectStore objects() {
+        return objects;
     }
 
     /** The write-back staging area, or null. */

@@ -1,15 +1,12 @@
 package io.partfs.engine.data;
 
 import io.partfs.engine.Attr;
-import io.partfs.engine.DirEntry;
 import io.partfs.engine.FileType;
 import io.partfs.engine.FsException;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.TreeWalk;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -34,9 +31,6 @@ import java.util.concurrent.atomic.AtomicReference;
  * last); a check leaves the cache's eviction order as it was.
  */
 public final class Warmup {
-    /** Inodes whose attributes are read per request. */
-    private static final int BATCH = 512;
-
     /**
      * How far a warmup is; {@code fileBytes} is the size of the files found so far, {@code
      * blockBytes} that of their blocks (less, where files have holes), {@code localBytes} that of
@@ -114,19 +108,7 @@ public final class Warmup {
             } else if (start.type() == FileType.DIRECTORY) {
                 Set<Long> linked = new HashSet<>();
                 TreeWalk.breadthFirst(meta, start.ino(), "", (dir, path, others, subdirectories) -> {
-                    List<Long> inos = new ArrayList<>();
-                    for (DirEntry e : others) {
-                        if (e.type() == FileType.FILE) {
-                            inos.add(e.ino());
-                        }
-                    }
-                    for (int i = 0; i < inos.size(); i += BATCH) {
-                        for (Attr a : meta.attrs(inos.subList(i, Math.min(inos.size(), i + BATCH)))) {
-                            if (a != null && (a.nlink() <= 1 || linked.add(a.ino()))) { // null: deleted meanwhile
-                                warmFile(a, pool, inFlight);
-                            }
-                        }
-                    }
+                    TreeWalk.regularFiles(meta, others, linked, a -> warmFile(a, pool, inFlight));
                     return !cancelled;
                 });
             }

@@ -1,5 +1,6 @@
 package io.partfs.engine.meta;
 
+import io.partfs.engine.Attr;
 import io.partfs.engine.DirEntry;
 import io.partfs.engine.FileType;
 import java.io.IOException;
@@ -7,6 +8,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /** A walk of a directory tree through the metadata, breadth first, one readdir per directory. */
 public final class TreeWalk {
@@ -53,6 +55,38 @@ public final class TreeWalk {
             }
             if (!visitor.visit(d.getKey(), d.getValue(), others, subdirectories)) {
                 return;
+            }
+        }
+    }
+
+    /** Attributes read in one request of the metadata engine. */
+    private static final int BATCH = 512;
+
+    /** Told of a regular file, its attributes as just read. */
+    @FunctionalInterface
+    public interface FileVisitor {
+        void file(Attr a) throws IOException;
+    }
+
+    /**
+     * The regular files among {@code entries} (a directory's, as a walk gives them), their
+     * attributes read {@value #BATCH} at a time. A file with several links is given at its first
+     * name only ({@code linked} remembers such files across the directories of one walk); a file
+     * deleted meanwhile not at all.
+     */
+    public static void regularFiles(MetaEngine meta, List<DirEntry> entries, Set<Long> linked, FileVisitor visitor)
+            throws IOException {
+        List<Long> inos = new ArrayList<>();
+        for (DirEntry e : entries) {
+            if (e.type() == FileType.FILE) {
+                inos.add(e.ino());
+            }
+        }
+        for (int i = 0; i < inos.size(); i += BATCH) {
+            for (Attr a : meta.attrs(inos.subList(i, Math.min(inos.size(), i + BATCH)))) {
+                if (a != null && (a.nlink() <= 1 || linked.add(a.ino()))) {
+                    visitor.file(a);
+                }
             }
         }
     }

@@ -3,6 +3,7 @@ package io.partfs.engine.fs;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,6 +12,7 @@ import io.partfs.engine.Attr;
 import io.partfs.engine.FsException;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
+import io.partfs.engine.data.FileLayout;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.testing.Concurrently;
@@ -243,6 +245,27 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * Adds {@code sub/b} (1000 bytes, also linked as {@code c}), {@code h} (a hole of three
+     * blocks, then 10 bytes: one block) and symlink {@code s} to directory {@code w}; returns b's inode.
+     */
+    private long linkHoleAndSymlink(long w, long sub, long seed) throws IOException {
+        long b = write(sub, "b", random(1000, seed));
+        fs.link(b, w, "c");
+        PartFs.Created h = fs.create(w, "h", 0644, RW, 0, 0);
+        fs.write(h.fh(), 3L * fs.format().blockSize(), new byte[10], 0, 10);
+        fs.release(h.fh());
+        fs.symlink(w, "s", "/etc", 0, 0);
+        return b;
+    }
+
+    /** Closes the volume, deletes its block cache and opens it again. */
+    private void reopenWithEmptyCache() throws IOException {
+        fs.close();
+        io.partfs.engine.testing.TempDirs.deleteRecursively(dir.resolve("cache"));
+        fs = volume.open();
+    }
+
+    /**
      * Warmup on every backend: each block of every file under a directory is fetched once into
      * an empty block cache (a hard-linked file once, a hole not at all, a symlink not followed),
      * the files then read without a GET, a second warmup finds everything local, and a block
@@ -255,15 +278,8 @@ abstract class PartFsContract extends OnBackends {
         long sub = fs.mkdir(w, "sub", 0755, 0, 0).ino();
         byte[] a = random((5 << 19) + 7, 31); // 3 blocks
         long aIno = write(w, "a", a);
-        long b = write(sub, "b", random(1000, 32));
-        fs.link(b, w, "c");
-        PartFs.Created h = fs.create(w, "h", 0644, RW, 0, 0);
-        fs.write(h.fh(), 3 << 20, new byte[10], 0, 10); // a hole, then 10 bytes: one block
-        fs.release(h.fh());
-        fs.symlink(w, "s", "/etc", 0, 0);
-        fs.close();
-        io.partfs.engine.testing.TempDirs.deleteRecursively(dir.resolve("cache"));
-        fs = volume.open();
+        long b = linkHoleAndSymlink(w, sub, 32);
+        reopenWithEmptyCache();
         boolean s3 = store() == TestVolume.Store.S3;
 
         var warmup = new io.partfs.engine.data.Warmup(fs.meta(), fs.chunks(), 4);
@@ -288,9 +304,7 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(1, new io.partfs.engine.data.Warmup(fs.meta(), fs.chunks(), 1).run(fs.resolve("/w/a")).files());
 
         if (s3) {
-            fs.close();
-            io.partfs.engine.testing.TempDirs.deleteRecursively(dir.resolve("cache"));
-            fs = volume.open();
+            reopenWithEmptyCache();
             try (ObjectStore store = volume.newObjectStore()) {
                 String aBlock = store.listAll("testvol/chunks/").stream().map(ObjectStore.ObjectInfo::key)
                         .filter(k -> k.endsWith("_1_1048576")).findFirst().orElseThrow();
@@ -301,6 +315,89 @@ abstract class PartFsContract extends OnBackends {
             assertEquals(4, p.fetchedBlocks());
             assertTrue(p.firstError().startsWith("inode " + aIno + ": "), p.firstError());
         }
+    }
+
+    /**
+     * {@code partfs info}'s layout on every backend: a file's extents in file order (an overwrite
+     * splits its first slice in three runs, a block both outer runs share is asked of the store
+     * once), a hole with no blocks, where each block is (object store until read, then the block
+     * cache; a local object directory's objects), and with a check, a block deleted behind
+     * PartFS's back is missing and one replaced by a shorter object has the wrong size. A tree
+     * counts a hard-linked file once and does not follow symlinks; a write-back mount's block
+     * is staged until uploaded.
+     */
+    @Test
+    void layoutShowsExtentsHolesAndWhereEachBlockIs() throws Exception {
+        int bs = fs.format().blockSize();
+        long w = fs.mkdir(ROOT, "w", 0755, 0, 0).ino();
+        long sub = fs.mkdir(w, "sub", 0755, 0, 0).ino();
+        long aIno = write(w, "a", random(2 * bs + 7, 41)); // one slice, 3 blocks
+        long fh = fs.open(aIno, RW);
+        fs.write(fh, 100, new byte[10], 0, 10); // a second slice over bytes 100-109
+        fs.release(fh);
+        linkHoleAndSymlink(w, sub, 42);
+        reopenWithEmptyCache();
+        boolean s3 = store() == TestVolume.Store.S3;
+        var remote = s3 ? FileLayout.Where.OBJECT_STORE : FileLayout.Where.LOCAL_OBJECT;
+
+        var a = FileLayout.of(fs.chunks(), fs.getattr(aIno), false);
+        assertEquals(List.of(0L, 100L, 110L), a.stream().map(FileLayout.Extent::offset).toList());
+        assertEquals(List.of(100, 10, 2 * bs + 7 - 110), a.stream().map(FileLayout.Extent::length).toList());
+        assertEquals(a.get(0).slice(), a.get(2).slice(), "the overwritten slice holds both outer runs");
+        assertNotEquals(a.get(0).slice(), a.get(1).slice());
+        assertEquals(110, a.get(2).sliceOffset());
+        assertEquals(List.of(1, 1, 3), a.stream().map(e -> e.blocks().size()).toList());
+        assertEquals(a.get(0).blocks().get(0), a.get(2).blocks().get(0), "the same block, found once");
+        assertEquals(List.of(bs, bs, 7), a.get(2).blocks().stream().map(FileLayout.Block::size).toList());
+        assertEquals(List.of(110L, (long) bs, 2L * bs), a.get(2).pieces().stream().map(FileLayout.Piece::offset).toList());
+        assertEquals(List.of(bs - 110, bs, 7), a.get(2).pieces().stream().map(FileLayout.Piece::length).toList());
+        assertEquals(new FileLayout.Piece(100, 10, a.get(1).blocks().get(0)), a.get(1).pieces().get(0));
+        assertTrue(a.stream().flatMap(e -> e.blocks().stream()).allMatch(x -> x.where() == remote), a.toString());
+
+        var hole = FileLayout.of(fs.chunks(), fs.resolve("/w/h"), false);
+        assertEquals(2, hole.size());
+        assertTrue(hole.get(0).hole() && hole.get(0).blocks().isEmpty() && hole.get(0).length() == 3 * bs);
+        assertEquals(new FileLayout.Piece(3L * bs, 10, hole.get(1).blocks().get(0)), hole.get(1).pieces().get(0));
+        assertEquals(10, hole.get(1).blocks().get(0).size());
+
+        var checked = FileLayout.of(fs.chunks(), fs.getattr(aIno), true);
+        assertTrue(checked.stream().flatMap(e -> e.blocks().stream()).allMatch(x -> x.where() == (s3
+                ? FileLayout.Where.CHECKED : FileLayout.Where.LOCAL_OBJECT)
+                && x.storedSize() == x.size()), checked.toString());
+        if (s3) {
+            readAll(aIno);
+            var cached = FileLayout.of(fs.chunks(), fs.getattr(aIno), true);
+            assertTrue(cached.stream().flatMap(e -> e.blocks().stream()).allMatch(x -> x.where() == FileLayout.Where.BLOCK_CACHE));
+            reopenWithEmptyCache();
+        }
+        String gone = a.get(2).blocks().get(1).key();
+        String cut = a.get(2).blocks().get(2).key();
+        try (ObjectStore store = volume.newObjectStore()) {
+            store.delete(gone);
+            store.put(cut, new byte[3]);
+        }
+        var broken = FileLayout.of(fs.chunks(), fs.getattr(aIno), true).get(2).blocks();
+        assertEquals(FileLayout.Where.MISSING, broken.get(1).where());
+        assertEquals(FileLayout.Where.WRONG_SIZE, broken.get(2).where());
+        assertEquals(3, broken.get(2).storedSize());
+        assertEquals(remote, FileLayout.of(fs.chunks(), fs.getattr(aIno), false).get(2).blocks().get(1).where(),
+                "without a check the store is not asked");
+        assertThrows(IllegalArgumentException.class, () -> FileLayout.of(fs.chunks(), fs.getattr(w), false));
+
+        var tree = FileLayout.tree(fs.meta(), fs.getattr(w));
+        assertEquals(new FileLayout.Tree(1, 3, 2L * bs + 7 + 1000 + 3L * bs + 10, 1, 0), tree,
+                "sub; a, b (also c) and h; s");
+
+        var uploads = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().writeBack(true)
+                .uploadDelay(java.time.Duration.ofHours(1)).build());
+        long st = fs.create(w, "staged", 0644, RW, 0, 0).fh();
+        fs.write(st, 0, new byte[500], 0, 500);
+        fs.fsync(st);
+        fs.release(st);
+        int heads = uploads.heads();
+        var staged = FileLayout.of(fs.chunks(), fs.resolve("/w/staged"), true);
+        assertEquals(FileLayout.Where.STAGED, staged.get(0).blocks().get(0).where());
+        assertEquals(heads, uploads.heads(), "a staged block is not asked of the store");
     }
 
     @Test

@@ -63,6 +63,12 @@ public final class CountingObjectStore implements ObjectStore {
     }
 
     private final java.util.concurrent.atomic.AtomicInteger probes = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger heads = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** HEAD requests so far. */
+    public int heads() {
+        return heads.get();
+    }
 
     /** Calls of {@link #answers} made while the store was {@link #unreachable}: the probes an S3 store would send. */
     public int probes() {
@@ -120,6 +126,7 @@ public final class CountingObjectStore implements ObjectStore {
 
     @Override
     public Optional<ObjectInfo> head(String key) throws IOException {
+        heads.incrementAndGet();
         return real.head(key);
     }
 
