@@ -93,15 +93,28 @@ class MetadataCacheCommandIT {
         assertTrue(partfs.run("cache", "stats").out().contains("entries: 0"));
 
         int port = io.partfs.engine.testing.RedisServer.freePort();
-        mount("--metadata-cache-tables", "db.*", "--http-address", "127.0.0.1:" + port);
+        String sidecar = "127.0.0.1:" + port;
+        mount("--metadata-cache-tables", "db.*", "--http-address", sidecar);
         Partfs.Result warm = partfs.run("cache", "warmup", mnt.toString());
         assertEquals(0, warm.exit(), warm.all());
         assertTrue(warm.out().contains("read 4 metadata files"), warm.out());
+        Partfs.Result info = partfs.run("info", "--sidecar", sidecar, mnt.resolve("data/db/t/all_1_1_0/count.txt").toString(),
+                mnt.resolve("data/db/t/all_1_1_0/k.bin").toString());
+        assertEquals(0, info.exit(), info.all());
+        assertTrue(info.out().contains("part-metadata cache: cached, current (key default:data/db/t/all_1_1_0/count.txt)"), info.out());
+        assertTrue(info.out().contains("part-metadata cache: not a part-metadata file"), "k.bin: " + info.out());
+        assertTrue(info.out().contains("size 4.0 KiB (4096 bytes)"), info.out());
         Partfs.Result noSidecar = partfs.run("cache", "drop", "--sidecar", "127.0.0.1:" + io.partfs.engine.testing.RedisServer.freePort());
         assertEquals(1, noSidecar.exit(), "the cache is in use and no sidecar answers: " + noSidecar.all());
         Partfs.Result mountedDrop = partfs.run("cache", "drop", "db.t", "--sidecar", "127.0.0.1:" + port);
         assertEquals(0, mountedDrop.exit(), mountedDrop.all());
         assertTrue(mountedDrop.out().contains("dropped 4 entries") && mountedDrop.out().contains("through the mount"), mountedDrop.out());
+        Partfs.Result dropped = partfs.run("info", "--sidecar", sidecar, mnt.resolve("data/db/t/all_1_1_0/count.txt").toString());
+        assertEquals(0, dropped.exit(), dropped.all());
+        assertTrue(dropped.out().contains("part-metadata cache: not cached yet"), dropped.out());
+        // The mount may have stored the files' content into the kernel's page cache (a listing of the
+        // table, racing the warmup's reads), and then the reads below would not reach it: drop that.
+        Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3");
         for (String f : new String[] {"checksums.txt", "columns.txt", "count.txt", "primary.idx"}) {
             Files.readAllBytes(mnt.resolve("data/db/t/all_1_1_0/" + f)); // a miss: read and stored again
         }

@@ -294,7 +294,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "config", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "demo"}) {
+        for (String c : new String[] {"format", "config", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "info", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
@@ -681,6 +681,14 @@ class PartfsCommandIT {
             assertTrue(cold.out().contains("checked " + mnt.resolve("db").toRealPath() + ": 2 files (3.0 MiB), 5 blocks (3.0 MiB):"
                     + " 0 on local disk (0 B, 0.0%), 5 only in the object store"), cold.out());
             assertEquals(before, objectGets(sidecar), "a check fetches nothing");
+            String cBin = mnt.resolve("db/t/all_1_1_0/c.bin").toString();
+            Partfs.Result stored = partfs.run("info", "--sidecar", sidecar, "--check", cBin);
+            assertEquals(0, stored.exit(), stored.all());
+            assertTrue(stored.out().contains("data: 1 extent, 4 blocks (3.0 MiB): 4 in the object store (checked)"), stored.out());
+            assertTrue(stored.out().lines().anyMatch(l -> l.matches(" +3145728 +5 +\\d+ +in the object store \\(checked\\) +warm/chunks/\\S+_3_5")),
+                    "the last block's row: " + stored.out());
+            Partfs.Result tree = partfs.run("info", "--sidecar", sidecar, mnt.resolve("db").toString());
+            assertTrue(tree.out().contains("under it: 2 directories, 2 files (3.0 MiB), 0 symlinks"), tree.out());
             Partfs.Result w = partfs.run("warmup", "--sidecar", sidecar, "-p", "4", mnt.resolve("db").toString());
             assertEquals(0, w.exit(), w.all());
             assertTrue(w.out().contains("2 files (3.0 MiB), 5 blocks: 5 fetched"), w.out());
@@ -688,6 +696,9 @@ class PartfsCommandIT {
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("db/t/all_1_1_0/c.bin")));
             assertEquals("3", Files.readString(mnt.resolve("db/t/all_1_1_0/count.txt")));
             assertEquals(gets, objectGets(sidecar), "the warmed files read without a GET");
+            Partfs.Result cached = partfs.run("info", "--sidecar", sidecar, "--check", cBin);
+            assertTrue(cached.out().contains("4 blocks (3.0 MiB): 4 in the block cache"), cached.out());
+            assertEquals(gets, objectGets(sidecar), "info fetches nothing");
             Partfs.Result warm = partfs.run("warmup", "--sidecar", sidecar, "--check", mnt.resolve("db").toString());
             assertTrue(warm.out().contains("5 blocks (3.0 MiB): 5 on local disk (3.0 MiB, 100.0%), 0 only in the object store"),
                     warm.out());
@@ -721,9 +732,11 @@ class PartfsCommandIT {
                 {"warmup", "--sidecar", sidecar, dir.resolve("elsewhere").toString()},
                 {"warmup", "--sidecar", sidecar, "-p", "0", mnt.resolve("db").toString()},
                 {"warmup", "--sidecar", "127.0.0.1:" + RedisServer.freePort(), mnt.resolve("db").toString()},
+                {"info", "--sidecar", sidecar, mnt.resolve("db/nothing").toString()},
+                {"info", "--sidecar", sidecar, dir.resolve("elsewhere").toString()},
             };
             String[] says = {"no such file or directory", "is not under this mount's mount point", "--threads must be 1-256",
-                "no PartFS sidecar answers"};
+                "no PartFS sidecar answers", "no such file or directory", "is not under this mount's mount point"};
             for (int i = 0; i < bad.length; i++) {
                 Partfs.Result r = partfs.run(bad[i]);
                 assertEquals(1, r.exit(), r.all());

@@ -3,6 +3,7 @@ package io.partfs.cache;
 import io.partfs.engine.Attr;
 import io.partfs.engine.spi.PathObserver;
 import java.io.IOException;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -106,6 +107,39 @@ public final class PartMetadataCache implements PathObserver {
             failures.warn(log, "part-metadata cache read of {} failed, reading the file: {}", path, ex.toString());
         }
         return null;
+    }
+
+    /** Where a file stands in the cache ({@code partfs info}). */
+    public enum Standing {
+        NOT_METADATA("not a part-metadata file (column data and marks are not cached)"),
+        TABLE_NOT_CACHED("its table is not cached (use_metadata_cache, --metadata-cache-tables, partfs sql)"),
+        ABSENT("not cached yet (filled at its first read, its next write, or partfs cache warmup)"),
+        CURRENT("cached, current"),
+        STALE("cached copy is not current (served from the file; replaced at its next read)");
+
+        private final String text;
+
+        Standing(String text) {
+            this.text = text;
+        }
+
+        public String text() {
+            return text;
+        }
+    }
+
+    /** How the file at {@code path} (relative to the disk root) with attributes {@code a} stands in the cache, and its key. */
+    public Map.Entry<Standing, String> standing(String path, Attr a) throws IOException {
+        String key = key(path);
+        Optional<MergeTreePaths.TableRef> table = MergeTreePaths.tableOfMetadataFile(path);
+        if (table.isEmpty()) {
+            return Map.entry(Standing.NOT_METADATA, key);
+        }
+        if (!tables.selected(table.get())) {
+            return Map.entry(Standing.TABLE_NOT_CACHED, key);
+        }
+        Optional<PartMetadataStore.Entry> e = store.get(key);
+        return Map.entry(e.isEmpty() ? Standing.ABSENT : matches(e.get(), a) ? Standing.CURRENT : Standing.STALE, key);
     }
 
     static boolean matches(PartMetadataStore.Entry e, Attr a) {

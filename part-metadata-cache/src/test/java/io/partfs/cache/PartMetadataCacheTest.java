@@ -73,6 +73,20 @@ class PartMetadataCacheTest {
         assertFalse(named.caches("data/my%2Ddb/events/all_1_1_0/checksums.txt"));
     }
 
+    /** What {@code partfs info} shows: each standing of a file, and the key it is under. */
+    @Test
+    void standingOfAFileInTheCache() throws Exception {
+        String p = "data/db/t/all_1_1_0/count.txt";
+        assertEquals(Map.entry(PartMetadataCache.Standing.ABSENT, "default:" + p), cache.standing(p, attr(10, 4, 1)));
+        cache.store(p, attr(10, 4, 1), b("8192"));
+        assertEquals(PartMetadataCache.Standing.CURRENT, cache.standing(p, attr(10, 4, 1)).getKey());
+        assertEquals(PartMetadataCache.Standing.STALE, cache.standing(p, attr(10, 4, 2)).getKey(), "written since");
+        assertEquals(PartMetadataCache.Standing.STALE, cache.standing(p, attr(11, 4, 1)).getKey(), "another inode");
+        assertEquals(PartMetadataCache.Standing.NOT_METADATA, cache.standing("data/db/t/all_1_1_0/k.bin", attr(12, 4, 1)).getKey());
+        assertEquals(PartMetadataCache.Standing.TABLE_NOT_CACHED,
+                cache.standing("data/other/t/all_1_1_0/count.txt", attr(13, 4, 1)).getKey());
+    }
+
     @Test
     void servesOnlyACopyMatchingTheCurrentAttributes() {
         String p = "data/db/t/all_1_1_0/count.txt";

@@ -41,6 +41,10 @@ import org.slf4j.LoggerFactory;
  *                                 block cache; a progress line a second, then done or error;
  *                                 check=1 fetches nothing, verify=1 checks cached blocks' sums
  *                                 ({@link WarmupEndpoint})
+ * GET  /info?path=P[&amp;check=1]    how the file or directory at P is stored: its inode, a file's
+ *                                 extents and blocks and where each is, a directory's tree;
+ *                                 check=1 asks the object store for blocks not on local disk
+ *                                 ({@link InfoEndpoint})
  * </pre>
  *
  * A bearer token, when set, is required on every request ({@code Authorization: Bearer T}, or
@@ -61,6 +65,31 @@ public final class SidecarHttpServer implements AutoCloseable {
 
     /** The mounted volume, where it is mounted, and what {@code partfs status} says of it. */
     public record Volume(io.partfs.engine.PartFs fs, java.nio.file.Path mountPoint, java.util.concurrent.Callable<String> status) {
+        /**
+         * {@code path} (absolute, under the mount point) relative to the volume's root, without a
+         * leading slash ("" for the root); bad input is an IllegalArgumentException.
+         */
+        String relative(String path) {
+            if (path == null || !path.startsWith("/")) {
+                throw new IllegalArgumentException("give path= as an absolute path on the mount at " + mountPoint);
+            }
+            java.nio.file.Path p = java.nio.file.Path.of(path).normalize();
+            if (!p.startsWith(mountPoint)) {
+                throw new IllegalArgumentException(p + " is not under this mount's mount point " + mountPoint
+                        + ": pass --sidecar of the mount that serves it");
+            }
+            return mountPoint.relativize(p).toString();
+        }
+
+        /** The inode at {@code path} (as {@link #relative}); a name that is not there is an IllegalArgumentException. */
+        io.partfs.engine.Attr resolve(String path) throws IOException {
+            String rel = relative(path);
+            try {
+                return fs.resolve("/" + rel);
+            } catch (io.partfs.engine.FsException.NoSuchEntry | io.partfs.engine.FsException.NotDirectory e) {
+                throw new IllegalArgumentException("no such file or directory on the volume: " + path);
+            }
+        }
     }
 
     private final HttpServer server;
@@ -68,6 +97,7 @@ public final class SidecarHttpServer implements AutoCloseable {
     private final byte[] token;
     private final Sources sources;
     private final WarmupEndpoint warmup;
+    private final InfoEndpoint info;
     private final io.partfs.engine.metrics.Metrics.Counter rowsSent;
     private final io.partfs.engine.metrics.Metrics.Counter requests;
 
@@ -77,6 +107,7 @@ public final class SidecarHttpServer implements AutoCloseable {
         this.token = token == null ? null : token.getBytes(StandardCharsets.UTF_8);
         this.sources = sources;
         this.warmup = new WarmupEndpoint(sources.volume());
+        this.info = new InfoEndpoint(sources.volume(), sources.cache());
         this.rowsSent = sources.metrics().counter("partfs_http_cache_rows_total",
                 "Part-metadata cache rows sent by the HTTP endpoint, by path.", "path");
         this.requests = sources.metrics().counter("partfs_http_requests_total", "HTTP endpoint requests by path and status.", "path", "status");
@@ -171,7 +202,20 @@ public final class SidecarHttpServer implements AutoCloseable {
                 case "/status" -> status(ex, first(params, "mountpoint"));
                 case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"), first(params, "check"),
                         first(params, "verify"), () -> requests.inc(known(path), "200"));
-                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /status, /warmup\n");
+                case "/info" -> {
+                    if (!method.equals("GET")) {
+                        throw new IllegalArgumentException("use GET");
+                    }
+                    String answer;
+                    try {
+                        answer = info.answer(first(params, "path"), "1".equals(first(params, "check")));
+                    } catch (IOException e) { // the metadata engine or the object store failed: say so, not a dropped connection
+                        text(ex, 503, "cannot read how " + first(params, "path") + " is stored: " + e.getMessage() + "\n");
+                        return;
+                    }
+                    text(ex, 200, answer);
+                }
+                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /status, /warmup, /info\n");
             }
         } catch (IllegalArgumentException e) {
             text(ex, 400, e.getMessage() + "\n");
@@ -188,7 +232,8 @@ public final class SidecarHttpServer implements AutoCloseable {
     /** The path as a metric label: one of ours, or "other" (labels must not grow without bound). */
     private static String known(String path) {
         return switch (path) {
-            case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables", "/status", "/warmup" -> path;
+            case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables", "/status", "/warmup",
+                 "/info" -> path;
             default -> "other";
         };
     }

@@ -2,12 +2,10 @@ package io.partfs.cli.http;
 
 import com.sun.net.httpserver.HttpExchange;
 import io.partfs.engine.Attr;
-import io.partfs.engine.FsException;
 import io.partfs.engine.data.Warmup;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -42,20 +40,7 @@ final class WarmupEndpoint {
         if (volume == null) {
             throw new IllegalArgumentException("this endpoint serves no mounted volume");
         }
-        if (path == null || !path.startsWith("/")) {
-            throw new IllegalArgumentException("give path= as an absolute path on the mount at " + volume.mountPoint());
-        }
-        Path p = Path.of(path).normalize();
-        if (!p.startsWith(volume.mountPoint())) {
-            throw new IllegalArgumentException(p + " is not under this mount's mount point " + volume.mountPoint()
-                    + ": pass --sidecar of the mount that serves it");
-        }
-        String rel = volume.mountPoint().relativize(p).toString();
-        try {
-            return volume.fs().resolve("/" + rel);
-        } catch (FsException.NoSuchEntry | FsException.NotDirectory e) {
-            throw new IllegalArgumentException("no such file or directory on the volume: " + p);
-        }
+        return volume.resolve(path);
     }
 
     /**

@@ -21,15 +21,15 @@ public final class FileLayout {
     /** Where a block is read from, or what a check found of it. */
     public enum Where {
         /** In this mount's block cache. */
-        BLOCK_CACHE("block cache"),
+        BLOCK_CACHE("in the block cache"),
         /** Written in write-back mode and not uploaded yet: only this machine has it. */
-        STAGED("staged, not uploaded yet"),
+        STAGED("staged (not uploaded yet)"),
         /** An object of a store on this machine's disk ({@code file://}). */
-        LOCAL_OBJECT("local object"),
+        LOCAL_OBJECT("in a local object directory"),
         /** In the object store (not asked: no check). */
-        OBJECT_STORE("object store"),
+        OBJECT_STORE("in the object store"),
         /** In the object store, of the right size: a check asked. */
-        CHECKED("object store (checked)"),
+        CHECKED("in the object store (checked)"),
         /** Not in the object store: the file cannot be read whole. */
         MISSING("MISSING from the object store"),
         /** In the object store with another size than its key says. */
