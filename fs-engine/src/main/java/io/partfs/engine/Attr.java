@@ -58,6 +58,15 @@ public record Attr(long ino, FileType type, int mode, int uid, int gid, int nlin
         return new Attr(ino, type, mode, uid, gid, nlink, newSize, atimeNs, now, now, rdev, parent, dataVersion + 1);
     }
 
+    /**
+     * The attributes after the file's bytes were laid out anew in the store with no change of
+     * content (a compaction): the next data version, so nothing cached of the old layout is
+     * used; size and times stay.
+     */
+    public Attr relaid() {
+        return new Attr(ino, type, mode, uid, gid, nlink, size, atimeNs, mtimeNs, ctimeNs, rdev, parent, dataVersion + 1);
+    }
+
     /** Same attributes with mtime and ctime set to {@code now} (a content or entry change). */
     public Attr modified(long now) {
         return withTimes(atimeNs, now, now);

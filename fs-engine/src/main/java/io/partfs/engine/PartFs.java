@@ -41,6 +41,8 @@ public final class PartFs implements Closeable {
     private final ObjectStore objects;
     private final ChunkStore chunks;
     private final Reclaimer reclaimer;
+    /** Compacts chunks that writes fragmented; null on a read-only mount. */
+    private final io.partfs.engine.data.Compactor compactor;
     /** Deferred closes in temporary part directories; null when turned off or read-only. */
     private final PartFlushes partFlushes;
     private final PartFsConfig config;
@@ -123,6 +125,16 @@ public final class PartFs implements Closeable {
         }
         this.partFlushes = config.deferPartFlushes() && !config.readOnly() ? new PartFlushes(chunks::failedSinceLastWrite) : null;
         meta.setOrphanListener(reclaimer::fileOrphaned);
+        this.compactor = config.readOnly() ? null : new io.partfs.engine.data.Compactor(meta, chunks, freed -> {
+            reclaimer.trashed(freed);
+            reclaimer.slicesFreed();
+        });
+        if (compactor != null) {
+            meta.onFragmented(compactor::request);
+            config.metrics().counterFrom("partfs_compactions_total",
+                    "Chunks written again as one slice because writes had left them in many (appends a write at a time, overwrites).",
+                    compactor::compacted);
+        }
         if (!config.readOnly()) {
             reclaimer.resumePending();
         }
@@ -169,6 +181,11 @@ public final class PartFs implements Closeable {
 
     public ChunkStore chunks() {
         return chunks;
+    }
+
+    /** The compactor of fragmented chunks; null on a read-only mount. */
+    public io.partfs.engine.data.Compactor compactor() {
+        return compactor;
     }
 
     /** An open file: its inode, the flags it was opened with, and readahead state. */
@@ -783,7 +800,8 @@ public final class PartFs implements Closeable {
             return; // a second close must not reach RocksDB, which crashes the JVM on a closed handle
         }
         IOException failure = null;
-        for (Closeable c : new Closeable[] {this::endSession, partFlushes == null ? () -> { } : partFlushes, chunks, reclaimer, meta, objects}) {
+        for (Closeable c : new Closeable[] {this::endSession, partFlushes == null ? () -> { } : partFlushes,
+                compactor == null ? () -> { } : compactor, chunks, reclaimer, meta, objects}) {
             try {
                 c.close();
             } catch (IOException e) {

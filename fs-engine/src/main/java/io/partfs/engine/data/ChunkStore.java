@@ -624,6 +624,17 @@ public final class ChunkStore implements Closeable {
         }
     }
 
+    /**
+     * Stores block {@code index} of slice {@code id} in the object store now (not in write-back
+     * staging) and in the block cache: for a slice written whole by this process (a compaction).
+     */
+    void putBlock(long id, int index, byte[] data) throws IOException {
+        String key = blockKey(id, index, data.length);
+        objectPuts.incrementAndGet();
+        objects.put(key, data);
+        cache.put(key, data);
+    }
+
     /** Runs {@code r} (quickly: it hands the work on) whenever an upload finds the disk of a local object store full. */
     public void onNoSpace(Runnable r) {
         this.onNoSpace = r;

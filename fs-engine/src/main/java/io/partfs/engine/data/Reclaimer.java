@@ -74,6 +74,18 @@ public final class Reclaimer implements Closeable {
     }
 
     /**
+     * Slices were freed outside a file's deletion (a compaction): the objects of those on the
+     * deletion list go at the next drain, which waits for the drain delay as after a deletion.
+     */
+    public void slicesFreed() {
+        submit(() -> {
+            if (drainLater == null) {
+                drainLater = schedule(this::drainSlices, drainDelayMs);
+            }
+        });
+    }
+
+    /**
      * Slices a truncation put in the trash: their staged blocks are dropped in the background
      * when no backup can list them ({@link #dropStaged}).
      */

@@ -1434,9 +1434,15 @@ public final class MetaEngine implements Closeable {
      */
     private void freeChunk(KvStore.Writer tx, long ino, long idx, long now, List<long[]> trashed) throws IOException {
         String key = chunkKey(ino, idx);
+        freeSlices(tx, Slice.decodeList(tx.get(key)), now, trashed);
+        tx.delete(key);
+    }
+
+    /** Puts {@code slices} (holes aside) in the trash, or on the deletion list without one; see {@link #freeChunk}. */
+    private void freeSlices(KvStore.Writer tx, List<Slice> slices, long now, List<long[]> trashed) throws IOException {
         byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
         String to = null;
-        for (Slice s : Slice.decodeList(tx.get(key))) {
+        for (Slice s : slices) {
             if (!s.isHole()) {
                 if (to == null) {
                     to = trashBuckets.destination(tx, now);
@@ -1447,7 +1453,60 @@ public final class MetaEngine implements Closeable {
                 }
             }
         }
-        tx.delete(key);
+    }
+
+    /** A chunk holding this many slices or more is worth compacting ({@link #onFragmented}). */
+    public static final int COMPACT_AT = 32;
+
+    private volatile java.util.function.BiConsumer<Long, Long> fragmented = (ino, idx) -> { };
+
+    /**
+     * Tells {@code hint} of each chunk a write commit left with {@value #COMPACT_AT} slices or
+     * more (an inode number and a chunk index): a file appended to a write at a time, or written
+     * over again and again, whose reads resolve ever more slices, and whose overwritten bytes
+     * stay in the store until the file goes. Called on the committing thread: it must hand the
+     * work on.
+     */
+    public void onFragmented(java.util.function.BiConsumer<Long, Long> hint) {
+        this.fragmented = hint;
+    }
+
+    /**
+     * Replaces the slice list of chunk {@code idx} of {@code ino} by {@code list}, in which
+     * {@code merged} holds bytes the chunk showed as of data version {@code version} (a
+     * compaction), if the file is still at that version: one transaction. The slices of the old
+     * list that the new one does not keep are freed, to the trash (added to {@code trashed}) or
+     * the deletion list, and the data version moves on, so that nothing cached of the old layout
+     * is read again; size and times stay. If the file was written, truncated or deleted since,
+     * nothing changes, {@code merged} goes to the deletion list, and the answer is null.
+     */
+    public Attr compactChunk(long ino, long idx, long version, List<Slice> list, Slice merged, List<long[]> trashed)
+            throws IOException {
+        List<String> keys = List.of(inodeKey(ino), chunkKey(ino, idx));
+        List<long[]> attempt = new ArrayList<>();
+        Attr done = mutateSingle(ino, tx -> {
+            attempt.clear(); // a transaction tried again frees again
+            believeChunks(tx, ino, List.of(idx));
+            List<byte[]> stored = tx.getAll(keys);
+            long now = clock.nowNanos();
+            Attr a = stored.get(0) == null ? null : Attr.decode(ino, stored.get(0));
+            if (a == null || a.dataVersion() != version || a.nlink() == 0) {
+                tx.hset(DELSLICES, merged.id() + "_" + merged.size(), String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
+                return null;
+            }
+            List<Slice> freed = new ArrayList<>(Slice.decodeList(stored.get(1)));
+            freed.removeAll(list);
+            freeSlices(tx, freed, now, attempt);
+            tx.put(chunkKey(ino, idx), Slice.encodeList(list));
+            Attr na = a.relaid();
+            put(tx, na);
+            return na;
+        });
+        if (done != null) {
+            chunkLists.put(ino, idx, done.dataVersion(), List.copyOf(list));
+            trashed.addAll(attempt);
+        }
+        return done;
     }
 
     // ---- trash (kept by TrashBuckets) ----
@@ -1602,7 +1661,11 @@ public final class MetaEngine implements Closeable {
             // committed together with the new data version: what a read at that version would get,
             // so reading back what was just written costs no round trip (see ChunkLists)
             for (Map.Entry<Long, byte[]> e : written.get().entrySet()) {
-                chunkLists.put(ino, e.getKey(), committed.dataVersion(), Slice.decodeList(e.getValue()));
+                List<Slice> list = Slice.decodeList(e.getValue());
+                chunkLists.put(ino, e.getKey(), committed.dataVersion(), list);
+                if (list.size() >= COMPACT_AT) {
+                    fragmented.accept(ino, e.getKey());
+                }
             }
         }
         return committed;
@@ -1790,6 +1853,15 @@ public final class MetaEngine implements Closeable {
     private static long[] parseSliceField(String k) {
         int u = k.indexOf('_');
         return new long[] {Long.parseLong(k, 0, u, 10), Long.parseLong(k, u + 1, k.length(), 10)};
+    }
+
+    /** Hands a slice no file uses to deletion (its objects, as far as they were stored): a compaction that failed. */
+    public void abandonSlice(Slice s) throws IOException {
+        byte[] stamp = String.valueOf(clock.nowNanos()).getBytes(StandardCharsets.US_ASCII);
+        mutate(tx -> {
+            tx.hset(DELSLICES, s.id() + "_" + s.size(), stamp);
+            return null;
+        });
     }
 
     /** Forgets slices whose objects are deleted ({id, size} each), in one transaction. */

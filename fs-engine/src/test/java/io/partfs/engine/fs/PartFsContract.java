@@ -400,6 +400,67 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(heads, uploads.heads(), "a staged block is not asked of the store");
     }
 
+    /**
+     * Compaction on every backend: a file appended to one write at a time reaches {@value
+     * MetaEngine#COMPACT_AT} slices in its chunk and is compacted in the background into one
+     * slice, under the appends that follow; it reads the same, before and after a reopen, and
+     * the objects of the slices merged are deleted (no trash here).
+     */
+    @Test
+    void aFileAppendedAWriteAtATimeIsCompactedAndReadsTheSame() throws Exception {
+        fs.meta().setTrashHours(0);
+        long ino = fs.create(ROOT, "log.bin", 0644, RW, 0, 0).attr().ino();
+        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < MetaEngine.COMPACT_AT + 8; i++) {
+            byte[] row = random(100, 50 + i);
+            long fh = fs.open(ino, RW);
+            fs.write(fh, expected.size(), row, 0, row.length);
+            fs.release(fh); // a commit each: a slice each
+            expected.write(row);
+        }
+        fs.compactor().awaitIdle();
+        assertEquals(1, fs.compactor().compacted(), "requests while one is queued are one");
+        List<io.partfs.engine.meta.Slice> list = fs.meta().readChunk(ino, 0);
+        // merged as they were when the compaction ran, 32 of them or more, under the appends after it
+        assertTrue(list.size() <= 9, list.toString());
+        int merged = (MetaEngine.COMPACT_AT + 9 - list.size()) * 100;
+        assertEquals(new io.partfs.engine.meta.Slice(list.get(0).id(), merged, 0, merged, 0), list.get(0));
+        assertArrayEquals(expected.toByteArray(), readAll(ino));
+        fs.awaitReclaim();
+        assertEquals(list.size(), dataObjects().size(), "the merged slices' objects are deleted");
+        reopen();
+        assertArrayEquals(expected.toByteArray(), readAll(ino));
+        assertEquals(expected.size(), fs.getattr(ino).size());
+    }
+
+    /**
+     * A compaction whose file was written meanwhile changes nothing: the list stays as the write
+     * left it, and the slice it wrote is handed to deletion.
+     */
+    @Test
+    void aCompactionOfAFileWrittenMeanwhileChangesNothing() throws Exception {
+        long ino = write(ROOT, "f", random(1000, 60));
+        long fh = fs.open(ino, RW);
+        fs.write(fh, 10, new byte[10], 0, 10);
+        fs.release(fh);
+        Attr before = fs.getattr(ino);
+        List<io.partfs.engine.meta.Slice> list = fs.meta().readChunk(ino, 0);
+        fh = fs.open(ino, RW);
+        fs.write(fh, 20, new byte[] {7}, 0, 1); // the write the compaction did not see
+        fs.release(fh);
+        byte[] now = readAll(ino);
+        long pending = fs.meta().pendingDeletions().slices();
+        io.partfs.engine.meta.Slice merged = new io.partfs.engine.meta.Slice(fs.meta().nextSliceId(), 1000, 0, 1000, 0);
+        List<long[]> freed = new ArrayList<>();
+        assertEquals(null, fs.meta().compactChunk(ino, 0, before.dataVersion(), List.of(merged), merged, freed));
+        assertEquals(3, fs.meta().readChunk(ino, 0).size());
+        assertTrue(fs.meta().readChunk(ino, 0).containsAll(list));
+        assertArrayEquals(now, readAll(ino));
+        assertTrue(freed.isEmpty());
+        assertTrue(fs.meta().pendingDeletions().slices() >= pending, "the merged slice waits for deletion");
+        assertEquals(before.dataVersion() + 1, fs.getattr(ino).dataVersion(), "only the write moved it");
+    }
+
     @Test
     void smallFileRoundTrips() throws IOException {
         long fh = create("checksums.txt");
