@@ -73,6 +73,9 @@ class ClickHouseOnPartFsIT {
                 List<String> parts = new ArrayList<>();
                 List<String> got = workload(ch, mnt, parts);
                 assertSameAnswers(expected, got, "answers on " + backend + partsAndTheirHistory(ch, parts));
+                mount.fs.compactor().awaitIdle();
+                assertTrue(mount.fs.compactor().compacted() >= 2, "the Log table's two column files were compacted: "
+                        + mount.fs.compactor().compacted());
                 mount.remount();
                 ch.start();
                 assertSameAnswers(afterRestart(expected), checks(ch), "after unmount, mount and restart on " + backend);
@@ -204,6 +207,12 @@ class ClickHouseOnPartFsIT {
         answers.add(ch.query("SELECT count() FROM " + TABLE));
         ch.query("ALTER TABLE " + TABLE + " ATTACH PARTITION 202002");
         answers.add(ch.query("SELECT count(), sum(k) FROM " + TABLE));
+        // a Log table: each INSERT appends to every column's file, a slice each, compacted past 32
+        ch.query("CREATE TABLE w.log (k UInt32, s String) ENGINE = Log");
+        for (int i = 0; i < LOG_INSERTS; i++) {
+            ch.query("INSERT INTO w.log SELECT number + " + (i * 1000) + ", toString(number) FROM system.numbers LIMIT " + (10 + i));
+        }
+        answers.add(ch.query("SELECT count(), sum(k), uniqExact(s) FROM w.log"));
         ch.query("RENAME TABLE " + TABLE + " TO w.renamed");
         ch.query("CREATE TABLE w.scratch (x UInt64) ENGINE = MergeTree ORDER BY x");
         ch.query("INSERT INTO w.scratch SELECT number FROM system.numbers LIMIT 1000");
@@ -225,10 +234,14 @@ class ClickHouseOnPartFsIT {
         return ch.query("SELECT name FROM system.parts WHERE database = 'w' AND active ORDER BY name").trim();
     }
 
+    /** INSERTs into the Log table: more than {@link io.partfs.engine.meta.MetaEngine#COMPACT_AT}. */
+    private static final int LOG_INSERTS = 40;
+
     /** What must hold after any restart. */
     private static List<String> checks(ClickHouseServer ch) throws Exception {
         return List.of(
                 ch.query("SELECT count(), sum(k), uniqExact(s) FROM w.renamed"),
+                ch.query("SELECT count(), sum(k), uniqExact(s), sum(length(s)) FROM w.log"),
                 ch.query("SELECT toYYYYMM(d) AS m, count(), sum(k) FROM w.renamed GROUP BY m ORDER BY m"),
                 ch.query("SELECT partition, count() FROM system.parts WHERE database = 'w' AND active "
                         + "GROUP BY partition ORDER BY partition"),
@@ -236,7 +249,7 @@ class ClickHouseOnPartFsIT {
     }
 
     private static List<String> afterRestart(List<String> all) {
-        return all.subList(all.size() - 4, all.size());
+        return all.subList(all.size() - 5, all.size());
     }
 
     /**
