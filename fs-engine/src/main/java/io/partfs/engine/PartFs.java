@@ -130,7 +130,7 @@ public final class PartFs implements Closeable {
             reclaimer.slicesFreed();
         });
         if (compactor != null) {
-            meta.onFragmented(compactor::request);
+            meta.onFragmented(config.compactAt(), compactor::request);
             config.metrics().counterFrom("partfs_compactions_total",
                     "Chunks written again as one slice because writes had left them in many (appends a write at a time, overwrites).",
                     compactor::compacted);

@@ -23,6 +23,7 @@ public final class PartFsConfig {
     private final java.time.Duration writeBackUploadWait;
     private final java.time.Duration uploadDelay;
     private final java.time.Duration reclaimDelay;
+    private final int compactAt;
     private final java.time.Duration metaCacheTtl;
     private final int metaCacheEntries;
     private final java.time.Duration metaBackupInterval;
@@ -40,6 +41,7 @@ public final class PartFsConfig {
         this.writeBackUploadWait = b.writeBackUploadWait;
         this.uploadDelay = b.uploadDelay;
         this.reclaimDelay = b.reclaimDelay;
+        this.compactAt = b.compactAt;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.blockCacheBlocks = b.blockCacheBlocks;
@@ -141,6 +143,13 @@ public final class PartFsConfig {
      */
     public java.time.Duration reclaimDelay() { return reclaimDelay; }
 
+    /**
+     * How many slices a write commit may leave in a chunk before it is compacted ({@link
+     * io.partfs.engine.data.Compactor}); {@link io.partfs.engine.meta.MetaEngine#COMPACT_AT} unless
+     * a test wants compactions all the time.
+     */
+    public int compactAt() { return compactAt; }
+
     /** Where write-back blocks wait for their upload: under the block cache directory, or null without one. */
     public Path stagingDir() {
         return blockCacheDir == null ? null : blockCacheDir.resolve(io.partfs.engine.data.BlockCache.STAGING);
@@ -173,7 +182,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).compactAt(compactAt).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -193,6 +202,7 @@ public final class PartFsConfig {
         private java.time.Duration writeBackUploadWait = java.time.Duration.ofSeconds(60);
         private java.time.Duration uploadDelay = java.time.Duration.ZERO;
         private java.time.Duration reclaimDelay = java.time.Duration.ofMillis(200);
+        private int compactAt = io.partfs.engine.meta.MetaEngine.COMPACT_AT;
         private io.partfs.engine.metrics.Metrics metrics = io.partfs.engine.metrics.Metrics.none();
 
         public Builder metrics(io.partfs.engine.metrics.Metrics m) { this.metrics = java.util.Objects.requireNonNull(m); return this; }
@@ -208,6 +218,8 @@ public final class PartFsConfig {
         public Builder uploadDelay(java.time.Duration d) { this.uploadDelay = java.util.Objects.requireNonNull(d); return this; }
 
         public Builder reclaimDelay(java.time.Duration d) { this.reclaimDelay = java.util.Objects.requireNonNull(d); return this; }
+
+        public Builder compactAt(int slices) { this.compactAt = slices; return this; }
 
         public Builder writeBackUploadWait(java.time.Duration d) { this.writeBackUploadWait = java.util.Objects.requireNonNull(d); return this; }
 
@@ -292,6 +304,9 @@ public final class PartFsConfig {
             }
             if (reclaimDelay.isNegative() || reclaimDelay.compareTo(java.time.Duration.ofHours(1)) > 0) {
                 throw new IllegalArgumentException("the reclaim delay must be between 0 and 1 hour, not " + reclaimDelay);
+            }
+            if (compactAt < 2) {
+                throw new IllegalArgumentException("compaction needs at least 2 slices in a chunk, not " + compactAt);
             }
             if (capacity <= 0) {
                 throw new IllegalArgumentException("capacity must be positive");

@@ -1459,15 +1459,17 @@ public final class MetaEngine implements Closeable {
     public static final int COMPACT_AT = 32;
 
     private volatile java.util.function.BiConsumer<Long, Long> fragmented = (ino, idx) -> { };
+    private volatile int compactAt = COMPACT_AT;
 
     /**
-     * Tells {@code hint} of each chunk a write commit left with {@value #COMPACT_AT} slices or
-     * more (an inode number and a chunk index): a file appended to a write at a time, or written
-     * over again and again, whose reads resolve ever more slices, and whose overwritten bytes
-     * stay in the store until the file goes. Called on the committing thread: it must hand the
-     * work on.
+     * Tells {@code hint} of each chunk a write commit left with {@code atSlices} slices or more
+     * (an inode number and a chunk index; {@value #COMPACT_AT} but in tests): a file appended to
+     * a write at a time, or written over again and again, whose reads resolve ever more slices,
+     * and whose overwritten bytes stay in the store until the file goes. Called on the committing
+     * thread: it must hand the work on.
      */
-    public void onFragmented(java.util.function.BiConsumer<Long, Long> hint) {
+    public void onFragmented(int atSlices, java.util.function.BiConsumer<Long, Long> hint) {
+        this.compactAt = atSlices;
         this.fragmented = hint;
     }
 
@@ -1663,7 +1665,7 @@ public final class MetaEngine implements Closeable {
             for (Map.Entry<Long, byte[]> e : written.get().entrySet()) {
                 List<Slice> list = Slice.decodeList(e.getValue());
                 chunkLists.put(ino, e.getKey(), committed.dataVersion(), list);
-                if (list.size() >= COMPACT_AT) {
+                if (list.size() >= compactAt) {
                     fragmented.accept(ino, e.getKey());
                 }
             }

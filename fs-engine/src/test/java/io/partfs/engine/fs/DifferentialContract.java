@@ -1,6 +1,7 @@
 package io.partfs.engine.fs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.Attr;
 import io.partfs.engine.DirEntry;
@@ -66,8 +67,9 @@ abstract class DifferentialContract extends OnBackends {
         seed = Long.getLong("partfs.seed", System.nanoTime());
         rnd = new Random(seed);
         ref = Files.createDirectory(tmp.resolve("ref"));
+        // chunks compacted at 3 slices: compactions all the time, racing the writes, truncations and deletions
         TestVolume volume = new TestVolume(meta(), store(), Files.createDirectory(tmp.resolve("vol")),
-                backends.redis, backends.s3, TestVolume.defaultConfig(tmp.resolve("vol")));
+                backends.redis, backends.s3, TestVolume.defaultConfig(tmp.resolve("vol")).toBuilder().compactAt(3).build());
         fs = volume.open();
         try {
             for (step = 1; step <= OPS; step++) {
@@ -77,6 +79,9 @@ abstract class DifferentialContract extends OnBackends {
                 }
             }
             compareTrees("at the end");
+            fs.compactor().awaitIdle();
+            assertTrue(fs.compactor().compacted() > 0, "compactions ran" + where()); // 50-100 a run here
+            compareTrees("after the last compactions");
             fs.close();
             fs = volume.open();
             compareTrees("after close and reopen");

@@ -1,6 +1,7 @@
 package io.partfs.engine.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
@@ -76,7 +77,8 @@ class MountedDifferentialTest {
         ref = Files.createDirectory(dir.resolve("ref"));
         mnt = Files.createDirectory(dir.resolve("mnt"));
         Path volDir = Files.createDirectory(dir.resolve("vol"));
-        PartFsConfig config = TestVolume.defaultConfig(volDir).toBuilder().writeBack(mode.endsWith("writeback")).build();
+        // chunks compacted at 3 slices: compactions all the time, racing the kernel's writes (passthrough too)
+        PartFsConfig config = TestVolume.defaultConfig(volDir).toBuilder().writeBack(mode.endsWith("writeback")).compactAt(3).build();
         TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
         Backends servers = null;
         PartFs fs = null;
@@ -94,6 +96,9 @@ class MountedDifferentialTest {
             }
             closeHeld();
             compareTrees("at the end");
+            fs.compactor().awaitIdle();
+            assertTrue(fs.compactor().compacted() > 0, "compactions ran [seed " + seed + "]"); // 80-110 a run here
+            compareTrees("after the last compactions");
             fuse.unmount();
             fuse = null;
             fs.close();
