@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * which replaces the list in one transaction if the file did not change meanwhile
  * ({@link MetaEngine#compactChunk}). Without it each read resolves every slice and may fetch an
  * object for each, each commit rewrites the whole list, and overwritten bytes stay in the store
- * until the file is deleted. The replaced slices are freed as an overwrite frees them: to the
+ * until the file is deleted. The replaced slices are freed as a truncation frees them: to the
  * trash, then deleted.
  *
  * <p>One chunk at a time, on one low-priority thread, a block of memory at a time: the new
@@ -45,7 +45,7 @@ public final class Compactor implements Closeable {
     private final Consumer<List<long[]>> trashed;
     private final Set<String> queued = ConcurrentHashMap.newKeySet();
     private final ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
-            new LinkedBlockingQueue<>(MAX_QUEUED), ChunkStore.daemon("partfs-compact"), new ThreadPoolExecutor.DiscardPolicy());
+            new LinkedBlockingQueue<>(MAX_QUEUED), ChunkStore.daemon("partfs-compact"));
     private final AtomicLong compacted = new AtomicLong();
     private final AtomicLong changedMeanwhile = new AtomicLong();
     private final io.partfs.engine.LogLimit failures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
@@ -60,21 +60,25 @@ public final class Compactor implements Closeable {
     /** Queues chunk {@code idx} of inode {@code ino} for compaction, unless it is queued already. */
     public void request(long ino, long idx) {
         String key = ino + ":" + idx;
-        if (pool.isShutdown() || pool.getQueue().size() >= MAX_QUEUED || !queued.add(key)) {
+        if (!queued.add(key)) {
             return;
         }
-        pool.execute(() -> {
-            LowPriority.thisThread(); // nothing waits for it: ClickHouse's reads and writes go first
-            queued.remove(key);
-            try {
-                compact(ino, idx);
-            } catch (FsException.NoSuchEntry e) {
-                // deleted meanwhile
-            } catch (IOException | RuntimeException e) {
-                failures.warn(log, "compacting chunk {} of inode {} failed (it stays as it is, and is tried at a later write): {}",
-                        idx, ino, e.toString());
-            }
-        });
+        try {
+            pool.execute(() -> {
+                LowPriority.thisThread(); // nothing waits for it: ClickHouse's reads and writes go first
+                queued.remove(key);
+                try {
+                    compact(ino, idx);
+                } catch (FsException.NoSuchEntry e) {
+                    // deleted meanwhile
+                } catch (IOException | RuntimeException e) {
+                    failures.warn(log, "compacting chunk {} of inode {} failed (it stays as it is, and is tried at a later write): {}",
+                            idx, ino, e.toString());
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            queued.remove(key); // the queue is full, or the mount is closing: a later commit asks again
+        }
     }
 
     /**
