@@ -128,7 +128,7 @@ public final class PartFs implements Closeable {
         this.compactor = config.readOnly() ? null : new io.partfs.engine.data.Compactor(meta, chunks, freed -> {
             reclaimer.trashed(freed);
             reclaimer.slicesFreed();
-        });
+        }, config.compactQuiet(), java.time.Duration.ofSeconds(30));
         if (compactor != null) {
             meta.onFragmented(config.compactAt(), compactor::request);
             config.metrics().counterFrom("partfs_compactions_total",

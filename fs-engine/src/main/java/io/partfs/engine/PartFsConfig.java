@@ -24,6 +24,7 @@ public final class PartFsConfig {
     private final java.time.Duration uploadDelay;
     private final java.time.Duration reclaimDelay;
     private final int compactAt;
+    private final java.time.Duration compactQuiet;
     private final java.time.Duration metaCacheTtl;
     private final int metaCacheEntries;
     private final java.time.Duration metaBackupInterval;
@@ -42,6 +43,7 @@ public final class PartFsConfig {
         this.uploadDelay = b.uploadDelay;
         this.reclaimDelay = b.reclaimDelay;
         this.compactAt = b.compactAt;
+        this.compactQuiet = b.compactQuiet;
         this.blockCacheDir = b.blockCacheDir;
         this.blockCacheSize = b.blockCacheSize;
         this.blockCacheBlocks = b.blockCacheBlocks;
@@ -150,6 +152,12 @@ public final class PartFsConfig {
      */
     public int compactAt() { return compactAt; }
 
+    /**
+     * How long a fragmented chunk's commits must pause before it is compacted (2 s; at most 30 s
+     * after the first hint if they go on): a file still being written would change under it.
+     */
+    public java.time.Duration compactQuiet() { return compactQuiet; }
+
     /** Where write-back blocks wait for their upload: under the block cache directory, or null without one. */
     public Path stagingDir() {
         return blockCacheDir == null ? null : blockCacheDir.resolve(io.partfs.engine.data.BlockCache.STAGING);
@@ -182,7 +190,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).compactAt(compactAt).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).compactAt(compactAt).compactQuiet(compactQuiet).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -203,6 +211,7 @@ public final class PartFsConfig {
         private java.time.Duration uploadDelay = java.time.Duration.ZERO;
         private java.time.Duration reclaimDelay = java.time.Duration.ofMillis(200);
         private int compactAt = io.partfs.engine.meta.MetaEngine.COMPACT_AT;
+        private java.time.Duration compactQuiet = java.time.Duration.ofSeconds(2);
         private io.partfs.engine.metrics.Metrics metrics = io.partfs.engine.metrics.Metrics.none();
 
         public Builder metrics(io.partfs.engine.metrics.Metrics m) { this.metrics = java.util.Objects.requireNonNull(m); return this; }
@@ -220,6 +229,8 @@ public final class PartFsConfig {
         public Builder reclaimDelay(java.time.Duration d) { this.reclaimDelay = java.util.Objects.requireNonNull(d); return this; }
 
         public Builder compactAt(int slices) { this.compactAt = slices; return this; }
+
+        public Builder compactQuiet(java.time.Duration d) { this.compactQuiet = java.util.Objects.requireNonNull(d); return this; }
 
         public Builder writeBackUploadWait(java.time.Duration d) { this.writeBackUploadWait = java.util.Objects.requireNonNull(d); return this; }
 

@@ -9,10 +9,9 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -31,53 +30,94 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One chunk at a time, on one low-priority thread, a block of memory at a time: the new
  * slice's blocks go straight to the object store (not to write-back staging) and into the block
- * cache. A chunk mostly of holes is left alone: written out, its zeros would take space. A
+ * cache. A chunk mostly of holes is left alone: written out, its zeros would take space; so are
+ * large slices side by side, which are fine objects already ({@link #worthIt}). A
  * chunk that changes while it is being compacted is left as it is (the new slice goes to
  * deletion) and compacted at a later commit.
  */
 public final class Compactor implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Compactor.class);
-    /** Chunks waiting: a burst of appends to many files queues each chunk once, and at most this many. */
+    /** Chunks waiting: a burst of appends to many files notes each chunk once, and at most this many. */
     private static final int MAX_QUEUED = 10_000;
 
     private final MetaEngine meta;
     private final ChunkStore chunks;
     private final Consumer<List<long[]>> trashed;
-    private final Set<String> queued = ConcurrentHashMap.newKeySet();
-    private final ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
-            new LinkedBlockingQueue<>(MAX_QUEUED), ChunkStore.daemon("partfs-compact"));
+    /** Chunks waiting, by "ino:idx": {first hint, last hint} in nanoseconds. */
+    private final Map<String, long[]> waiting = new ConcurrentHashMap<>();
+    private final ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, ChunkStore.daemon("partfs-compact"));
+    private final long quietNanos;
+    private final long maxWaitNanos;
     private final AtomicLong compacted = new AtomicLong();
     private final AtomicLong changedMeanwhile = new AtomicLong();
     private final io.partfs.engine.LogLimit failures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
 
-    /** Compacts chunks of files through {@code chunks}, handing the slices it puts in the trash to {@code trashed}. */
-    public Compactor(MetaEngine meta, ChunkStore chunks, Consumer<List<long[]>> trashed) {
+    /**
+     * Compacts chunks of files through {@code chunks}, handing the slices it puts in the trash to
+     * {@code trashed}. A chunk is compacted once no commit has hinted it for {@code quiet}, or
+     * {@code maxWait} after the first hint if commits go on: a file still being written would
+     * change under the compaction, which would then be written for nothing.
+     */
+    public Compactor(MetaEngine meta, ChunkStore chunks, Consumer<List<long[]>> trashed, java.time.Duration quiet,
+            java.time.Duration maxWait) {
         this.meta = meta;
         this.chunks = chunks;
         this.trashed = trashed;
+        this.quietNanos = quiet.toNanos();
+        this.maxWaitNanos = maxWait.toNanos();
+        pool.setRemoveOnCancelPolicy(true);
     }
 
-    /** Queues chunk {@code idx} of inode {@code ino} for compaction, unless it is queued already. */
+    /** Notes a hint for chunk {@code idx} of inode {@code ino}: compacted once its commits pause. */
     public void request(long ino, long idx) {
         String key = ino + ":" + idx;
-        if (!queued.add(key)) {
+        long now = System.nanoTime();
+        long[] fresh = {now, now};
+        long[] known = waiting.putIfAbsent(key, fresh);
+        if (known != null) {
+            synchronized (known) {
+                known[1] = now; // its task, scheduled already, looks again
+            }
             return;
         }
+        if (waiting.size() > MAX_QUEUED) {
+            waiting.remove(key); // a burst over many files: a later commit asks again
+            return;
+        }
+        schedule(key, ino, idx, quietNanos);
+    }
+
+    private void schedule(String key, long ino, long idx, long delayNanos) {
         try {
-            pool.execute(() -> {
-                LowPriority.thisThread(); // nothing waits for it: ClickHouse's reads and writes go first
-                queued.remove(key);
-                try {
-                    compact(ino, idx);
-                } catch (FsException.NoSuchEntry e) {
-                    // deleted meanwhile
-                } catch (IOException | RuntimeException e) {
-                    failures.warn(log, "compacting chunk {} of inode {} failed (it stays as it is, and is tried at a later write): {}",
-                            idx, ino, e.toString());
-                }
-            });
+            pool.schedule(() -> due(key, ino, idx), delayNanos, TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.RejectedExecutionException e) {
-            queued.remove(key); // the queue is full, or the mount is closing: a later commit asks again
+            waiting.remove(key); // the mount is closing
+        }
+    }
+
+    /** A chunk's wait is over, unless a commit hinted it again within the quiet time and the longest wait is not up. */
+    private void due(String key, long ino, long idx) {
+        long[] times = waiting.get(key);
+        if (times == null) {
+            return;
+        }
+        long now = System.nanoTime();
+        synchronized (times) {
+            long quietLeft = times[1] + quietNanos - now;
+            if (quietLeft > 0 && now - times[0] < maxWaitNanos) {
+                schedule(key, ino, idx, Math.min(quietLeft, times[0] + maxWaitNanos - now));
+                return;
+            }
+        }
+        waiting.remove(key);
+        LowPriority.thisThread(); // nothing waits for it: ClickHouse's reads and writes go first
+        try {
+            compact(ino, idx);
+        } catch (FsException.NoSuchEntry e) {
+            // deleted meanwhile
+        } catch (IOException | RuntimeException e) {
+            failures.warn(log, "compacting chunk {} of inode {} failed (it stays as it is, and is tried at a later write): {}",
+                    idx, ino, e.toString());
         }
     }
 
@@ -95,7 +135,8 @@ public final class Compactor implements Closeable {
         List<Slice> list = meta.readChunk(ino, idx, a.dataVersion());
         int inFile = (int) Math.min(ChunkStore.CHUNK, a.size() - start);
         CompactionPlan plan = list.size() < 2 ? null : CompactionPlan.of(list, inFile);
-        if (plan == null || zeros(list, plan.lo(), plan.hi()) > (plan.hi() - plan.lo()) / 2) {
+        if (plan == null || zeros(list, plan.lo(), plan.hi()) > (plan.hi() - plan.lo()) / 2
+                || !worthIt(list.subList(list.size() - plan.taken(), list.size()), chunks.blockSize() / 4)) {
             return false;
         }
         int len = plan.hi() - plan.lo();
@@ -128,6 +169,26 @@ public final class Compactor implements Closeable {
         return true;
     }
 
+    /**
+     * Whether merging {@code taken} gains anything: two of them are small (under {@code small}
+     * bytes: small objects, a GET each), or they overlap (bytes written over, still stored). A
+     * file fsynced every few MiB as it is written has many slices side by side, each a fine
+     * object: rewriting them would cost the whole span for nothing.
+     */
+    static boolean worthIt(List<Slice> taken, int small) {
+        List<Slice> written = taken.stream().filter(s -> !s.isHole()).sorted(java.util.Comparator.comparingInt(Slice::pos)).toList();
+        int smallOnes = 0;
+        int end = 0;
+        for (Slice s : written) {
+            if (s.pos() < end) {
+                return true; // over bytes another of them wrote
+            }
+            end = s.end();
+            smallOnes += s.len() < small ? 1 : 0;
+        }
+        return smallOnes >= 2;
+    }
+
     /** Bytes of {@code [lo, hi)} of the chunk that no slice holds, or a hole does. */
     private static long zeros(List<Slice> list, int lo, int hi) {
         long z = 0;
@@ -149,10 +210,22 @@ public final class Compactor implements Closeable {
         return changedMeanwhile.get();
     }
 
-    /** Waits until every chunk queued so far is compacted or given up (for tests and close). */
+    /** Compacts every chunk waiting now, and waits for it (for tests). */
     public void awaitIdle() throws InterruptedException {
         java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
-        pool.execute(done::countDown);
+        pool.execute(() -> {
+            for (String key : List.copyOf(waiting.keySet())) {
+                long[] times = waiting.get(key);
+                if (times != null) {
+                    synchronized (times) {
+                        times[0] = Long.MIN_VALUE / 2; // the longest wait is up
+                    }
+                    int colon = key.indexOf(':');
+                    due(key, Long.parseLong(key, 0, colon, 10), Long.parseLong(key, colon + 1, key.length(), 10));
+                }
+            }
+            done.countDown();
+        });
         done.await();
     }
 

@@ -67,6 +67,22 @@ class CompactionPlanTest {
         checkSameView(cutLast, q, 5_000);
     }
 
+    /** Large slices side by side (a file fsynced every few MiB) are fine objects: not rewritten. */
+    @Test
+    void onlySmallOrOverlappingSlicesAreWorthMerging() {
+        int mib = 1 << 20;
+        List<Slice> fsyncedEvery2MiB = new ArrayList<>();
+        for (int i = 0; i < 32; i++) {
+            fsyncedEvery2MiB.add(s(i + 1, i * 2 * mib, 2 * mib));
+        }
+        assertTrue(!Compactor.worthIt(fsyncedEvery2MiB, mib));
+        assertTrue(Compactor.worthIt(List.of(s(1, 0, 100), s(2, 100, 100)), mib), "small appends");
+        assertTrue(Compactor.worthIt(List.of(s(1, 0, 4 * mib), s(2, 0, 4 * mib)), mib), "written over");
+        assertTrue(Compactor.worthIt(List.of(s(2, 3 * mib, 2 * mib), s(1, 0, 4 * mib)), mib), "overlapping, in any order");
+        assertTrue(!Compactor.worthIt(List.of(s(1, 0, 2 * mib), Slice.hole(100, CHUNK - 100), s(2, 2 * mib, 100)), mib),
+                "one small one and a hole");
+    }
+
     /** Random lists, holes among them: the chunk reads the same through the new list, and zeros past the end stay zeros. */
     @Test
     void theChunkReadsTheSameAfterAnyPlan() {

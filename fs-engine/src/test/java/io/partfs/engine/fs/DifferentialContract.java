@@ -67,9 +67,10 @@ abstract class DifferentialContract extends OnBackends {
         seed = Long.getLong("partfs.seed", System.nanoTime());
         rnd = new Random(seed);
         ref = Files.createDirectory(tmp.resolve("ref"));
-        // chunks compacted at 3 slices: compactions all the time, racing the writes, truncations and deletions
+        // chunks compacted at 3 slices, at once: compactions all the time, racing the writes, truncations and deletions
         TestVolume volume = new TestVolume(meta(), store(), Files.createDirectory(tmp.resolve("vol")),
-                backends.redis, backends.s3, TestVolume.defaultConfig(tmp.resolve("vol")).toBuilder().compactAt(3).build());
+                backends.redis, backends.s3, TestVolume.defaultConfig(tmp.resolve("vol")).toBuilder().compactAt(3)
+                        .compactQuiet(java.time.Duration.ZERO).build());
         fs = volume.open();
         try {
             for (step = 1; step <= OPS; step++) {

@@ -77,8 +77,9 @@ class MountedDifferentialTest {
         ref = Files.createDirectory(dir.resolve("ref"));
         mnt = Files.createDirectory(dir.resolve("mnt"));
         Path volDir = Files.createDirectory(dir.resolve("vol"));
-        // chunks compacted at 3 slices: compactions all the time, racing the kernel's writes (passthrough too)
-        PartFsConfig config = TestVolume.defaultConfig(volDir).toBuilder().writeBack(mode.endsWith("writeback")).compactAt(3).build();
+        // chunks compacted at 3 slices, at once: compactions all the time, racing the kernel's writes (passthrough too)
+        PartFsConfig config = TestVolume.defaultConfig(volDir).toBuilder().writeBack(mode.endsWith("writeback")).compactAt(3)
+                .compactQuiet(java.time.Duration.ZERO).build();
         TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
         Backends servers = null;
         PartFs fs = null;
