@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * Compacts fragmented chunks in the background: a chunk whose slice list grew to {@value
  * MetaEngine#COMPACT_AT} slices (a file appended to one write at a time, as ClickHouse's Log
  * engines do, or written over again and again) is read as it is and written again as one slice,
- * which replaces the list in one transaction if the file did not change meanwhile
+ * which replaces those slices in one transaction, under any committed since
  * ({@link MetaEngine#compactChunk}). Without it each read resolves every slice and may fetch an
  * object for each, each commit rewrites the whole list, and overwritten bytes stay in the store
  * until the file is deleted. The replaced slices are freed as a truncation frees them: to the
@@ -31,9 +31,10 @@ import org.slf4j.LoggerFactory;
  * <p>One chunk at a time, on one low-priority thread, a block of memory at a time: the new
  * slice's blocks go straight to the object store (not to write-back staging) and into the block
  * cache. A chunk mostly of holes is left alone: written out, its zeros would take space; so are
- * large slices side by side, which are fine objects already ({@link #worthIt}). A
- * chunk that changes while it is being compacted is left as it is (the new slice goes to
- * deletion) and compacted at a later commit.
+ * large slices side by side, which are fine objects already ({@link #worthIt}). Commits made
+ * while a chunk is being compacted stay on top of the merged slice; a chunk whose list changed
+ * under them otherwise (a truncation freed it, say) is left as it is, the new slice goes to
+ * deletion, and a later commit asks again.
  */
 public final class Compactor implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Compactor.class);
@@ -124,7 +125,7 @@ public final class Compactor implements Closeable {
     /**
      * Compacts chunk {@code idx} of inode {@code ino} now ({@link CompactionPlan}), unless it has
      * fewer than two slices or what would be merged is mostly holes; true when its list was
-     * replaced, false when there was nothing to do or the file changed meanwhile.
+     * replaced, false when there was nothing to do or its list changed under it (not by commits on top).
      */
     public boolean compact(long ino, long idx) throws IOException {
         Attr a = meta.getattr(ino);
@@ -157,7 +158,7 @@ public final class Compactor implements Closeable {
             throw e;
         }
         List<long[]> freed = new ArrayList<>();
-        Attr done = meta.compactChunk(ino, idx, a.dataVersion(), plan.apply(merged), merged, freed);
+        Attr done = meta.compactChunk(ino, idx, list, plan.apply(merged), merged, freed);
         if (done == null) {
             changedMeanwhile.incrementAndGet();
             return false;
@@ -205,7 +206,7 @@ public final class Compactor implements Closeable {
         return compacted.get();
     }
 
-    /** Compactions given up because the file changed while its chunk was being read. */
+    /** Compactions given up because the chunk's list changed under them (not by commits on top). */
     public long changedMeanwhile() {
         return changedMeanwhile.get();
     }

@@ -1474,38 +1474,45 @@ public final class MetaEngine implements Closeable {
     }
 
     /**
-     * Replaces the slice list of chunk {@code idx} of {@code ino} by {@code list}, in which
-     * {@code merged} holds bytes the chunk showed as of data version {@code version} (a
-     * compaction), if the file is still at that version: one transaction. The slices of the old
-     * list that the new one does not keep are freed, to the trash (added to {@code trashed}) or
-     * the deletion list, and the data version moves on, so that nothing cached of the old layout
-     * is read again; size and times stay. If the file was written, truncated or deleted since,
+     * Replaces, in chunk {@code idx} of {@code ino}, the slice list {@code from} a compaction
+     * read by {@code replacement}, in which {@code merged} holds bytes the chunk showed through
+     * {@code from} (or a list that grew from it): one transaction. Slices committed since stay on
+     * top, so a file appended to all the time is compacted all the same. The slices of {@code
+     * from} that the replacement does not keep are freed, to the trash (added to {@code trashed})
+     * or the deletion list, and the data version moves on, so that nothing cached of the old
+     * layout is read again; size and times stay. If the chunk's list no longer starts with {@code
+     * from} (a truncation freed the chunk, another compaction came first) or the file is gone,
      * nothing changes, {@code merged} goes to the deletion list, and the answer is null.
      */
-    public Attr compactChunk(long ino, long idx, long version, List<Slice> list, Slice merged, List<long[]> trashed)
+    public Attr compactChunk(long ino, long idx, List<Slice> from, List<Slice> replacement, Slice merged, List<long[]> trashed)
             throws IOException {
         List<String> keys = List.of(inodeKey(ino), chunkKey(ino, idx));
         List<long[]> attempt = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicReference<List<Slice>> written = new java.util.concurrent.atomic.AtomicReference<>();
         Attr done = mutateSingle(ino, tx -> {
             attempt.clear(); // a transaction tried again frees again
             believeChunks(tx, ino, List.of(idx));
             List<byte[]> stored = tx.getAll(keys);
             long now = clock.nowNanos();
             Attr a = stored.get(0) == null ? null : Attr.decode(ino, stored.get(0));
-            if (a == null || a.dataVersion() != version || a.nlink() == 0) {
+            List<Slice> current = Slice.decodeList(stored.get(1));
+            if (a == null || a.nlink() == 0 || current.size() < from.size() || !current.subList(0, from.size()).equals(from)) {
                 tx.hset(DELSLICES, merged.id() + "_" + merged.size(), String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
                 return null;
             }
-            List<Slice> freed = new ArrayList<>(Slice.decodeList(stored.get(1)));
-            freed.removeAll(list);
+            List<Slice> freed = new ArrayList<>(from);
+            freed.removeAll(replacement);
             freeSlices(tx, freed, now, attempt);
+            List<Slice> list = new ArrayList<>(replacement);
+            list.addAll(current.subList(from.size(), current.size()));
             tx.put(chunkKey(ino, idx), Slice.encodeList(list));
+            written.set(List.copyOf(list));
             Attr na = a.relaid();
             put(tx, na);
             return na;
         });
         if (done != null) {
-            chunkLists.put(ino, idx, done.dataVersion(), List.copyOf(list));
+            chunkLists.put(ino, idx, done.dataVersion(), written.get());
             trashed.addAll(attempt);
         }
         return done;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -434,31 +435,42 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
-     * A compaction whose file was written meanwhile changes nothing: the list stays as the write
-     * left it, and the slice it wrote is handed to deletion.
+     * A compaction keeps the slices committed while it read the chunk, on top of the slice it
+     * wrote; one whose chunk a truncation freed meanwhile changes nothing, and the slice it wrote
+     * is handed to deletion.
      */
     @Test
-    void aCompactionOfAFileWrittenMeanwhileChangesNothing() throws Exception {
+    void aCompactionKeepsCommitsMadeMeanwhileAndGivesUpOnAChunkFreedMeanwhile() throws Exception {
         long ino = write(ROOT, "f", random(1000, 60));
         long fh = fs.open(ino, RW);
         fs.write(fh, 10, new byte[10], 0, 10);
         fs.release(fh);
-        Attr before = fs.getattr(ino);
-        List<io.partfs.engine.meta.Slice> list = fs.meta().readChunk(ino, 0);
-        fh = fs.open(ino, RW);
-        fs.write(fh, 20, new byte[] {7}, 0, 1); // the write the compaction did not see
-        fs.release(fh);
-        byte[] now = readAll(ino);
-        long pending = fs.meta().pendingDeletions().slices();
+        List<io.partfs.engine.meta.Slice> read = fs.meta().readChunk(ino, 0);
+        byte[] shown = readAll(ino); // what the compaction read, and stores as one slice
         io.partfs.engine.meta.Slice merged = new io.partfs.engine.meta.Slice(fs.meta().nextSliceId(), 1000, 0, 1000, 0);
+        try (ObjectStore store = volume.newObjectStore()) {
+            store.put(io.partfs.engine.data.ChunkStore.blockKey("testvol", merged.id(), 0, 1000), shown);
+        }
+        fh = fs.open(ino, RW);
+        fs.write(fh, 20, new byte[] {7}, 0, 1); // committed meanwhile
+        fs.release(fh);
+        byte[] before = readAll(ino);
+        io.partfs.engine.meta.Slice later = fs.meta().readChunk(ino, 0).get(2);
+        long version = fs.getattr(ino).dataVersion();
+
         List<long[]> freed = new ArrayList<>();
-        assertEquals(null, fs.meta().compactChunk(ino, 0, before.dataVersion(), List.of(merged), merged, freed));
-        assertEquals(3, fs.meta().readChunk(ino, 0).size());
-        assertTrue(fs.meta().readChunk(ino, 0).containsAll(list));
-        assertArrayEquals(now, readAll(ino));
-        assertTrue(freed.isEmpty());
-        assertTrue(fs.meta().pendingDeletions().slices() >= pending, "the merged slice waits for deletion");
-        assertEquals(before.dataVersion() + 1, fs.getattr(ino).dataVersion(), "only the write moved it");
+        Attr done = fs.meta().compactChunk(ino, 0, read, List.of(merged), merged, freed);
+        assertEquals(version + 1, done.dataVersion(), "the layout changed: cached lists are not used again");
+        assertEquals(before.length, done.size());
+        assertEquals(List.of(merged, later), fs.meta().readChunk(ino, 0), "the later write stays on top");
+        assertArrayEquals(before, readAll(ino));
+        reopen();
+        assertArrayEquals(before, readAll(ino));
+
+        fs.truncate(ino, 0); // frees the chunk
+        io.partfs.engine.meta.Slice late = new io.partfs.engine.meta.Slice(fs.meta().nextSliceId(), 10, 0, 10, 0);
+        assertNull(fs.meta().compactChunk(ino, 0, List.of(merged, later), List.of(late), late, freed));
+        assertEquals(List.of(), fs.meta().readChunk(ino, 0));
     }
 
     @Test
