@@ -19,15 +19,17 @@ import java.util.Map;
  * sidecar's CPU left to ClickHouse.
  *
  * <p>The kernel tells this process nothing about those writes, so a commit (a flush: fsync,
- * close) takes the whole file as it is: it fsyncs it and commits {@code size} bytes as one new
- * slice per chunk, staged in place ({@link Staging#commitBacking}). A commit with nothing
- * written since the last one is skipped: the file's size and mtime tell, as the backing
- * filesystem gives a write after a stat a later mtime (multigrain timestamps, Linux 6.13+;
- * {@link Staging#fineTimestamps} checks it, and without it files are written the usual way).
- * Not the ctime: the commit's own attribute ({@link Staging#SLICES_XATTR}) changes that.
- * So the usual create, write, fsync, close commits once; each further commit of a changed file
- * commits all of it again. Truncations are applied to the backing file and the metadata as they
- * are made.
+ * close) finds out from the file: it fsyncs it and commits the run of blocks that changed since
+ * the last commit ({@link CommittedBlocks}) as one new slice per chunk, staged in place
+ * ({@link Staging#commitBacking}). The first commit takes the whole file without reading it, so
+ * the usual create, write, fsync, close commits once and reads nothing back; a file fsynced as
+ * it grows commits what each fsync added (from the second commit on, which reads the file to
+ * compare). A commit with nothing written since the last one is skipped: the file's size and
+ * mtime tell, as the backing filesystem gives a write after a stat a later mtime (multigrain
+ * timestamps, Linux 6.13+; {@link Staging#fineTimestamps} checks it, and without it files are
+ * written the usual way). Not the ctime: the commit's own attribute
+ * ({@link Staging#SLICES_XATTR}) changes that. Truncations are applied to the backing file and
+ * the metadata as they are made.
  *
  * <p>Concurrency: commits and truncations synchronize on the file.
  */
@@ -74,7 +76,11 @@ final class BackedFile {
         if (closed || released) {
             return false;
         }
+        long old = file.length();
         file.setLength(length);
+        synchronized (backing.blocks) {
+            backing.blocks.truncated(old, length);
+        }
         return true;
     }
 
@@ -108,16 +114,35 @@ final class BackedFile {
         if (size == committedSize && mtime.equals(committedMtime)) {
             return false;
         }
-        int chunks = (int) ((size + ChunkStore.CHUNK - 1) / ChunkStore.CHUNK);
-        if (chunks > 0) { // an empty file has nothing to commit: truncations were committed as they were made
-            long first = meta.nextSliceIds(chunks);
-            staging.commitBacking(backing, volume, blockSize, first, size);
-            List<MetaEngine.ChunkSlice> slices = new ArrayList<>(chunks);
-            for (int c = 0; c < chunks; c++) {
-                int len = (int) Math.min(ChunkStore.CHUNK, size - (long) c * ChunkStore.CHUNK);
-                slices.add(new MetaEngine.ChunkSlice(c, new Slice(first + c, len, 0, len, 0)));
+        CommittedBlocks.Run run;
+        int number;
+        synchronized (backing.blocks) { // uploads of this file's blocks check what they read against the record
+            // the whole file again once many commits wait for their uploads: the attribute names the latest only
+            boolean whole = backing.commitsKept() >= Staging.MAX_COMMITS_KEPT;
+            run = backing.blocks.changes(file.getChannel(), size, blockSize, whole);
+            if (run == null) { // an empty file has nothing to commit: truncations were committed as they were made
+                committedSize = size;
+                committedMtime = mtime;
+                return true;
+            }
+            number = backing.nextCommit();
+            backing.blocks.record(run, number);
+        }
+        try {
+            List<CommittedBlocks.Span> spans = CommittedBlocks.spans(run.from(), run.to());
+            long first = meta.nextSliceIds(spans.size());
+            staging.commitBacking(backing, number, volume, blockSize, first, run.from(), run.to(), size);
+            List<MetaEngine.ChunkSlice> slices = new ArrayList<>(spans.size());
+            for (int s = 0; s < spans.size(); s++) {
+                CommittedBlocks.Span span = spans.get(s);
+                slices.add(new MetaEngine.ChunkSlice(span.chunk(), new Slice(first + s, span.len(), 0, span.len(), span.pos())));
             }
             meta.commitWrite(ino, slices);
+        } catch (IOException | RuntimeException e) {
+            synchronized (backing.blocks) {
+                backing.blocks.forget(); // what the metadata holds is not known: the next commit takes all of it
+            }
+            throw e;
         }
         committedSize = size;
         committedMtime = mtime;

@@ -40,6 +40,8 @@ public final class Compactor implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Compactor.class);
     /** Chunks waiting: a burst of appends to many files notes each chunk once, and at most this many. */
     private static final int MAX_QUEUED = 10_000;
+    /** How often a chunk of a file the kernel still writes (FUSE passthrough) is looked at again. */
+    private static final long BACKED_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
     private final MetaEngine meta;
     private final ChunkStore chunks;
@@ -110,6 +112,10 @@ public final class Compactor implements Closeable {
                 return;
             }
         }
+        if (chunks.isBacked(ino)) { // the kernel still writes it: looked at again once it is committed and closed
+            schedule(key, ino, idx, Math.max(quietNanos, BACKED_RETRY_NANOS));
+            return;
+        }
         waiting.remove(key);
         LowPriority.thisThread(); // nothing waits for it: ClickHouse's reads and writes go first
         try {
@@ -128,6 +134,11 @@ public final class Compactor implements Closeable {
      * replaced, false when there was nothing to do or its list changed under it (not by commits on top).
      */
     public boolean compact(long ino, long idx) throws IOException {
+        if (chunks.isBacked(ino)) {
+            // the kernel writes it into a local file (FUSE passthrough): its staged blocks read what
+            // it wrote since their commit, which the next commit compares against what they held
+            return false;
+        }
         Attr a = meta.getattr(ino);
         long start = idx * ChunkStore.CHUNK;
         if (a.type() != FileType.FILE || a.nlink() == 0 || start >= a.size()) {

@@ -44,9 +44,12 @@ import org.slf4j.LoggerFactory;
  * <p>Files the kernel writes itself (FUSE passthrough, see {@link Backing}): a new file's data
  * goes straight from the writer into a spare, its backing file, with no copy through this
  * process. A commit of it ({@link #commitBacking}) fsyncs the file with an attribute
- * {@value #SLICES_XATTR} naming the slices committed ({@code <volume> <block size> <first
- * slice id> <length>} per commit, slice {@code first + c} holding chunk {@code c}); its blocks
- * are then staged where they are, at their offsets in the file, and uploaded from there. Once
+ * {@value #SLICES_XATTR} naming the slices committed, one line per commit whose blocks are not
+ * all uploaded yet: {@code <volume> <block size> <first slice id> <length>} for the whole file
+ * (slice {@code first + c} holding chunk {@code c}), or {@code <volume> <block size> <first slice
+ * id> <to> <from>} for the run of blocks {@code [from, to)} that changed since the last commit
+ * (one slice per chunk the run spans, in order). Its blocks are then staged where they are, at
+ * their offsets in the file, and uploaded from there. Once
  * the kernel closed the file ({@link #kernelClosed}), its uploaded blocks go into the block
  * cache as hard links to it ({@link BlockCache#link}); blocks uploaded while it was open are
  * linked at its close if it did not change since their commit, else not cached. The file's
@@ -83,8 +86,12 @@ public final class Staging implements Closeable {
     static final String PROBE_PREFIX = ".mtime-probe-";
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
     public static final long BACKING_ROOM = 256L << 20;
-    /** Commits a backing file's attribute remembers (ext4 takes ~4 KiB of attributes a file). */
-    static final int MAX_COMMITS_KEPT = 64;
+    /**
+     * Commits with blocks still to upload a backing file's attribute names at most (ext4 takes ~4
+     * KiB of attributes a file): {@link BackedFile} commits the whole file again when this many
+     * wait, which makes the older ones needless.
+     */
+    static final int MAX_COMMITS_KEPT = 32;
     /**
      * How often the disk's free space is looked at while the kernel writes backing files: at
      * ~1.5 GB/s that is ~75 MB between looks, well inside {@link #BACKING_ROOM}.
@@ -118,8 +125,13 @@ public final class Staging implements Closeable {
         private final Path file;
         /** Blocks of it still staged, and 1 while its file is open. Guarded by the Backing. */
         private int users;
-        /** The {@value #SLICES_XATTR} entries of its commits so far. */
-        private final List<String> commits = new ArrayList<>();
+        /**
+         * Its commits with blocks still to upload, oldest first: their {@value #SLICES_XATTR}
+         * entries, which the next commit writes. Guarded by the Backing.
+         */
+        private final List<Commit> commits = new ArrayList<>();
+        /** What its blocks held at their last commit: lock it to compare ({@link CommittedBlocks}). */
+        final CommittedBlocks blocks = new CommittedBlocks();
         /**
          * The kernel has closed it (or an earlier process left it): nothing writes it any more, so
          * a block read from it for upload stays what it uploaded, and the block cache may link it.
@@ -141,6 +153,30 @@ public final class Staging implements Closeable {
 
         private synchronized boolean closed() {
             return closed;
+        }
+
+        /** The number the next commit of it takes. */
+        synchronized int nextCommit() {
+            return ++commit;
+        }
+
+        /** Its commits whose blocks are not all uploaded yet. */
+        synchronized int commitsKept() {
+            return commits.size();
+        }
+
+        /**
+         * Reads a block of it for upload, and tells {@link #blocks} what was read: a block the
+         * kernel wrote again since its commit is then taken again by the next commit.
+         */
+        private byte[] readForUpload(Staged st) throws IOException {
+            synchronized (blocks) {
+                byte[] data = readBacked(st);
+                if (blocks.tracking() && !closed()) {
+                    blocks.uploaded(st.offset(), st.commit(), data);
+                }
+                return data;
+            }
         }
 
         /** A block of commit {@code u.commit()} uploaded from a read made while the kernel had the file open. */
@@ -175,7 +211,7 @@ public final class Staging implements Closeable {
                     linkIfUnchanged(u);
                 }
             } finally {
-                unuse(null, null);
+                unuse(0, null, null);
             }
         }
 
@@ -219,8 +255,58 @@ public final class Staging implements Closeable {
             }
         }
 
-        private synchronized void use() {
+        /**
+         * Names commit {@code c} in the attribute from now on (after those still named, or alone
+         * when it takes the whole file); returns the attribute's text.
+         */
+        private synchronized String addCommit(Commit c, boolean wholeFile) {
+            if (wholeFile) {
+                // the older commits' slices are covered by this one: only a crash that also lost their
+                // uploads would miss them, and then only gc and fsck would, not a read
+                commits.clear();
+            }
+            commits.add(c);
+            StringBuilder desc = new StringBuilder();
+            for (Commit k : commits) {
+                desc.append(desc.isEmpty() ? "" : "\n").append(k.entry);
+            }
+            return desc.toString();
+        }
+
+        /** Every block of commit {@code number} is queued: its hold is released. */
+        private synchronized void queued(int number) {
+            done(number);
+        }
+
+        /** One user more: a hold, or (with {@code commit} above 0) a block of that commit staged. */
+        private synchronized void use(int commit) {
             users++;
+            Commit c = commitNumbered(commit);
+            if (c != null) {
+                c.staged++;
+            }
+        }
+
+        private Commit commitNumbered(int number) {
+            if (number > 0) {
+                for (Commit c : commits) {
+                    if (c.number == number) {
+                        return c;
+                    }
+                }
+            }
+            return null;
+        }
+
+        /**
+         * A block of commit {@code number} is uploaded (or no longer staged): a commit with none
+         * left is dropped from those the attribute names. Guarded by the Backing.
+         */
+        private void done(int number) {
+            Commit c = commitNumbered(number);
+            if (c != null && --c.staged <= 0) {
+                commits.remove(c);
+            }
         }
 
         /**
@@ -228,10 +314,11 @@ public final class Staging implements Closeable {
          * of {@code data}, it goes into the block cache: the last user renames the file in when it
          * holds just that block, else (or while others use the file) a copy is cached.
          */
-        private void unuse(String adoptAs, byte[] data) {
+        private void unuse(int commit, String adoptAs, byte[] data) {
             boolean last;
             synchronized (this) {
                 last = --users <= 0;
+                done(commit);
             }
             if (!last) {
                 if (adoptAs != null) {
@@ -252,6 +339,21 @@ public final class Staging implements Closeable {
             } catch (IOException e) {
                 log.warn("cannot delete write-back backing file {}: {}", file, e.toString());
             }
+        }
+    }
+
+    /**
+     * A commit of a backing file: its number, its {@value #SLICES_XATTR} entry, and its blocks
+     * still staged (plus 1 while they are being queued).
+     */
+    private static final class Commit {
+        final int number;
+        final String entry;
+        int staged = 1;
+
+        Commit(int number, String entry) {
+            this.number = number;
+            this.entry = entry;
         }
     }
 
@@ -436,16 +538,19 @@ public final class Staging implements Closeable {
         }
         Backing b = new Backing(spare, false);
         backings.add(b);
-        b.use(); // held while its blocks are queued: one uploaded meanwhile must not delete the file under the rest
+        b.use(0); // held while its blocks are queued: one uploaded meanwhile must not delete the file under the rest
         int queued = 0;
         boolean unreadable = false;
+        int number = 0;
         for (String commit : desc.split("\n")) {
             if (commit.isBlank()) {
                 continue;
             }
-            b.commits.add(commit); // kept by close (this process may have the pid of the one that wrote it)
+            // kept by close (this process may have the pid of the one that wrote it); one that
+            // cannot be read keeps its hold, and so stays named
+            b.addCommit(new Commit(++number, commit), false);
             try {
-                queued += stageCommitted(b, commit, Long.MIN_VALUE, 0);
+                queued += stageCommitted(b, commit, Long.MIN_VALUE, number);
             } catch (IOException | RuntimeException e) {
                 unreadable = true;
                 log.error("write-back backing file {}: cannot read its commit '{}' ({}); left in place, its blocks are "
@@ -453,7 +558,7 @@ public final class Staging implements Closeable {
             }
         }
         if (!unreadable) { // an unreadable one keeps the hold: it stays, also once the rest is uploaded
-            b.unuse(null, null); // deletes it at once when nothing was to be uploaded
+            b.unuse(0, null, null); // deletes it at once when nothing was to be uploaded
         }
         return queued;
     }
@@ -605,19 +710,23 @@ public final class Staging implements Closeable {
      * the blocks are staged in place and queued for upload.
      */
     public void commitBacking(Backing b, String volume, int blockSize, long firstId, long length) throws IOException {
-        String commit = volume + " " + blockSize + " " + firstId + " " + length;
-        String desc;
-        int number;
-        synchronized (b) {
-            number = ++b.commit;
-            b.commits.add(commit);
-            if (b.commits.size() > MAX_COMMITS_KEPT) {
-                // the oldest commits' slices are covered by the later ones: only a crash that also lost their
-                // uploads would miss them, and then only gc and fsck would, not a read
-                b.commits.remove(0);
-            }
-            desc = String.join("\n", b.commits);
-        }
+        commitBacking(b, b.nextCommit(), volume, blockSize, firstId, 0, length, length);
+    }
+
+    /**
+     * Commits bytes {@code [from, to)} of a backing file of {@code length} bytes as its commit
+     * {@code number} ({@link Backing#nextCommit}): as slices {@code firstId}, {@code firstId + 1},
+     * ... one per chunk the run spans ({@link CommittedBlocks#spans}), of {@code volume}'s blocks of
+     * {@code blockSize}; {@code from} is at a block's start. The file and the attribute naming
+     * the commit are durable when this returns; the blocks are staged in place and queued for
+     * upload. A commit of the whole file makes the earlier ones needless: they are no longer named.
+     */
+    void commitBacking(Backing b, int number, String volume, int blockSize, long firstId, long from, long to, long length)
+            throws IOException {
+        boolean whole = from == 0 && to == length;
+        // a whole file's entry is as before runs began: an earlier build reads it after a downgrade
+        String commit = volume + " " + blockSize + " " + firstId + " " + to + (whole ? "" : " " + from);
+        String desc = b.addCommit(new Commit(number, commit), whole);
         java.nio.file.attribute.UserDefinedFileAttributeView view =
                 Files.getFileAttributeView(b.file, java.nio.file.attribute.UserDefinedFileAttributeView.class);
         view.write(SLICES_XATTR, ByteBuffer.wrap(desc.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
@@ -639,32 +748,43 @@ public final class Staging implements Closeable {
         }
     }
 
-    /** Stages the blocks one commit entry of a backing file names, as its commit {@code number}; returns how many. */
+    /**
+     * Stages the blocks one commit entry of a backing file names, as its commit {@code number}
+     * (named by the backing file already, with its hold, which this releases); returns how many.
+     */
     private int stageCommitted(Backing b, String commit, long at, int number) throws IOException {
         String[] f = commit.trim().split(" ");
-        if (f.length != 4) {
+        if (f.length != 4 && f.length != 5) {
             throw new IOException("malformed " + SLICES_XATTR + " attribute of " + b.file + ": '" + commit + "'");
         }
         String volume = f[0];
         int blockSize = Integer.parseInt(f[1]);
         long firstId = Long.parseLong(f[2]);
-        long length = Long.parseLong(f[3]);
+        long to = Long.parseLong(f[3]);
+        long from = f.length == 5 ? Long.parseLong(f[4]) : 0;
+        if (from < 0 || from > to || from % blockSize != 0) {
+            throw new IOException("malformed " + SLICES_XATTR + " attribute of " + b.file + ": '" + commit + "'");
+        }
         int staged = 0;
-        for (long c = 0; c * ChunkStore.CHUNK < length; c++) {
-            int sliceLen = (int) Math.min(ChunkStore.CHUNK, length - c * ChunkStore.CHUNK);
-            for (int i = 0; i < ChunkStore.blocks(blockSize, sliceLen); i++) {
-                int size = ChunkStore.blockLength(blockSize, sliceLen, i);
-                long offset = c * ChunkStore.CHUNK + (long) i * blockSize;
-                String key = ChunkStore.blockKey(volume, firstId + c, i, size);
-                b.use();
-                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, offset == 0 && size == length, number)) == null) {
+        List<CommittedBlocks.Span> spans = CommittedBlocks.spans(from, to);
+        for (int s = 0; s < spans.size(); s++) {
+            CommittedBlocks.Span span = spans.get(s);
+            long sliceStart = span.chunk() * ChunkStore.CHUNK + span.pos();
+            for (int i = 0; i < ChunkStore.blocks(blockSize, span.len()); i++) {
+                int size = ChunkStore.blockLength(blockSize, span.len(), i);
+                long offset = sliceStart + (long) i * blockSize;
+                String key = ChunkStore.blockKey(volume, firstId + s, i, size);
+                b.use(number);
+                boolean wholeFile = f.length == 4 && offset == 0 && size == to;
+                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, wholeFile, number)) == null) {
                     schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
                     staged++;
                 } else {
-                    b.unuse(null, null);
+                    b.unuse(number, null, null);
                 }
             }
         }
+        b.queued(number);
         return staged;
     }
 
@@ -680,7 +800,7 @@ public final class Staging implements Closeable {
     /** The backing file is done with (closed, and committed or given up): deleted now, or once its staged blocks are uploaded. */
     public void closeBacking(Backing b) {
         b.kernelClosed();
-        b.unuse(null, null);
+        b.unuse(0, null, null);
     }
 
     /**
@@ -906,7 +1026,7 @@ public final class Staging implements Closeable {
             return false;
         }
         if (st.in() != null) {
-            st.in().unuse(null, null);
+            st.in().unuse(st.commit(), null, null);
         } else {
             try {
                 Files.deleteIfExists(file(key));
@@ -976,14 +1096,14 @@ public final class Staging implements Closeable {
             byte[] data;
             try {
                 data = staged.in() != null
-                        ? readBacked(staged)
+                        ? staged.in().readForUpload(staged)
                         : LocalFiles.readRange(f, 0, staged.size());
             } catch (NoSuchFileException e) {
                 // removed meanwhile; or a write of the same block again failed for want of space and
                 // its caller uploads it itself: nothing left to upload either way
                 if (pending.remove(key, staged)) {
                     if (staged.in() != null) {
-                        staged.in().unuse(null, null);
+                        staged.in().unuse(staged.commit(), null, null);
                     }
                     signal();
                 }
@@ -1004,7 +1124,7 @@ public final class Staging implements Closeable {
                 cache.adopt(key, f, data.length, BlockSums.of(data));
             } else {
                 if (was.whole()) {
-                    was.in().unuse(key, data); // a closed one-block file is renamed into the cache
+                    was.in().unuse(was.commit(), key, data); // a closed one-block file is renamed into the cache
                 } else {
                     // a block of a closed file is linked into the cache: no second copy on disk
                     if (was != staged) {
@@ -1014,7 +1134,7 @@ public final class Staging implements Closeable {
                     } else if (!cache.link(key, was.in().file, was.offset(), data.length, BlockSums.of(data))) {
                         cache.put(key, data);
                     }
-                    was.in().unuse(null, null);
+                    was.in().unuse(was.commit(), null, null);
                 }
             }
             signal();

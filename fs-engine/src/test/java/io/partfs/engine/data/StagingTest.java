@@ -64,6 +64,21 @@ class StagingTest {
         }
     }
 
+    private static byte[] random(int n, long seed) {
+        byte[] b = new byte[n];
+        new java.util.Random(seed).nextBytes(b);
+        return b;
+    }
+
+    /** Polls until the backing file {@code file} is deleted; fails after 30 s. */
+    private static void awaitDeleted(Path file) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (Files.exists(file)) {
+            assertTrue(System.nanoTime() < deadline, "the backing file is still there 30 s after its last upload");
+            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+        }
+    }
+
     @Test
     void blocksGoIntoSparesCarryingTheirKeyAndUnusedSparesGoAtClose() throws Exception {
         byte[] data = "block".repeat(100).getBytes(StandardCharsets.UTF_8);
@@ -90,8 +105,7 @@ class StagingTest {
     @Test
     void aBackingFileLeftByAnEarlierProcessIsUploadedFromItsOffsetsAndThenDeleted() throws Exception {
         int blockSize = 1 << 20;
-        byte[] data = new byte[5 * blockSize + 7];
-        new java.util.Random(9).nextBytes(data);
+        byte[] data = random(5 * blockSize + 7, 9);
         Path file;
         try (Staging staging = open(Duration.ofHours(1))) {
             Staging.Backing b = staging.openBacking();
@@ -112,11 +126,61 @@ class StagingTest {
                 assertArrayEquals(java.util.Arrays.copyOfRange(data, i * blockSize, i * blockSize + size),
                         awaitObject(ChunkStore.blockKey("vol", 100, i, size), size), "block " + i);
             }
+            awaitDeleted(file);
+        }
+    }
+
+    private static String slicesAttribute(Path f) throws IOException {
+        UserDefinedFileAttributeView view = Files.getFileAttributeView(f, UserDefinedFileAttributeView.class);
+        ByteBuffer b = ByteBuffer.allocate(view.size(Staging.SLICES_XATTR));
+        view.read(Staging.SLICES_XATTR, b);
+        return new String(b.array(), 0, b.position(), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A commit of part of a backing file (the blocks that changed, {@link CommittedBlocks}) is
+     * named in its attribute with its run, so a restart uploads those blocks from their offsets;
+     * a commit whose blocks are all uploaded is no longer named.
+     */
+    @Test
+    void aRunOfABackingFileIsNamedWithItsOffsetsUntilItsBlocksAreUploaded() throws Exception {
+        int bs = 1 << 20;
+        byte[] data = random(2 * bs + 7, 11);
+        Path file;
+        try (Staging staging = open(Duration.ZERO)) { // uploaded at once
+            Staging.Backing b = staging.openBacking();
+            Files.write(b.file(), data);
+            staging.commitBacking(b, "vol", bs, 100, data.length);
+            awaitObject(ChunkStore.blockKey("vol", 100, 2, 7), 7);
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (Files.exists(file)) {
-                assertTrue(System.nanoTime() < deadline, "the backing file is still there 30 s after its last upload");
+            while (staging.pendingBlocks() > 0) {
+                assertTrue(System.nanoTime() < deadline, "commit 1 not uploaded within 30 s");
                 java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
             }
+            staging.commitBacking(b, b.nextCommit(), "vol", bs, 200, bs, 2L * bs, data.length);
+            assertEquals("vol " + bs + " 200 " + 2 * bs + " " + bs, slicesAttribute(b.file()),
+                    "commit 1 is uploaded: only commit 2 is named, with its run");
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, bs, 2 * bs), awaitObject(ChunkStore.blockKey("vol", 200, 0, bs), bs));
+            staging.closeBacking(b);
+        }
+        try (Staging staging = open(Duration.ofHours(1))) {
+            Staging.Backing b = staging.openBacking();
+            file = b.file();
+            Files.write(file, data);
+            staging.commitBacking(b, "vol", bs, 300, data.length);
+            data[bs + 5] ^= 1;
+            data[2 * bs + 1] ^= 1;
+            Files.write(file, data);
+            staging.commitBacking(b, b.nextCommit(), "vol", bs, 400, bs, data.length, data.length);
+            assertEquals("vol " + bs + " 300 " + data.length + "\nvol " + bs + " 400 " + data.length + " " + bs, slicesAttribute(file));
+            staging.closeBacking(b);
+        } // closed before any upload: as a killed process leaves it
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(5, staging.recover(), "three blocks of commit 1, two of commit 2's run");
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, bs, 2 * bs), awaitObject(ChunkStore.blockKey("vol", 400, 0, bs), bs));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, 2 * bs, 2 * bs + 7), awaitObject(ChunkStore.blockKey("vol", 400, 1, 7), 7));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, 0, bs), awaitObject(ChunkStore.blockKey("vol", 300, 0, bs), bs));
+            awaitDeleted(file);
         }
     }
 

@@ -269,6 +269,39 @@ class WritePassthroughTest {
         }
     }
 
+    /**
+     * A file the kernel writes itself, fsynced every 2 MiB as it grows to 48 MiB, with one
+     * overwrite of its start on the way: each commit takes the blocks that changed since the
+     * last, so what is uploaded stays within twice the file (it was the whole file at each fsync,
+     * 12.5 times it here), and the volume holds the file as written.
+     */
+    @Test
+    void aFileFsyncedAsItGrowsCommitsWhatChangedSinceTheLastFsync() throws Exception {
+        int step = 2 * MIB;
+        int steps = 24;
+        byte[] want = random(steps * step, 41);
+        byte[] patch = random(1000, 42);
+        Path f = mnt.resolve("grown.bin");
+        long before = objectBytes();
+        passedThrough(1, () -> {
+            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                for (int i = 0; i < steps; i++) {
+                    ch.write(ByteBuffer.wrap(want, i * step, step), (long) i * step);
+                    if (i == steps / 2) {
+                        ch.write(ByteBuffer.wrap(patch), 12345);
+                    }
+                    ch.force(true);
+                }
+            }
+        });
+        System.arraycopy(patch, 0, want, 12345, patch.length);
+        Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0, "every commit uploaded");
+        long uploaded = objectBytes() - before;
+        assertTrue(uploaded >= want.length && uploaded <= 2L * want.length,
+                uploaded + " bytes uploaded for a file of " + want.length + ": each fsync commits what changed");
+        assertArrayEquals(want, readFromObjects("grown.bin"));
+    }
+
     /** Bytes of the blocks in the volume's object store. */
     private long objectBytes() {
         return LiveTree.files(dir.resolve("objects"), null).entrySet().stream().filter(e -> e.getKey().toString().contains("/chunks/"))
