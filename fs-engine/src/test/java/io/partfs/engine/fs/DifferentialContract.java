@@ -14,7 +14,6 @@ import io.partfs.engine.testing.RandomWrites;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
