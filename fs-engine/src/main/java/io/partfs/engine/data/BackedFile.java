@@ -19,8 +19,8 @@ import java.util.Map;
  * sidecar's CPU left to ClickHouse.
  *
  * <p>The kernel tells this process nothing about those writes, so a commit (a flush: fsync,
- * close) finds out from the file: it fsyncs it and commits the run of blocks that changed since
- * the last commit ({@link CommittedBlocks}) as one new slice per chunk, staged in place
+ * close) finds out from the file: it fsyncs it and commits the runs of blocks that changed since
+ * the last commit ({@link CommittedBlocks}), each as one new slice per chunk, staged in place
  * ({@link Staging#commitBacking}). The first commit takes the whole file without reading it, so
  * the usual create, write, fsync, close commits once and reads nothing back; a file fsynced as
  * it grows commits what each fsync added (from the second commit on, which reads the file to
@@ -114,7 +114,7 @@ final class BackedFile {
         if (size == committedSize && mtime.equals(committedMtime)) {
             return false;
         }
-        CommittedBlocks.Run run;
+        CommittedBlocks.Changes run;
         int number;
         synchronized (backing.blocks) { // uploads of this file's blocks check what they read against the record
             // the whole file again once many commits wait for their uploads: the attribute names the latest only
@@ -126,12 +126,12 @@ final class BackedFile {
                 return true;
             }
             number = backing.nextCommit();
-            backing.blocks.record(run, number);
+            backing.blocks.record(run);
         }
         try {
-            List<CommittedBlocks.Span> spans = CommittedBlocks.spans(run.from(), run.to());
+            List<CommittedBlocks.Span> spans = CommittedBlocks.spans(run.bounds());
             long first = meta.nextSliceIds(spans.size());
-            staging.commitBacking(backing, number, volume, blockSize, first, run.from(), run.to(), size);
+            staging.commitBacking(backing, number, volume, blockSize, first, run.bounds(), size);
             List<MetaEngine.ChunkSlice> slices = new ArrayList<>(spans.size());
             for (int s = 0; s < spans.size(); s++) {
                 CommittedBlocks.Span span = spans.get(s);

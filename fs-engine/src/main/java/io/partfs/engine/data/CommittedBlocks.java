@@ -3,44 +3,75 @@ package io.partfs.engine.data;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 
 /**
  * What each block of a file the kernel writes itself (FUSE passthrough, {@link BackedFile}) held
- * when it was last committed, so that a commit takes only the blocks that changed since: a file
+ * when it was last committed, so that a commit takes only the bytes that changed since: a file
  * fsynced every 2 MiB as it grows commits (and uploads) what each fsync added, not all of it
  * again each time.
  *
  * <p>The kernel says nothing about which bytes it wrote, so a commit reads the file and compares
  * each block's fingerprint (its length, a CRC32C and a CRC32: two different polynomials, 64 bits
- * in all, so a changed block goes unnoticed with odds of 2^-64) with the one recorded at the
- * block's last commit. The first commit reads nothing and takes the whole file: a file committed
+ * in all, so a changed block goes unnoticed with odds of 2^-64) with the one recorded when it
+ * was last committed. The first commit reads nothing and takes the whole file: a file committed
  * once (a part file: written, fsynced, closed) costs no extra read. The second takes the whole
- * file too, and records the fingerprints; from the third on only the blocks that changed are
- * committed, as one slice per chunk over the run from the first changed block to the end of the
- * last one.
+ * file too, and records the fingerprints; from the third on a commit takes the runs of blocks
+ * that changed, each as one slice per chunk it spans. A run starts inside a block when that
+ * block only grew: its first bytes still have the fingerprint recorded for them, so the run
+ * starts after them.
  *
  * <p>A staged block is uploaded from the file later, so an upload may read bytes written after
- * its commit; those are then in the object store under that commit's block. {@link #uploaded}
- * therefore compares what each upload read with what its commit recorded, and on a difference
- * forgets the fingerprint, so the next commit takes the block again. The comparison of a commit
- * ({@link #changes}) and an upload's read and check run under this object's lock, one after the
- * other: a check that found a difference is seen by every later commit, and an upload that reads
- * after a commit's comparison reads what the kernel wrote by then, which the next commit (the
- * file's mtime moved on) compares again. A commit's fingerprints are recorded ({@link #record})
- * under the same lock before its blocks are queued, so their uploads check against them.
+ * its commit; those would then be in the object store under that commit. {@link #readChecked}
+ * therefore reads, with the bytes to upload, the recorded part of every block they touch (in
+ * one read, so both are the same bytes), and where that part no longer has its fingerprint it
+ * forgets the fingerprint: the next commit takes the block again. So a block written, uploaded
+ * and written back to the bytes of its commit is not left with the bytes in between. The
+ * comparison of a commit ({@link #changes}, then {@link #record}) and an upload's read and check
+ * run under this object's lock, one after the other: a check that found a difference is seen by
+ * every later commit, and an upload that reads after a commit's comparison checks against what
+ * that commit recorded.
  *
  * <p>Not thread-safe on its own: callers hold the lock of this object.
  */
 final class CommittedBlocks {
-    /** A run of the file to commit: {@code [from, to)}, {@code from} at a block's start. */
-    record Run(long from, long to, long[] prints, int[] lengths, int blockSize) {
+    /**
+     * What a commit takes: runs of the file, {@code [bounds[2i], bounds[2i+1])} in order, with the
+     * fingerprint and length of each block of the file as read (null for a first commit).
+     */
+    record Changes(long[] bounds, long[] prints, int[] lengths, int blockSize) {
+        int runs() {
+            return bounds.length / 2;
+        }
+
+        long from(int run) {
+            return bounds[2 * run];
+        }
+
+        long to(int run) {
+            return bounds[2 * run + 1];
+        }
+
+        /** Whether it is one run over all {@code size} bytes of the file. */
+        boolean wholeFile(long size) {
+            return bounds.length == 2 && bounds[0] == 0 && bounds[1] == size;
+        }
     }
 
     /** The part of a run in one chunk: a slice of {@code len} bytes at {@code pos} of chunk {@code chunk}. */
     record Span(long chunk, int pos, int len) {
+    }
+
+    /** The slices runs {@code bounds} (as {@link Changes#bounds}) are committed as: those of each run, in order. */
+    static java.util.List<Span> spans(long[] bounds) {
+        java.util.List<Span> out = new java.util.ArrayList<>();
+        for (int r = 0; r < bounds.length; r += 2) {
+            out.addAll(spans(bounds[r], bounds[r + 1]));
+        }
+        return out;
     }
 
     /** The slices a run {@code [from, to)} is committed as, one per chunk it spans, in order. */
@@ -56,11 +87,9 @@ final class CommittedBlocks {
     }
 
     private static final int READ = 1 << 20;
-    /** Fingerprint of each block at its last commit; {@link #lengths} 0 where none is known. */
+    /** Fingerprint of each block's first {@link #lengths} bytes when it was last committed; length 0 where none is known. */
     private long[] prints = new long[0];
     private int[] lengths = new int[0];
-    /** The commit that recorded each block's fingerprint. */
-    private int[] commits = new int[0];
     /** The block size of the fingerprints; 0 until the first comparison. */
     private int blockSize;
     /** Commits of data seen: the first one reads nothing. */
@@ -68,17 +97,18 @@ final class CommittedBlocks {
 
     /**
      * What a commit of the file as {@code ch} holds now ({@code size} bytes, blocks of
-     * {@code blockSize}) must take: every block whose content differs from its last commit's,
-     * or the whole file when {@code whole} or nothing is recorded. Reads the file unless this is
-     * its first commit. When nothing changed (the same bytes written again), the last block, so
-     * that the commit still moves the file's times and data version on. Null for an empty file.
+     * {@code blockSize}) must take: each run of blocks that differ from the record (from the first
+     * byte that differs, in a block that only grew), or the whole file when {@code whole} or
+     * nothing is recorded. Reads the file unless this is its first commit. When nothing changed
+     * (the same bytes written again), the last block, so that the commit still moves the file's
+     * times and data version on. Null for an empty file.
      */
-    Run changes(FileChannel ch, long size, int blockSize, boolean whole) throws IOException {
+    Changes changes(FileChannel ch, long size, int blockSize, boolean whole) throws IOException {
         if (size == 0) {
             return null;
         }
         if (seen++ == 0) {
-            return new Run(0, size, null, null, blockSize);
+            return new Changes(new long[] {0, size}, null, null, blockSize);
         }
         if (this.blockSize != 0 && this.blockSize != blockSize) {
             forget();
@@ -87,43 +117,54 @@ final class CommittedBlocks {
         int n = (int) ((size + blockSize - 1) / blockSize);
         long[] now = new long[n];
         int[] lens = new int[n];
-        long first = -1;
-        long last = -1;
+        long[] bounds = new long[8];
+        int runs = 0;
+        long last = -2;
         ByteBuffer buf = ByteBuffer.allocate(READ);
         for (int k = 0; k < n; k++) {
             long at = (long) k * blockSize;
             int len = (int) Math.min(blockSize, size - at);
-            now[k] = fingerprint(ch, at, len, buf);
+            int known = whole || k >= lengths.length ? 0 : lengths[k];
+            long[] fp = fingerprint(ch, at, len, known < len ? known : 0, buf);
+            now[k] = fp[0];
             lens[k] = len;
-            if (whole || k >= lengths.length || lengths[k] != len || prints[k] != now[k]) {
-                first = first < 0 ? k : first;
-                last = k;
+            if (known == len && prints[k] == fp[0]) {
+                continue;
             }
+            if (k != last + 1) { // a new run; in a block that only grew, after its recorded bytes (committed already)
+                if (2 * runs + 2 > bounds.length) {
+                    bounds = Arrays.copyOf(bounds, 2 * bounds.length);
+                }
+                bounds[2 * runs] = known > 0 && known < len && prints[k] == fp[1] ? at + known : at;
+                runs++;
+            }
+            bounds[2 * runs - 1] = at + len;
+            last = k;
         }
-        if (first < 0) {
-            first = n - 1;
-            last = n - 1;
+        if (runs == 0) {
+            bounds[0] = (long) (n - 1) * blockSize;
+            bounds[1] = size;
+            runs = 1;
         }
-        return new Run(first * blockSize, Math.min(size, (last + 1) * blockSize), now, lens, blockSize);
+        return new Changes(Arrays.copyOf(bounds, 2 * runs), now, lens, blockSize);
     }
 
-    /** Records the fingerprints of {@code run}'s blocks as those of commit {@code commit}. */
-    void record(Run run, int commit) {
-        if (run.prints() == null) {
+    /** Records the fingerprints of the blocks that {@code c}'s runs touch, as {@link #changes} read them. */
+    void record(Changes c) {
+        if (c.prints() == null) {
             return; // a first commit: nothing was read
         }
-        int n = run.prints().length;
+        int n = c.prints().length;
         if (lengths.length < n) {
             prints = Arrays.copyOf(prints, n);
             lengths = Arrays.copyOf(lengths, n);
-            commits = Arrays.copyOf(commits, n);
         }
-        int from = (int) (run.from() / run.blockSize());
-        int to = (int) ((run.to() + run.blockSize() - 1) / run.blockSize());
-        for (int k = from; k < to; k++) {
-            prints[k] = run.prints()[k];
-            lengths[k] = run.lengths()[k];
-            commits[k] = commit;
+        for (int r = 0; r < c.runs(); r++) {
+            int to = (int) ((c.to(r) + c.blockSize() - 1) / c.blockSize());
+            for (int k = (int) (c.from(r) / c.blockSize()); k < to; k++) {
+                prints[k] = c.prints()[k];
+                lengths[k] = c.lengths()[k];
+            }
         }
         // blocks past the end (a truncation) are no longer the file's
         for (int k = n; k < lengths.length; k++) {
@@ -132,21 +173,44 @@ final class CommittedBlocks {
     }
 
     /**
-     * An upload of commit {@code commit}'s block at {@code offset} read {@code data}: when the
-     * block was last committed by that commit and reads otherwise now, the next commit takes it.
+     * Reads {@code len} bytes at {@code offset} of {@code file} for upload, and in the same read
+     * the recorded part of every block they touch: where that part reads otherwise than its
+     * fingerprint, or the bytes reach past it, the fingerprint is forgotten and the next commit
+     * takes the block again. Bytes past the file's end read as zeros.
      */
-    void uploaded(long offset, int commit, byte[] data) {
-        if (blockSize == 0 || offset % blockSize != 0) {
-            return; // nothing recorded yet
+    byte[] readChecked(Path file, long offset, int len) throws IOException {
+        if (blockSize == 0) {
+            return read(file, offset, len);
         }
-        long k = offset / blockSize;
-        if (k < lengths.length && commits[(int) k] == commit && lengths[(int) k] != 0
-                && (lengths[(int) k] != data.length || prints[(int) k] != fingerprint(data))) {
-            lengths[(int) k] = 0;
+        long end = offset + len;
+        int k0 = (int) (offset / blockSize);
+        int k1 = (int) ((end - 1) / blockSize);
+        long lo = offset;
+        long hi = end;
+        for (int k = k0; k <= k1 && k < lengths.length; k++) {
+            if (lengths[k] > 0) {
+                lo = Math.min(lo, (long) k * blockSize);
+                hi = Math.max(hi, (long) k * blockSize + lengths[k]);
+            }
         }
+        byte[] all = read(file, lo, (int) (hi - lo));
+        for (int k = k0; k <= k1 && k < lengths.length; k++) {
+            long start = (long) k * blockSize;
+            if (lengths[k] > 0 && (Math.min(end, start + blockSize) > start + lengths[k]
+                    || fingerprint(all, (int) (start - lo), lengths[k]) != prints[k])) {
+                lengths[k] = 0;
+            }
+        }
+        return lo == offset && hi == end ? all : Arrays.copyOfRange(all, (int) (offset - lo), (int) (end - lo));
     }
 
-    /** Whether uploads need checking: nothing is recorded before a file's second commit. */
+    private static byte[] read(Path file, long offset, int len) throws IOException {
+        byte[] data = new byte[len];
+        LocalFiles.readRange(file, offset, len, ByteBuffer.wrap(data), true);
+        return data;
+    }
+
+    /** Whether fingerprints are kept: nothing is recorded before a file's second commit. */
     boolean tracking() {
         return blockSize != 0;
     }
@@ -167,29 +231,40 @@ final class CommittedBlocks {
         Arrays.fill(lengths, 0);
     }
 
-    static long fingerprint(byte[] data) {
+    static long fingerprint(byte[] data, int off, int len) {
         CRC32C c = new CRC32C();
-        c.update(data);
+        c.update(data, off, len);
         CRC32 d = new CRC32();
-        d.update(data);
+        d.update(data, off, len);
         return c.getValue() << 32 | d.getValue();
     }
 
-    private static long fingerprint(FileChannel ch, long at, int len, ByteBuffer buf) throws IOException {
+    /**
+     * The fingerprints of {@code len} bytes at {@code at} of {@code ch} and, when {@code prefix}
+     * is above 0, of their first {@code prefix} bytes. A short read (the file cut meanwhile)
+     * gives a fingerprint no full read has.
+     */
+    private static long[] fingerprint(FileChannel ch, long at, int len, int prefix, ByteBuffer buf) throws IOException {
         CRC32C c = new CRC32C();
         CRC32 d = new CRC32();
+        long start = at;
         long end = at + len;
+        long first = 0;
         while (at < end) {
-            buf.clear().limit((int) Math.min(buf.capacity(), end - at));
+            long stop = prefix > 0 && at < start + prefix ? start + prefix : end;
+            buf.clear().limit((int) Math.min(buf.capacity(), stop - at));
             int n = ch.read(buf, at);
             if (n < 0) {
-                break; // cut meanwhile: what is missing reads as nothing, which differs from any commit of it
+                break;
             }
             buf.flip();
             c.update(buf.duplicate());
             d.update(buf);
             at += n;
+            if (prefix > 0 && at == start + prefix) {
+                first = c.getValue() << 32 | d.getValue();
+            }
         }
-        return (c.getValue() << 32 | d.getValue()) ^ (end - at); // a short read never matches a full one
+        return new long[] {(c.getValue() << 32 | d.getValue()) ^ (end - at), first};
     }
 }

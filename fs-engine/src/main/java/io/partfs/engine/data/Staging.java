@@ -44,11 +44,12 @@ import org.slf4j.LoggerFactory;
  * <p>Files the kernel writes itself (FUSE passthrough, see {@link Backing}): a new file's data
  * goes straight from the writer into a spare, its backing file, with no copy through this
  * process. A commit of it ({@link #commitBacking}) fsyncs the file with an attribute
- * {@value #SLICES_XATTR} naming the slices committed, one line per commit whose blocks are not
- * all uploaded yet: {@code <volume> <block size> <first slice id> <length>} for the whole file
- * (slice {@code first + c} holding chunk {@code c}), or {@code <volume> <block size> <first slice
- * id> <to> <from>} for the run of blocks {@code [from, to)} that changed since the last commit
- * (one slice per chunk the run spans, in order). Its blocks are then staged where they are, at
+ * {@value #SLICES_XATTR} naming the slices committed by each commit whose blocks are not all
+ * uploaded yet: {@code <volume> <block size> <first slice id> <length>} for the whole file
+ * (slice {@code first + c} holding chunk {@code c}), or a line {@code <volume> <block size>
+ * <first slice id> <to> <from>} for each run {@code [from, to)} that changed since the last
+ * commit (one slice per chunk the run spans, in order, its blocks counted from the run's start
+ * in the chunk). Its blocks are then staged where they are, at
  * their offsets in the file, and uploaded from there. Once
  * the kernel closed the file ({@link #kernelClosed}), its uploaded blocks go into the block
  * cache as hard links to it ({@link BlockCache#link}); blocks uploaded while it was open are
@@ -166,16 +167,12 @@ public final class Staging implements Closeable {
         }
 
         /**
-         * Reads a block of it for upload, and tells {@link #blocks} what was read: a block the
-         * kernel wrote again since its commit is then taken again by the next commit.
+         * Reads a block of it for upload; while the kernel may still write it, checked against
+         * {@link #blocks}: a block written again since its commit is taken again by the next one.
          */
         private byte[] readForUpload(Staged st) throws IOException {
             synchronized (blocks) {
-                byte[] data = readBacked(st);
-                if (blocks.tracking() && !closed()) {
-                    blocks.uploaded(st.offset(), st.commit(), data);
-                }
-                return data;
+                return blocks.tracking() && !closed() ? blocks.readChecked(file, st.offset(), st.size()) : readBacked(st);
             }
         }
 
@@ -343,8 +340,8 @@ public final class Staging implements Closeable {
     }
 
     /**
-     * A commit of a backing file: its number, its {@value #SLICES_XATTR} entry, and its blocks
-     * still staged (plus 1 while they are being queued).
+     * A commit of a backing file: its number, its lines of the {@value #SLICES_XATTR} attribute,
+     * and its blocks still staged (plus 1 while they are being queued).
      */
     private static final class Commit {
         final int number;
@@ -551,6 +548,7 @@ public final class Staging implements Closeable {
             b.addCommit(new Commit(++number, commit), false);
             try {
                 queued += stageCommitted(b, commit, Long.MIN_VALUE, number);
+                b.queued(number);
             } catch (IOException | RuntimeException e) {
                 unreadable = true;
                 log.error("write-back backing file {}: cannot read its commit '{}' ({}); left in place, its blocks are "
@@ -710,23 +708,29 @@ public final class Staging implements Closeable {
      * the blocks are staged in place and queued for upload.
      */
     public void commitBacking(Backing b, String volume, int blockSize, long firstId, long length) throws IOException {
-        commitBacking(b, b.nextCommit(), volume, blockSize, firstId, 0, length, length);
+        commitBacking(b, b.nextCommit(), volume, blockSize, firstId, new long[] {0, length}, length);
     }
 
     /**
-     * Commits bytes {@code [from, to)} of a backing file of {@code length} bytes as its commit
-     * {@code number} ({@link Backing#nextCommit}): as slices {@code firstId}, {@code firstId + 1},
-     * ... one per chunk the run spans ({@link CommittedBlocks#spans}), of {@code volume}'s blocks of
-     * {@code blockSize}; {@code from} is at a block's start. The file and the attribute naming
-     * the commit are durable when this returns; the blocks are staged in place and queued for
-     * upload. A commit of the whole file makes the earlier ones needless: they are no longer named.
+     * Commits runs {@code bounds} ({@code [bounds[2i], bounds[2i+1])}, in order) of a backing file
+     * of {@code length} bytes as its commit {@code number} ({@link Backing#nextCommit}): as slices
+     * {@code firstId}, {@code firstId + 1}, ... one per chunk each run spans
+     * ({@link CommittedBlocks#spans}), of {@code volume}'s blocks of {@code blockSize}, counted
+     * from the run's start in each chunk. The file and the attribute naming the commit (a line per
+     * run) are durable when this returns; the blocks are staged in place and queued for upload. A
+     * commit of the whole file makes the earlier ones needless: they are no longer named.
      */
-    void commitBacking(Backing b, int number, String volume, int blockSize, long firstId, long from, long to, long length)
+    void commitBacking(Backing b, int number, String volume, int blockSize, long firstId, long[] bounds, long length)
             throws IOException {
-        boolean whole = from == 0 && to == length;
-        // a whole file's entry is as before runs began: an earlier build reads it after a downgrade
-        String commit = volume + " " + blockSize + " " + firstId + " " + to + (whole ? "" : " " + from);
-        String desc = b.addCommit(new Commit(number, commit), whole);
+        boolean whole = bounds.length == 2 && bounds[0] == 0 && bounds[1] == length;
+        List<String> lines = new ArrayList<>();
+        long id = firstId;
+        for (int r = 0; r < bounds.length; r += 2) {
+            // a whole file's entry is as before runs began: an earlier build reads it after a downgrade
+            lines.add(volume + " " + blockSize + " " + id + " " + bounds[r + 1] + (whole ? "" : " " + bounds[r]));
+            id += CommittedBlocks.spans(bounds[r], bounds[r + 1]).size();
+        }
+        String desc = b.addCommit(new Commit(number, String.join("\n", lines)), whole);
         java.nio.file.attribute.UserDefinedFileAttributeView view =
                 Files.getFileAttributeView(b.file, java.nio.file.attribute.UserDefinedFileAttributeView.class);
         view.write(SLICES_XATTR, ByteBuffer.wrap(desc.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
@@ -741,7 +745,11 @@ public final class Staging implements Closeable {
                 b.committedMtime = (java.nio.file.attribute.FileTime) st.get("lastModifiedTime");
             }
         }
-        stageCommitted(b, commit, System.currentTimeMillis(), number);
+        long at = System.currentTimeMillis();
+        for (String line : lines) {
+            stageCommitted(b, line, at, number);
+        }
+        b.queued(number);
         long missing = space.shortfall(0);
         if (missing > 0) {
             cache.evictBytes(missing); // the kernel wrote without asking: give the floor back what the cache can
@@ -749,8 +757,8 @@ public final class Staging implements Closeable {
     }
 
     /**
-     * Stages the blocks one commit entry of a backing file names, as its commit {@code number}
-     * (named by the backing file already, with its hold, which this releases); returns how many.
+     * Stages the blocks one line of a backing file's attribute names, as its commit
+     * {@code number} (named by the backing file already); returns how many.
      */
     private int stageCommitted(Backing b, String commit, long at, int number) throws IOException {
         String[] f = commit.trim().split(" ");
@@ -762,7 +770,7 @@ public final class Staging implements Closeable {
         long firstId = Long.parseLong(f[2]);
         long to = Long.parseLong(f[3]);
         long from = f.length == 5 ? Long.parseLong(f[4]) : 0;
-        if (from < 0 || from > to || from % blockSize != 0) {
+        if (from < 0 || from > to) {
             throw new IOException("malformed " + SLICES_XATTR + " attribute of " + b.file + ": '" + commit + "'");
         }
         int staged = 0;
@@ -784,7 +792,6 @@ public final class Staging implements Closeable {
                 }
             }
         }
-        b.queued(number);
         return staged;
     }
 

@@ -1,5 +1,6 @@
 package io.partfs.engine.data;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
@@ -23,7 +24,6 @@ class CommittedBlocksTest {
     private FileChannel ch;
     private final CommittedBlocks blocks = new CommittedBlocks();
     private final Random rnd = new Random(7);
-    private int commits;
 
     @BeforeEach
     void open() throws IOException {
@@ -49,22 +49,23 @@ class CommittedBlocksTest {
         return b.array();
     }
 
-    /** A commit of the file as it is: the run it takes, recorded as taken. */
-    private long[] commit() throws IOException {
-        CommittedBlocks.Run run = blocks.changes(ch, ch.size(), BS, false);
-        if (run == null) {
+    /** A commit of the file as it is: the runs it takes, recorded as taken. */
+    private List<Long> commit() throws IOException {
+        CommittedBlocks.Changes c = blocks.changes(ch, ch.size(), BS, false);
+        if (c == null) {
             return null;
         }
-        blocks.record(run, ++commits);
-        return new long[] {run.from(), run.to()};
+        blocks.record(c);
+        return java.util.Arrays.stream(c.bounds()).boxed().toList();
     }
 
-    private static long[] run(long from, long to) {
-        return new long[] {from, to};
+    /** Runs {@code [b[0], b[1])}, {@code [b[2], b[3])}, ... */
+    private static List<Long> run(long... bounds) {
+        return java.util.Arrays.stream(bounds).boxed().toList();
     }
 
-    private static void assertRun(long[] want, long[] got) {
-        assertEquals(List.of(want[0], want[1]), List.of(got[0], got[1]), "run committed");
+    private static void assertRun(List<Long> want, List<Long> got) {
+        assertEquals(want, got, "runs committed");
     }
 
     @Test
@@ -74,38 +75,53 @@ class CommittedBlocksTest {
         assertRun(run(0, 3 * BS + 100), commit()); // first: not read
         write(3 * BS + 100, BS);
         assertRun(run(0, 4 * BS + 100), commit()); // second: read, nothing recorded to compare with
-        write(4 * BS + 100, 2 * BS); // appended: the last block grew, two more
-        assertRun(run(4 * BS, 6 * BS + 100), commit());
+        write(4 * BS + 100, 2 * BS); // appended: the last block grew (from its old end), two more
+        assertRun(run(4 * BS + 100, 6 * BS + 100), commit());
         write(BS + 10, 5); // one block in the middle
         assertRun(run(BS, 2 * BS), commit());
         write(10, 5);
-        write(5 * BS + 7, 1); // two apart: the run between them too
-        assertRun(run(0, 6 * BS), commit());
+        write(5 * BS + 7, 1); // two apart: a run each
+        assertRun(run(0, BS, 5 * BS, 6 * BS), commit());
+        write(2 * BS, 1);
+        write(3 * BS, 1); // side by side: one run
+        assertRun(run(2 * BS, 4 * BS), commit());
         ch.write(ByteBuffer.wrap(read(2 * BS, BS)), 2 * BS); // the same bytes written again
         assertRun(run(6 * BS, 6 * BS + 100), commit()); // nothing changed: the last block, so times move on
+        write(6 * BS + 100, 50);
+        assertRun(run(6 * BS + 100, 6 * BS + 150), commit());
+        write(6 * BS + 99, 2); // bytes inside what the block held at its commit: all of the block
+        assertRun(run(6 * BS, 6 * BS + 150), commit());
     }
 
     @Test
     void anUploadThatReadOtherBytesThanItsCommitMakesTheNextCommitTakeTheBlock() throws IOException {
+        Path file = dir.resolve("f");
         write(0, 4 * BS);
         commit();
         commit();
         write(2 * BS, 10);
-        assertRun(run(2 * BS, 3 * BS), commit()); // commit 3 holds block 2
+        assertRun(run(2 * BS, 3 * BS), commit());
         byte[] committed = read(2 * BS, BS);
-        blocks.uploaded(2 * BS, commits, committed); // read as committed: nothing to do
+        assertArrayEquals(committed, blocks.readChecked(file, 2 * BS, BS)); // read as committed: nothing to do
         write(0, 1);
         assertRun(run(0, BS), commit());
 
-        write(2 * BS, 10); // written after commit 3 (A to B), read by its upload, then written back (to A)
+        write(2 * BS, 10); // written after its commit (A to B), read by its upload, then written back (to A)
         byte[] later = read(2 * BS, BS);
+        assertArrayEquals(later, blocks.readChecked(file, 2 * BS, BS));
         ch.write(ByteBuffer.wrap(committed), 2 * BS);
-        blocks.uploaded(2 * BS, 3, later);
         assertRun(run(2 * BS, 3 * BS), commit()); // the object holds B: the file's A goes in again
 
-        blocks.uploaded(2 * BS, 3, later); // a block an earlier commit covered since: no matter what it read
+        write(4 * BS, 100);
+        assertRun(run(4 * BS, 4 * BS + 100), commit());
+        write(4 * BS + 100, 100);
+        assertRun(run(4 * BS + 100, 4 * BS + 200), commit()); // a run inside the block
+        assertArrayEquals(read(4 * BS + 100, 100), blocks.readChecked(file, 4 * BS + 100, 100)); // checks all 200 bytes
         write(0, 1);
         assertRun(run(0, BS), commit());
+        write(4 * BS + 5, 1); // written in the block's first part, which an upload of its second part reads
+        blocks.readChecked(file, 4 * BS + 100, 100);
+        assertRun(run(4 * BS, 4 * BS + 200), commit());
     }
 
     @Test
@@ -117,7 +133,7 @@ class CommittedBlocksTest {
         blocks.truncated(4 * BS, 2 * BS + 5);
         assertRun(run(2 * BS, 2 * BS + 5), commit());
         write(3 * BS, 10); // a write past the end: zeros between
-        assertRun(run(2 * BS, 3 * BS + 10), commit());
+        assertRun(run(2 * BS + 5, 3 * BS + 10), commit());
         blocks.forget();
         assertRun(run(0, 3 * BS + 10), commit());
     }
@@ -127,16 +143,19 @@ class CommittedBlocksTest {
         write(0, 3 * BS);
         commit();
         commit();
-        CommittedBlocks.Run run = blocks.changes(ch, ch.size(), BS, true);
-        assertEquals(List.of(0L, 3L * BS), List.of(run.from(), run.to()));
+        write(BS, 1);
+        CommittedBlocks.Changes c = blocks.changes(ch, ch.size(), BS, true);
+        assertEquals(List.of(0L, 3L * BS), run(c.bounds()));
     }
 
     @Test
-    void aRunIsCommittedAsOneSlicePerChunkItSpans() {
+    void eachRunIsCommittedAsOneSlicePerChunkItSpans() {
         long c = ChunkStore.CHUNK;
         assertEquals(List.of(new CommittedBlocks.Span(0, 0, 100)), CommittedBlocks.spans(0, 100));
         assertEquals(List.of(new CommittedBlocks.Span(0, (int) (c - BS), BS), new CommittedBlocks.Span(1, 0, (int) c),
                 new CommittedBlocks.Span(2, 0, 7)), CommittedBlocks.spans(c - BS, 2 * c + 7));
         assertEquals(List.of(new CommittedBlocks.Span(3, BS, 1)), CommittedBlocks.spans(3 * c + BS, 3 * c + BS + 1));
+        assertEquals(List.of(new CommittedBlocks.Span(0, 5, 10), new CommittedBlocks.Span(1, 0, 3)),
+                CommittedBlocks.spans(new long[] {5, 15, c, c + 3}));
     }
 }

@@ -157,7 +157,7 @@ class StagingTest {
                 assertTrue(System.nanoTime() < deadline, "commit 1 not uploaded within 30 s");
                 java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
             }
-            staging.commitBacking(b, b.nextCommit(), "vol", bs, 200, bs, 2L * bs, data.length);
+            staging.commitBacking(b, b.nextCommit(), "vol", bs, 200, new long[] {bs, 2L * bs}, data.length);
             assertEquals("vol " + bs + " 200 " + 2 * bs + " " + bs, slicesAttribute(b.file()),
                     "commit 1 is uploaded: only commit 2 is named, with its run");
             assertArrayEquals(java.util.Arrays.copyOfRange(data, bs, 2 * bs), awaitObject(ChunkStore.blockKey("vol", 200, 0, bs), bs));
@@ -171,14 +171,15 @@ class StagingTest {
             data[bs + 5] ^= 1;
             data[2 * bs + 1] ^= 1;
             Files.write(file, data);
-            staging.commitBacking(b, b.nextCommit(), "vol", bs, 400, bs, data.length, data.length);
-            assertEquals("vol " + bs + " 300 " + data.length + "\nvol " + bs + " 400 " + data.length + " " + bs, slicesAttribute(file));
+            staging.commitBacking(b, b.nextCommit(), "vol", bs, 400, new long[] {bs + 5, bs + 6, 2L * bs, data.length}, data.length);
+            assertEquals("vol " + bs + " 300 " + data.length + "\nvol " + bs + " 400 " + (bs + 6) + " " + (bs + 5)
+                    + "\nvol " + bs + " 401 " + data.length + " " + 2 * bs, slicesAttribute(file), "a line for each run");
             staging.closeBacking(b);
         } // closed before any upload: as a killed process leaves it
         try (Staging staging = open(Duration.ZERO)) {
-            assertEquals(5, staging.recover(), "three blocks of commit 1, two of commit 2's run");
-            assertArrayEquals(java.util.Arrays.copyOfRange(data, bs, 2 * bs), awaitObject(ChunkStore.blockKey("vol", 400, 0, bs), bs));
-            assertArrayEquals(java.util.Arrays.copyOfRange(data, 2 * bs, 2 * bs + 7), awaitObject(ChunkStore.blockKey("vol", 400, 1, 7), 7));
+            assertEquals(5, staging.recover(), "three blocks of commit 1, one of each of commit 2's runs");
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, bs + 5, bs + 6), awaitObject(ChunkStore.blockKey("vol", 400, 0, 1), 1));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, 2 * bs, 2 * bs + 7), awaitObject(ChunkStore.blockKey("vol", 401, 0, 7), 7));
             assertArrayEquals(java.util.Arrays.copyOfRange(data, 0, bs), awaitObject(ChunkStore.blockKey("vol", 300, 0, bs), bs));
             awaitDeleted(file);
         }
