@@ -69,6 +69,39 @@ final class SidecarOptions {
         }
     }
 
+    /**
+     * Runs a job the sidecar streams ({@code progress} lines, then {@code done} or {@code error}:
+     * POST /warmup, /compact) and returns the fields of its {@code done} line. Every 2 s a
+     * progress line is shown on {@code err} as {@code "partfs COMMAND: WHAT: " + progress(fields)}.
+     * An {@code error} line, or an answer without {@code done}, is an IllegalStateException.
+     */
+    java.util.Map<String, String> job(String pathAndQuery, String command, Object what,
+            java.util.function.Function<java.util.Map<String, String>, String> progress, java.io.PrintWriter err) throws IOException {
+        java.util.Map<String, String> last = new java.util.HashMap<>();
+        long[] shown = {System.nanoTime()};
+        stream("POST", pathAndQuery, line -> {
+            String kind = line.contains(" ") ? line.substring(0, line.indexOf(' ')) : line;
+            java.util.Map<String, String> f = WarmupCommand.fields(line.substring(kind.length()).trim());
+            switch (kind) {
+                case "progress" -> {
+                    if (System.nanoTime() - shown[0] > 2_000_000_000L) {
+                        err.println("partfs " + command + ": " + what + ": " + progress.apply(f));
+                        err.flush();
+                        shown[0] = System.nanoTime();
+                    }
+                }
+                case "done" -> last.putAll(f);
+                case "error" -> throw new IllegalStateException(command + " of " + what + " failed: " + line.substring(kind.length()).trim());
+                default -> { } // a line a newer mount sends that this command does not know
+            }
+        });
+        if (last.isEmpty()) {
+            throw new IllegalStateException("the sidecar at " + base() + " ended the " + command + " of " + what
+                    + " without saying it was done: see the mount's log");
+        }
+        return last;
+    }
+
     private <T> HttpResponse<T> send(String method, String pathAndQuery, Duration timeout, HttpResponse.BodyHandler<T> handler,
             java.util.function.Function<T, String> errorText) throws IOException {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base() + pathAndQuery))

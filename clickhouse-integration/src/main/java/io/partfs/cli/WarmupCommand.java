@@ -67,29 +67,9 @@ final class WarmupCommand implements Callable<Integer> {
             } catch (java.nio.file.NoSuchFileException e) {
                 throw new IllegalArgumentException("no such file or directory: " + given);
             }
-            Map<String, String> last = new HashMap<>();
-            long[] shown = {System.nanoTime()};
-            sidecar.stream("POST", "/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads
-                    + (check ? "&check=1" : "") + (verify ? "&verify=1" : ""), line -> {
-                String kind = line.contains(" ") ? line.substring(0, line.indexOf(' ')) : line;
-                Map<String, String> f = fields(line.substring(kind.length()).trim());
-                switch (kind) {
-                    case "progress" -> {
-                        if (System.nanoTime() - shown[0] > 2_000_000_000L) {
-                            err.println("partfs warmup: " + real + ": " + (check ? describeCheck(f) : describe(f)) + (verify ? verified(f) : ""));
-                            err.flush();
-                            shown[0] = System.nanoTime();
-                        }
-                    }
-                    case "done" -> last.putAll(f);
-                    case "error" -> throw new IllegalStateException("warmup of " + real + " failed: " + line.substring(kind.length()).trim());
-                    default -> { } // a line a newer mount sends that this command does not know
-                }
-            });
-            if (last.isEmpty()) {
-                throw new IllegalStateException("the sidecar at " + sidecar.base() + " ended the warmup of " + real
-                        + " without saying it was done: see the mount's log");
-            }
+            Map<String, String> last = sidecar.job("/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads
+                    + (check ? "&check=1" : "") + (verify ? "&verify=1" : ""), "warmup", real,
+                    f -> (check ? describeCheck(f) : describe(f)) + (verify ? verified(f) : ""), err);
             if (verify && !last.containsKey("verified")) {
                 throw new IllegalStateException("the sidecar at " + sidecar.base() + " does not verify checksums: it runs an older"
                         + " partfs; restart the mount with this version");
@@ -142,7 +122,7 @@ final class WarmupCommand implements Callable<Integer> {
         return out;
     }
 
-    private static long number(Map<String, String> f, String key) {
+    static long number(Map<String, String> f, String key) {
         try {
             return Long.parseLong(f.getOrDefault(key, "0"));
         } catch (NumberFormatException e) {

@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.util.List;
 import java.util.Map;
@@ -294,7 +295,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "config", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "info", "demo"}) {
+        for (String c : new String[] {"format", "config", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "compact", "info", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());
@@ -655,7 +656,8 @@ class PartfsCommandIT {
     /**
      * partfs warmup through a real mount's sidecar on Redis + s3proxy: after a remount with an
      * empty block cache it fetches each block of a directory once, the files then read without
-     * an object GET, a second warmup finds everything local, and bad input gets one line.
+     * an object GET, a second warmup finds everything local, and bad input gets one line. On the
+     * same mount, partfs compact merges a file appended to 12 times into one slice.
      */
     @Test
     void warmupFetchesADirectorysBlocksIntoTheCacheOfARunningMount() throws Exception {
@@ -726,6 +728,23 @@ class PartfsCommandIT {
             assertTrue(mend.out().contains("checksums: 4 good, 0 damaged, 0 without checksums"), mend.out());
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("db/t/all_1_1_0/c.bin")));
 
+            StringBuilder rows = new StringBuilder();
+            for (int i = 0; i < 12; i++) { // a commit each: 12 slices, under the 32 that the background compactor waits for
+                String row = "row " + i + "\n";
+                Files.writeString(mnt.resolve("db/log.txt"), row, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+                rows.append(row);
+            }
+            Partfs.Result fragmented = partfs.run("info", "--sidecar", sidecar, mnt.resolve("db/log.txt").toString());
+            assertTrue(fragmented.out().contains("data: 12 extents, 12 blocks"), fragmented.out());
+            Partfs.Result compacted = partfs.run("compact", "--sidecar", sidecar, mnt.resolve("db").toString());
+            assertEquals(0, compacted.exit(), compacted.all());
+            assertTrue(compacted.out().contains("compacted " + mnt.resolve("db").toRealPath() + ": 3 files, 3 chunks: 1 fragmented,"
+                    + " 1 compacted (12 slices -> 1, 74 B rewritten), 0 failed"), compacted.out());
+            Partfs.Result merged = partfs.run("info", "--sidecar", sidecar, "--check", mnt.resolve("db/log.txt").toString());
+            assertEquals(0, merged.exit(), merged.all());
+            assertTrue(merged.out().contains("data: 1 extent, 1 block (74 B)"), merged.out());
+            assertEquals(rows.toString(), Files.readString(mnt.resolve("db/log.txt")));
+
             Files.createDirectories(dir.resolve("elsewhere"));
             String[][] bad = {
                 {"warmup", "--sidecar", sidecar, mnt.resolve("db/nothing").toString()},
@@ -734,9 +753,12 @@ class PartfsCommandIT {
                 {"warmup", "--sidecar", "127.0.0.1:" + RedisServer.freePort(), mnt.resolve("db").toString()},
                 {"info", "--sidecar", sidecar, mnt.resolve("db/nothing").toString()},
                 {"info", "--sidecar", sidecar, dir.resolve("elsewhere").toString()},
+                {"compact", "--sidecar", sidecar, mnt.resolve("db/nothing").toString()},
+                {"compact", "--sidecar", sidecar, dir.resolve("elsewhere").toString()},
             };
             String[] says = {"no such file or directory", "is not under this mount's mount point", "--threads must be 1-256",
-                "no PartFS sidecar answers", "no such file or directory", "is not under this mount's mount point"};
+                "no PartFS sidecar answers", "no such file or directory", "is not under this mount's mount point",
+                "no such file or directory", "is not under this mount's mount point"};
             for (int i = 0; i < bad.length; i++) {
                 Partfs.Result r = partfs.run(bad[i]);
                 assertEquals(1, r.exit(), r.all());

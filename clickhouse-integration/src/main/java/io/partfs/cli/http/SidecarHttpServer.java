@@ -41,6 +41,9 @@ import org.slf4j.LoggerFactory;
  *                                 block cache; a progress line a second, then done or error;
  *                                 check=1 fetches nothing, verify=1 checks cached blocks' sums
  *                                 ({@link WarmupEndpoint})
+ * POST /compact?path=P           compacts the fragmented chunks of the files at or under P (absolute,
+ *                                 on this mount); a progress line a second, then done or error
+ *                                 ({@link CompactEndpoint})
  * GET  /info?path=P[&amp;check=1]    how the file or directory at P is stored: its inode, a file's
  *                                 extents and blocks and where each is, a directory's tree;
  *                                 check=1 asks the object store for blocks not on local disk
@@ -97,6 +100,7 @@ public final class SidecarHttpServer implements AutoCloseable {
     private final byte[] token;
     private final Sources sources;
     private final WarmupEndpoint warmup;
+    private final CompactEndpoint compact;
     private final InfoEndpoint info;
     private final io.partfs.engine.metrics.Metrics.Counter rowsSent;
     private final io.partfs.engine.metrics.Metrics.Counter requests;
@@ -107,6 +111,7 @@ public final class SidecarHttpServer implements AutoCloseable {
         this.token = token == null ? null : token.getBytes(StandardCharsets.UTF_8);
         this.sources = sources;
         this.warmup = new WarmupEndpoint(sources.volume());
+        this.compact = new CompactEndpoint(sources.volume());
         this.info = new InfoEndpoint(sources.volume(), sources.cache());
         this.rowsSent = sources.metrics().counter("partfs_http_cache_rows_total",
                 "Part-metadata cache rows sent by the HTTP endpoint, by path.", "path");
@@ -202,6 +207,7 @@ public final class SidecarHttpServer implements AutoCloseable {
                 case "/status" -> status(ex, first(params, "mountpoint"));
                 case "/warmup" -> warmup.serve(ex, method, first(params, "path"), first(params, "threads"), first(params, "check"),
                         first(params, "verify"), () -> requests.inc(known(path), "200"));
+                case "/compact" -> compact.serve(ex, method, first(params, "path"), () -> requests.inc(known(path), "200"));
                 case "/info" -> {
                     if (!method.equals("GET")) {
                         throw new IllegalArgumentException("use GET");
@@ -215,7 +221,7 @@ public final class SidecarHttpServer implements AutoCloseable {
                     }
                     text(ex, 200, answer);
                 }
-                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /status, /warmup, /info\n");
+                default -> text(ex, 404, "unknown path " + path + ": try /metrics, /metadata-cache, /tables, /status, /warmup, /compact, /info\n");
             }
         } catch (IllegalArgumentException e) {
             text(ex, 400, e.getMessage() + "\n");
@@ -233,7 +239,7 @@ public final class SidecarHttpServer implements AutoCloseable {
     private static String known(String path) {
         return switch (path) {
             case "/health", "/metrics", "/metadata-cache", "/metadata-cache/view", "/metadata-cache/drop", "/tables", "/status", "/warmup",
-                 "/info" -> path;
+                 "/compact", "/info" -> path;
             default -> "other";
         };
     }

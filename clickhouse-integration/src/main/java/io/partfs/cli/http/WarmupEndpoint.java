@@ -4,14 +4,8 @@ import com.sun.net.httpserver.HttpExchange;
 import io.partfs.engine.Attr;
 import io.partfs.engine.data.Warmup;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.Locale;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -81,70 +75,16 @@ final class WarmupEndpoint {
         }
         try {
             log.info("warmup{}{} of {} with {} threads", check ? " check" : "", verify ? " verifying checksums" : "", path, threads);
-            long t0 = System.nanoTime();
-            CompletableFuture<Warmup.Progress> done = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return warmup.run(start);
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted", e);
-                }
-            }, r -> {
-                Thread t = new Thread(r, "partfs-warmup-walk");
-                t.setDaemon(true);
-                t.start();
-            });
-            ex.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
-            countRequest.run();
-            ex.sendResponseHeaders(200, 0);
-            OutputStream out = ex.getResponseBody();
-            try {
-                report(out, done, warmup, path, t0, volume.fs().chunks().cache().capacity(), threads);
-            } finally {
-                warmup.cancel(); // the client went away, or this thread was interrupted: stop walking
-                try {
-                    done.get(1, TimeUnit.MINUTES); // the fetches it started have ended
-                } catch (ExecutionException | TimeoutException | InterruptedException e) {
-                    // reported already, or nobody is left to tell
-                }
-            }
+            long capacity = volume.fs().chunks().cache().capacity();
+            new StreamedJob<>("warmup", () -> warmup.run(start), warmup::progress,
+                    (p, seconds) -> fields(p, seconds, capacity, threads), warmup::cancel).serve(ex, path, countRequest);
         } finally {
             running.release();
         }
     }
 
-    private static void report(OutputStream out, CompletableFuture<Warmup.Progress> done, Warmup warmup, String path, long t0,
-            long capacity, int threads)
-            throws IOException {
-        while (true) {
-            try {
-                Warmup.Progress p = done.get(1, TimeUnit.SECONDS);
-                line(out, "done " + fields(p, (System.nanoTime() - t0) / 1e9, capacity, threads));
-                log.info("warmup of {} done: {}", path, fields(p, (System.nanoTime() - t0) / 1e9, capacity, threads));
-                return;
-            } catch (TimeoutException e) {
-                line(out, "progress " + fields(warmup.progress(), (System.nanoTime() - t0) / 1e9, capacity, threads));
-            } catch (ExecutionException e) {
-                Throwable c = e.getCause() instanceof java.io.UncheckedIOException u ? u.getCause() : e.getCause();
-                line(out, "error " + String.valueOf(c.getMessage()).lines().findFirst().orElse(c.toString()));
-                log.warn("warmup of {} failed: {}", path, c.toString());
-                return;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
-    }
-
     private static boolean flag(String param) {
         return param != null && !param.equals("0");
-    }
-
-    private static void line(OutputStream out, String s) throws IOException {
-        out.write((s + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
     }
 
     /**

@@ -130,26 +130,27 @@ public final class Compactor implements Closeable {
 
     /**
      * Compacts chunk {@code idx} of inode {@code ino} now ({@link CompactionPlan}), unless it has
-     * fewer than two slices or what would be merged is mostly holes; true when its list was
-     * replaced, false when there was nothing to do or its list changed under it (not by commits on top).
+     * fewer than two slices or what would be merged is mostly holes; returns the bytes of the
+     * merged slice when its list was replaced, 0 when there was nothing to do or its list changed
+     * under it (not by commits on top).
      */
-    public boolean compact(long ino, long idx) throws IOException {
+    public long compact(long ino, long idx) throws IOException {
         if (chunks.isBacked(ino)) {
             // the kernel writes it into a local file (FUSE passthrough): its staged blocks read what
             // it wrote since their commit, which the next commit compares against what they held
-            return false;
+            return 0;
         }
         Attr a = meta.getattr(ino);
         long start = idx * ChunkStore.CHUNK;
         if (a.type() != FileType.FILE || a.nlink() == 0 || start >= a.size()) {
-            return false;
+            return 0;
         }
         List<Slice> list = meta.readChunk(ino, idx, a.dataVersion());
         int inFile = (int) Math.min(ChunkStore.CHUNK, a.size() - start);
         CompactionPlan plan = list.size() < 2 ? null : CompactionPlan.of(list, inFile);
         if (plan == null || zeros(list, plan.lo(), plan.hi()) > (plan.hi() - plan.lo()) / 2
                 || !worthIt(list.subList(list.size() - plan.taken(), list.size()), chunks.blockSize() / 4)) {
-            return false;
+            return 0;
         }
         int len = plan.hi() - plan.lo();
         Slice merged = new Slice(meta.nextSliceId(), len, 0, len, plan.lo());
@@ -172,13 +173,13 @@ public final class Compactor implements Closeable {
         Attr done = meta.compactChunk(ino, idx, list, plan.apply(merged), merged, freed);
         if (done == null) {
             changedMeanwhile.incrementAndGet();
-            return false;
+            return 0;
         }
         trashed.accept(freed);
         compacted.incrementAndGet();
         log.debug("compacted chunk {} of inode {}: {} of {} slices into one of {} bytes at {}", idx, ino, plan.taken(), list.size(),
                 len, plan.lo());
-        return true;
+        return len;
     }
 
     /**

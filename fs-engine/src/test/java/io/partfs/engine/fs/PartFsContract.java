@@ -435,6 +435,47 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * A compaction asked for ({@code partfs compact}) merges the chunks the background compactor
+     * leaves alone (fewer than 32 slices), under a directory, a file with two links once, and
+     * deletes the merged slices' objects.
+     */
+    @Test
+    void aCompactionAskedForMergesChunksUnderADirectory() throws Exception {
+        fs.meta().setTrashHours(0);
+        long sub = fs.mkdir(ROOT, "sub", 0755, 0, 0).ino();
+        long[] inos = {fs.create(ROOT, "a", 0644, RW, 0, 0).attr().ino(), fs.create(sub, "b", 0644, RW, 0, 0).attr().ino()};
+        java.io.ByteArrayOutputStream[] expected = {new java.io.ByteArrayOutputStream(), new java.io.ByteArrayOutputStream()};
+        for (int f = 0; f < 2; f++) {
+            for (int i = 0; i < (f == 0 ? 10 : 5); i++) {
+                byte[] row = random(100, 70 + 10 * f + i);
+                long fh = fs.open(inos[f], RW);
+                fs.write(fh, expected[f].size(), row, 0, row.length);
+                fs.release(fh); // a commit each: a slice each
+                expected[f].write(row);
+            }
+        }
+        fs.link(inos[0], sub, "a-again");
+        long once = write(sub, "once", random(1000, 90));
+        int objectsBefore = dataObjects().size();
+
+        io.partfs.engine.data.CompactPass pass = new io.partfs.engine.data.CompactPass(fs.meta(), fs.chunks(), fs.compactor());
+        io.partfs.engine.data.CompactPass.Progress p = pass.run(fs.getattr(ROOT));
+        assertEquals(List.of(3L, 3L, 2L, 2L, 15L, 2L, 1500L, 0L, 0L), List.of(p.files(), p.chunks(), p.fragmented(),
+                p.compactedChunks(), p.slicesBefore(), p.slicesAfter(), p.bytesWritten(), p.skipped(), p.failed()), p.toString());
+        for (int f = 0; f < 2; f++) {
+            assertEquals(1, fs.meta().readChunk(inos[f], 0).size());
+            assertArrayEquals(expected[f].toByteArray(), readAll(inos[f]));
+        }
+        assertEquals(1, fs.meta().readChunk(once, 0).size());
+        fs.awaitReclaim();
+        assertEquals(objectsBefore - 15 + 2, dataObjects().size(), "the merged slices' objects are deleted");
+        assertEquals(0, new io.partfs.engine.data.CompactPass(fs.meta(), fs.chunks(), fs.compactor()).run(fs.getattr(ROOT)).compactions(),
+                "nothing left to compact");
+        reopen();
+        assertArrayEquals(expected[0].toByteArray(), readAll(inos[0]));
+    }
+
+    /**
      * A compaction keeps the slices committed while it read the chunk, on top of the slice it
      * wrote; one whose chunk a truncation freed meanwhile changes nothing, and the slice it wrote
      * is handed to deletion.
