@@ -125,6 +125,98 @@ class SidecarKillIT {
         }
     }
 
+    /**
+     * A file the kernel writes itself on a write-back mount (embedded volume, uploads held back an
+     * hour), fsynced every 2 MiB as it grows, its start written over and then back on the way: the
+     * sidecar is killed with SIGKILL mid-way. The commits after the first two took only what changed
+     * (runs, named a line each in the staging file's attribute), and nothing of them was uploaded;
+     * the restarted sidecar uploads them, and every acknowledged byte reads back, also from the
+     * object store alone.
+     */
+    @org.junit.jupiter.api.Test
+    void everyFsyncedByteOfAGrowingFileSurvivesKillingTheSidecar() throws Exception {
+        Path dir = Files.createTempDirectory("partfs-kill-grow-");
+        Path mnt = dir.resolve("mnt");
+        Partfs partfs = new Partfs(dir.resolve("home"));
+        Process sidecar = null;
+        try {
+            List<String> mount = List.of("mount", mnt.toString(), "--http-address", "none", "--writeback", "--upload-delay", "3600");
+            sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar-1.log"));
+            int step = 2 << 20;
+            byte[] data = new byte[64 * step];
+            new java.util.Random(12).nextBytes(data);
+            java.util.concurrent.atomic.AtomicLong acked = new java.util.concurrent.atomic.AtomicLong();
+            Thread writer = new Thread(() -> {
+                try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("grown.bin"), java.nio.file.StandardOpenOption.CREATE_NEW,
+                        java.nio.file.StandardOpenOption.WRITE)) {
+                    for (int i = 0; i < 64; i++) {
+                        ch.write(java.nio.ByteBuffer.wrap(data, i * step, step), (long) i * step);
+                        if (i == 8 || i == 9) { // over the start, then back: two runs in one commit, each time
+                            byte[] start = java.util.Arrays.copyOf(data, 4096);
+                            if (i == 8) {
+                                java.util.Arrays.fill(start, (byte) 7);
+                            }
+                            ch.write(java.nio.ByteBuffer.wrap(start), 0);
+                        }
+                        ch.force(true);
+                        acked.set((long) (i + 1) * step);
+                    }
+                } catch (java.io.IOException e) {
+                    // the sidecar is gone: what was acknowledged so far is what counts
+                }
+            });
+            writer.start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (acked.get() < 24L * step) {
+                assertTrue(writer.isAlive() && System.nanoTime() < deadline, "24 fsyncs within 120 s; acknowledged " + acked.get());
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5)); // poll interval
+            }
+            sidecar.destroyForcibly();
+            assertTrue(sidecar.waitFor(30, TimeUnit.SECONDS), "the sidecar exits on SIGKILL");
+            writer.join(TimeUnit.SECONDS.toMillis(60));
+            long survived = acked.get();
+            assertTrue(backingFiles(dir) > 0, "the kernel wrote the file into a staging file itself");
+            assertTrue(slicesAttributes(dir).stream().anyMatch(a -> a.lines().anyMatch(l -> l.split(" ").length == 5)),
+                    "commits of runs are named in the staging file's attribute: " + slicesAttributes(dir));
+
+            sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar-2.log"));
+            byte[] back = Files.readAllBytes(mnt.resolve("grown.bin"));
+            assertTrue(back.length >= survived, back.length + " bytes read back, " + survived + " acknowledged");
+            assertTrue(java.util.Arrays.equals(data, 0, (int) survived, back, 0, (int) survived), "the acknowledged bytes read back");
+            sidecar.destroy(); // SIGTERM: uploads what is staged, unmounts
+            assertTrue(sidecar.waitFor(120, TimeUnit.SECONDS), "the sidecar stops on SIGTERM");
+            assertEquals(0, sidecar.exitValue(), Files.readString(dir.resolve("sidecar-2.log")));
+
+            List<String> fresh = List.of("mount", mnt.toString(), "--http-address", "none", "--cache-dir", dir.resolve("cache2").toString());
+            sidecar = partfs.startMount(fresh, mnt, dir.resolve("sidecar-3.log"));
+            byte[] stored = Files.readAllBytes(mnt.resolve("grown.bin"));
+            assertTrue(java.util.Arrays.equals(data, 0, (int) survived, stored, 0, (int) survived),
+                    "the acknowledged bytes read back from the object store alone");
+        } finally {
+            if (sidecar != null && sidecar.isAlive()) {
+                sidecar.destroy();
+                sidecar.waitFor(120, TimeUnit.SECONDS);
+            }
+            partfs.unmountAndDelete(mnt, dir);
+        }
+    }
+
+    /** The {@code partfs.slices} attributes of the staging files under {@code dir}. */
+    private static List<String> slicesAttributes(Path dir) throws java.io.IOException {
+        List<String> out = new ArrayList<>();
+        try (var files = Files.walk(dir.resolve("home"))) {
+            for (Path f : files.filter(f -> f.getFileName().toString().startsWith(".spare-") && Files.isRegularFile(f)).toList()) {
+                var view = Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class);
+                if (view != null && view.list().contains("partfs.slices")) {
+                    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(view.size("partfs.slices"));
+                    view.read("partfs.slices", b);
+                    out.add(new String(b.array(), 0, b.position(), java.nio.charset.StandardCharsets.UTF_8));
+                }
+            }
+        }
+        return out;
+    }
+
     /** Staging files under {@code dir} the kernel wrote a new file into and a commit named slices in. */
     private static long backingFiles(Path dir) throws java.io.IOException {
         try (var files = Files.walk(dir.resolve("home"))) {
