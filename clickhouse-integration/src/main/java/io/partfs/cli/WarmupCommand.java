@@ -49,7 +49,7 @@ final class WarmupCommand implements Callable<Integer> {
     @Option(names = "--verify", description = {"Also read every block of PATH in the block cache and check it against its",
             "checksums, however often reads checked it before (reads check a block once per mount): a damaged one",
             "is dropped, and fetched again unless --check. Exits 1 if any was damaged: look at the cache disk.",
-            "Reads the cached bytes from disk; blocks staged by write-back have no checksums."})
+            "Reads the cached bytes from disk; blocks staged by write-back are checked at their upload instead."})
     boolean verify;
 
     @Override

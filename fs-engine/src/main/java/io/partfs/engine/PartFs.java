@@ -92,6 +92,9 @@ public final class PartFs implements Closeable {
             config.metrics().gauge("partfs_writeback_unstaged_blocks", "Blocks written in write-back mode since the mount that the "
                     + "local disk had no room to stage (--free-space-ratio), so uploaded before fsync returned.",
                     staging::turnedAway);
+            config.metrics().gauge("partfs_writeback_damaged_blocks", "Staged blocks found damaged on the local disk since the "
+                    + "mount (their bytes no longer match the checksums taken when written): not uploaded; check the disk.",
+                    staging::damagedBlocks);
             config.metrics().gauge("partfs_writeback_space_evicted_bytes", "Block cache bytes given back since the mount to keep "
                     + "room on the disk for new files the kernel writes itself (write passthrough).", staging::evictedForBackings);
         }

@@ -59,6 +59,14 @@ import org.slf4j.LoggerFactory;
  * commit may show in them, as writes not fsynced may after a crash; bytes a truncation took read
  * as zeros).
  *
+ * <p>Checksums: a block written through this process carries the {@link BlockSums} of its bytes
+ * (in memory, and in a spare's extended attribute {@value BlockSums#XATTR}, made durable with
+ * it), and its upload checks what it read against them. A block the local disk damaged is not
+ * uploaded but set aside ({@link #setAsideDamaged}): a read of it then fails instead of
+ * returning other bytes, now and from every other client. Reads of a staged block before its
+ * upload are not checked; once uploaded, the block cache checks it. Blocks the kernel wrote into
+ * a backing file have none (this process never held their bytes).
+ *
  * <p>A full disk: a block that would take the filesystem under its free-space floor
  * ({@link DiskSpace}), after the block cache evicted what it could, or whose write fails for
  * want of space, is not staged: {@link #stage} says so and the caller uploads it directly, so
@@ -85,6 +93,8 @@ public final class Staging implements Closeable {
     /** The user extended attribute of a backing file naming the slices committed from it. */
     static final String SLICES_XATTR = "partfs.slices";
     static final String PROBE_PREFIX = ".mtime-probe-";
+    /** Before the name of a staged block set aside as damaged ({@link #setAsideDamaged}): kept, not uploaded. */
+    static final String DAMAGED_PREFIX = ".damaged-";
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
     public static final long BACKING_ROOM = 256L << 20;
     /**
@@ -111,9 +121,10 @@ public final class Staging implements Closeable {
      * Kept here rather than read from the file's time, which a cache directory on a network
      * filesystem would take from the server's clock.
      */
-    private record Staged(int size, long at, Backing in, long offset, boolean whole, int commit) {
-        Staged(int size, long at) {
-            this(size, at, null, 0, false, 0);
+    private record Staged(int size, long at, Backing in, long offset, boolean whole, int commit, byte[] sums) {
+        /** A block in a file of its own, with the {@link BlockSums} of its bytes (null: none known). */
+        Staged(int size, long at, byte[] sums) {
+            this(size, at, null, 0, false, 0, sums);
         }
     }
 
@@ -442,12 +453,17 @@ public final class Staging implements Closeable {
         try (Stream<Path> s = Files.list(dir)) {
             found = s.filter(Files::isRegularFile).toList();
         }
+        int damagedKept = 0;
         int queued = 0;
         long bytes = 0;
         for (Path p : found) {
             String name = p.getFileName().toString();
             if (name.startsWith(PROBE_PREFIX)) {
                 Files.deleteIfExists(p); // a process died while probing the filesystem's times
+                continue;
+            }
+            if (name.startsWith(DAMAGED_PREFIX)) {
+                damagedKept++;
                 continue;
             }
             if (name.startsWith(SPARE_PREFIX)) {
@@ -471,7 +487,13 @@ public final class Staging implements Closeable {
                 Files.deleteIfExists(p);
                 continue;
             }
-            if (pending.putIfAbsent(key, new Staged((int) size, Long.MIN_VALUE)) == null) {
+            byte[] sums;
+            try {
+                sums = BlockSums.read(p, BlockSums.XATTR); // null for a block staged before sums were kept
+            } catch (IOException | UnsupportedOperationException e) {
+                sums = null;
+            }
+            if (pending.putIfAbsent(key, new Staged((int) size, Long.MIN_VALUE, sums)) == null) {
                 schedule(key, 0, 0);
                 queued++;
                 bytes += size;
@@ -480,6 +502,10 @@ public final class Staging implements Closeable {
         if (queued > 0) {
             log.info("uploading {} block(s), {} MiB, staged in {} by an earlier mount in write-back mode",
                     queued, bytes >> 20, dir);
+        }
+        if (damagedKept > 0) {
+            log.warn("{} staged block(s) found damaged on the local disk by an earlier mount are kept in {} ({}*), not uploaded:"
+                    + " delete them once looked at", damagedKept, dir, DAMAGED_PREFIX);
         }
         return queued;
     }
@@ -784,7 +810,7 @@ public final class Staging implements Closeable {
                 String key = ChunkStore.blockKey(volume, firstId + s, i, size);
                 b.use(number);
                 boolean wholeFile = f.length == 4 && offset == 0 && size == to;
-                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, wholeFile, number)) == null) {
+                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, wholeFile, number, null)) == null) {
                     schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
                     staged++;
                 } else {
@@ -837,8 +863,9 @@ public final class Staging implements Closeable {
     private boolean write(String key, byte[] data) throws IOException {
         Path f = file(key);
         Path spare = sparesWork ? takeSpare() : null;
+        byte[] sums = BlockSums.of(data);
         try {
-            if (spare == null || !stageInSpare(spare, key, data, f)) {
+            if (spare == null || !stageInSpare(spare, key, data, sums, f)) {
                 try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                         StandardOpenOption.TRUNCATE_EXISTING)) {
                     LocalFiles.writeAll(ch, data);
@@ -858,7 +885,7 @@ public final class Staging implements Closeable {
         if (full.compareAndSet(true, false)) {
             log.info("write-back staging in {} has room again: blocks are staged, not uploaded before fsync returns", dir);
         }
-        if (pending.put(key, new Staged(data.length, System.currentTimeMillis())) == null) {
+        if (pending.put(key, new Staged(data.length, System.currentTimeMillis(), sums)) == null) {
             schedule(key, uploadDelayMs, 0);
         }
         return true;
@@ -894,11 +921,11 @@ public final class Staging implements Closeable {
     }
 
     /**
-     * Writes the block and its key into a spare, fsyncs it, and renames it to {@code f}. False,
-     * with the spare deleted, when the filesystem refuses the extended attribute (spares are
-     * then given up) or the spare is gone; the caller then writes a new file.
+     * Writes the block, its key and its {@link BlockSums} into a spare, fsyncs it, and renames it
+     * to {@code f}. False, with the spare deleted, when the filesystem refuses the extended
+     * attribute (spares are then given up) or the spare is gone; the caller then writes a new file.
      */
-    private boolean stageInSpare(Path spare, String key, byte[] data, Path f) throws IOException {
+    private boolean stageInSpare(Path spare, String key, byte[] data, byte[] sums, Path f) throws IOException {
         try (FileChannel ch = FileChannel.open(spare, StandardOpenOption.WRITE)) {
             LocalFiles.writeAll(ch, data);
             if (!writeKey(spare, key)) {
@@ -906,7 +933,12 @@ public final class Staging implements Closeable {
                 Files.deleteIfExists(spare);
                 return false;
             }
-            ch.force(true); // data, size and the key together
+            try {
+                BlockSums.write(spare, BlockSums.XATTR, sums); // checked before the upload, also after a restart
+            } catch (IOException | UnsupportedOperationException e) {
+                log.debug("staged block {} keeps no checksums on disk: {}", key, e.toString());
+            }
+            ch.force(true); // data, size, the key and the sums together
         } catch (NoSuchFileException e) {
             return false;
         } catch (IOException e) {
@@ -1116,6 +1148,10 @@ public final class Staging implements Closeable {
                 }
                 return;
             }
+            if (staged.sums() != null && !BlockSums.matches(staged.sums(), data.length, 0, ByteBuffer.wrap(data))) {
+                setAsideDamaged(key, staged, f);
+                return;
+            }
             objects.put(key, data);
             Staged was = pending.remove(key);
             if (was == null) {
@@ -1128,7 +1164,7 @@ public final class Staging implements Closeable {
                 return;
             }
             if (was.in() == null) {
-                cache.adopt(key, f, data.length, BlockSums.of(data));
+                cache.adopt(key, f, data.length, was.sums() != null ? was.sums() : BlockSums.of(data));
             } else {
                 if (was.whole()) {
                     was.in().unuse(was.commit(), key, data); // a closed one-block file is renamed into the cache
@@ -1163,6 +1199,36 @@ public final class Staging implements Closeable {
             park(key, failures + 1); // after the finally: a release at once must find the key free to upload
         }
     }
+
+    /**
+     * A staged block whose bytes no longer match the checksums taken when it was written: the
+     * local disk returned other bytes. It is not uploaded (what it should hold is nowhere else,
+     * and a read of it then fails rather than return those bytes); its file is kept aside, with
+     * {@value #DAMAGED_PREFIX} before its name, for a look at the disk.
+     */
+    private void setAsideDamaged(String key, Staged staged, Path f) {
+        if (!pending.remove(key, staged)) {
+            return;
+        }
+        damaged.incrementAndGet();
+        Path aside = dir.resolve(DAMAGED_PREFIX + f.getFileName());
+        try {
+            Files.move(f, aside, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            aside = f;
+        }
+        log.error("staged block {} reads back other bytes than were written (checksum mismatch): the local disk of {} damaged it;"
+                + " not uploaded, so the file that holds it fails to read there (partfs fsck lists such files); kept as {};"
+                + " check the disk (dmesg, smartctl)", key, dir, aside);
+        signal();
+    }
+
+    /** Staged blocks found damaged (not uploaded) since this staging area was opened. */
+    public long damagedBlocks() {
+        return damaged.get();
+    }
+
+    private final java.util.concurrent.atomic.AtomicLong damaged = new java.util.concurrent.atomic.AtomicLong();
 
     private static byte[] readBacked(Staged st) throws IOException {
         byte[] data = new byte[st.size()];

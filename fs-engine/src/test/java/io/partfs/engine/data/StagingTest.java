@@ -130,6 +130,59 @@ class StagingTest {
         }
     }
 
+    /**
+     * A staged block that the local disk damaged before its upload (a bit flipped) is not
+     * uploaded: its checksums, kept in memory and in its file's attribute, say so, in this
+     * process and after a restart. The file is set aside, and the restart leaves it there.
+     */
+    @Test
+    void aStagedBlockTheDiskDamagedIsSetAsideNotUploaded() throws Exception {
+        byte[] good = random(200_000, 21);
+        byte[] bad = random(200_000, 22);
+        String goodKey = "vol/chunks/0/0/31_0_200000";
+        String badKey = "vol/chunks/0/0/32_0_200000";
+        String laterKey = "vol/chunks/0/0/33_0_200000";
+        try (Staging staging = withSpares(open(Duration.ofHours(1)))) {
+            staging.stage(goodKey, good);
+            staging.stage(badKey, bad);
+            flip(staging.pathIfStaged(badKey), 150_000);
+            staging.drain(); // uploads at once
+            assertEquals(1, staging.damagedBlocks());
+            assertFalse(objects.head(badKey).isPresent(), "a damaged block is not uploaded");
+            assertTrue(names().contains(Staging.DAMAGED_PREFIX + "vol%chunks%0%0%32_0_200000"), names().toString());
+            assertArrayEquals(good, objects.get(goodKey, 0, good.length));
+
+            staging.stage(laterKey, bad);
+        } // closed before its upload: as a killed process leaves it
+        flip(dir.resolve("vol%chunks%0%0%33_0_200000"), 7); // damaged while no sidecar ran
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(1, staging.recover(), "the later block; the one set aside is left alone");
+            staging.drain();
+            assertEquals(1, staging.damagedBlocks(), "its checksums came from its file's attribute");
+            assertFalse(objects.head(laterKey).isPresent(), "a block damaged while the sidecar was down is not uploaded either");
+        }
+    }
+
+    /** {@code staging} once a first block is staged and its first batch of spares is ready. */
+    private static Staging withSpares(Staging staging) throws IOException {
+        staging.stage("vol/chunks/0/0/30_0_5", new byte[5]);
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (staging.sparesReady() < Staging.SPARE_BATCH) {
+            assertTrue(System.nanoTime() < deadline, "no spare batch ready within 30 s");
+            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+        }
+        return staging;
+    }
+
+    private static void flip(Path f, long at) throws IOException {
+        try (var ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            ByteBuffer b = ByteBuffer.allocate(1);
+            ch.read(b, at);
+            b.put(0, (byte) ~b.get(0));
+            ch.write(b.rewind(), at);
+        }
+    }
+
     private static String slicesAttribute(Path f) throws IOException {
         UserDefinedFileAttributeView view = Files.getFileAttributeView(f, UserDefinedFileAttributeView.class);
         ByteBuffer b = ByteBuffer.allocate(view.size(Staging.SLICES_XATTR));
