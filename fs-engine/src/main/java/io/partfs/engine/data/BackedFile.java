@@ -117,13 +117,17 @@ final class BackedFile {
         CommittedBlocks.Changes run;
         int number;
         synchronized (backing.blocks) { // uploads of this file's blocks check what they read against the record
-            // the whole file again once many commits wait for their uploads: the attribute names the latest only
-            boolean whole = backing.commitsKept() >= Staging.MAX_COMMITS_KEPT;
-            run = backing.blocks.changes(file.getChannel(), size, blockSize, whole);
+            // the attribute names each run of the commits still uploading: when that would be too many lines,
+            // one run from the first change to the last, or (many commits wait) the whole file, named alone
+            int kept = backing.linesKept();
+            run = backing.blocks.changes(file.getChannel(), size, blockSize, kept >= Staging.MAX_LINES_KEPT);
             if (run == null) { // an empty file has nothing to commit: truncations were committed as they were made
                 committedSize = size;
                 committedMtime = mtime;
                 return true;
+            }
+            if (kept + run.runs() > Staging.MAX_LINES_KEPT) {
+                run = run.merged();
             }
             number = backing.nextCommit();
             backing.blocks.record(run);

@@ -55,9 +55,9 @@ final class CommittedBlocks {
             return bounds[2 * run + 1];
         }
 
-        /** Whether it is one run over all {@code size} bytes of the file. */
-        boolean wholeFile(long size) {
-            return bounds.length == 2 && bounds[0] == 0 && bounds[1] == size;
+        /** One run from the start of the first to the end of the last (what lies between is taken as it is now). */
+        Changes merged() {
+            return runs() < 2 ? this : new Changes(new long[] {bounds[0], bounds[bounds.length - 1]}, prints, lengths, blockSize);
         }
     }
 

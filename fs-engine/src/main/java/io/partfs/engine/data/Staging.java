@@ -98,11 +98,12 @@ public final class Staging implements Closeable {
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
     public static final long BACKING_ROOM = 256L << 20;
     /**
-     * Commits with blocks still to upload a backing file's attribute names at most (ext4 takes ~4
-     * KiB of attributes a file): {@link BackedFile} commits the whole file again when this many
-     * wait, which makes the older ones needless.
+     * Lines a backing file's attribute holds at most: a line per run of each commit with blocks
+     * still to upload, up to ~130 bytes each, and ext4 keeps ~4 KiB of attributes a file (a write
+     * past that fails, and with it the fsync). {@link BackedFile} merges a commit's runs into one,
+     * or commits the whole file again (which makes the older commits needless), to stay within it.
      */
-    static final int MAX_COMMITS_KEPT = 32;
+    static final int MAX_LINES_KEPT = 24;
     /**
      * How often the disk's free space is looked at while the kernel writes backing files: at
      * ~1.5 GB/s that is ~75 MB between looks, well inside {@link #BACKING_ROOM}.
@@ -172,9 +173,13 @@ public final class Staging implements Closeable {
             return ++commit;
         }
 
-        /** Its commits whose blocks are not all uploaded yet. */
-        synchronized int commitsKept() {
-            return commits.size();
+        /** The attribute's lines: a line per run of each commit whose blocks are not all uploaded yet. */
+        synchronized int linesKept() {
+            int n = 0;
+            for (Commit c : commits) {
+                n += c.lines;
+            }
+            return n;
         }
 
         /**
@@ -357,11 +362,13 @@ public final class Staging implements Closeable {
     private static final class Commit {
         final int number;
         final String entry;
+        final int lines;
         int staged = 1;
 
         Commit(int number, String entry) {
             this.number = number;
             this.entry = entry;
+            this.lines = (int) entry.lines().count();
         }
     }
 

@@ -81,6 +81,9 @@ class CommittedBlocksTest {
         assertRun(run(BS, 2 * BS), commit());
         write(10, 5);
         write(5 * BS + 7, 1); // two apart: a run each
+        CommittedBlocks.Changes apart = blocks.changes(ch, ch.size(), BS, false);
+        assertRun(run(0, BS, 5 * BS, 6 * BS), run(apart.bounds()));
+        assertRun(run(0, 6 * BS), run(apart.merged().bounds())); // one run, when the attribute has no room for more
         assertRun(run(0, BS, 5 * BS, 6 * BS), commit());
         write(2 * BS, 1);
         write(3 * BS, 1); // side by side: one run

@@ -303,6 +303,56 @@ class WritePassthroughTest {
         assertArrayEquals(want, readFromObjects("grown.bin"));
     }
 
+    /**
+     * Commits waiting for their uploads (held back an hour here) are each named in the staging
+     * file's attribute, a line per run. 50 fsyncs of a file changed in three places apart each
+     * time would name 150 runs, past the ~4 KiB of attributes ext4 keeps a file (a write past it
+     * fails, and the fsync with it): runs are merged, then the whole file committed again, so
+     * every fsync succeeds, the attribute stays small, and the volume holds the file as written.
+     */
+    @Test
+    void commitsWaitingForTheirUploadsKeepTheStagingAttributeWithinItsRoom() throws Exception {
+        unmountOnly();
+        mountWith(TestVolume.defaultConfig(dir).toBuilder().writeBack(true).metaCacheTtl(Duration.ZERO)
+                .uploadDelay(Duration.ofHours(1)).build());
+        byte[] want = random(8 * MIB, 51);
+        Path f = mnt.resolve("spread.bin");
+        Random rnd = new Random(52);
+        int[] longest = {0};
+        passedThrough(1, () -> {
+            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                io.partfs.engine.testing.SmallDisk.writeFully(ch, want);
+                ch.force(true);
+                for (int i = 0; i < 50; i++) {
+                    for (int j = 0; j < 3; j++) { // in blocks 0, 3 and 6 (1 MiB blocks): three runs apart
+                        int at = j * 3 * MIB + rnd.nextInt(MIB - 100);
+                        byte[] b = random(100, 100 + 3 * i + j);
+                        System.arraycopy(b, 0, want, at, b.length);
+                        ch.write(ByteBuffer.wrap(b), at);
+                    }
+                    ch.force(true);
+                    longest[0] = Math.max(longest[0], slicesAttributeLength());
+                }
+            }
+        });
+        assertTrue(longest[0] > 0 && longest[0] < 3000, "the staging attribute grew to " + longest[0] + " bytes");
+        assertArrayEquals(want, readFromObjects("spread.bin"));
+    }
+
+    /** The longest {@code partfs.slices} attribute among the staging files under {@link #dir}. */
+    private int slicesAttributeLength() throws IOException {
+        int longest = 0;
+        for (Path f : LiveTree.files(dir, mnt).keySet()) {
+            if (f.getFileName().toString().startsWith(".spare-")) {
+                var view = Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class);
+                if (view != null && view.list().contains("partfs.slices")) {
+                    longest = Math.max(longest, view.size("partfs.slices"));
+                }
+            }
+        }
+        return longest;
+    }
+
     /** Bytes of the blocks in the volume's object store. */
     private long objectBytes() {
         return LiveTree.files(dir.resolve("objects"), null).entrySet().stream().filter(e -> e.getKey().toString().contains("/chunks/"))
