@@ -128,10 +128,11 @@ class SidecarKillIT {
     /**
      * A file the kernel writes itself on a write-back mount (embedded volume, uploads held back an
      * hour), fsynced every 2 MiB as it grows, its start written over and then back on the way: the
-     * sidecar is killed with SIGKILL mid-way. The commits after the first two took only what changed
-     * (runs, named a line each in the staging file's attribute), and nothing of them was uploaded;
-     * the restarted sidecar uploads them, and every acknowledged byte reads back, also from the
-     * object store alone.
+     * sidecar is killed with SIGKILL after 16 fsyncs, the file still open. The commits after the
+     * first two took only what changed (runs, named a line each in the staging file's attribute:
+     * fewer than the 24 lines after which a commit takes the whole file again), and nothing of
+     * them was uploaded; the restarted sidecar uploads them, and every acknowledged byte reads
+     * back, also from the object store alone.
      */
     @org.junit.jupiter.api.Test
     void everyFsyncedByteOfAGrowingFileSurvivesKillingTheSidecar() throws Exception {
@@ -143,13 +144,15 @@ class SidecarKillIT {
             List<String> mount = List.of("mount", mnt.toString(), "--http-address", "none", "--writeback", "--upload-delay", "3600");
             sidecar = partfs.startMount(mount, mnt, dir.resolve("sidecar-1.log"));
             int step = 2 << 20;
-            byte[] data = new byte[64 * step];
+            int steps = 16;
+            byte[] data = new byte[steps * step];
             new java.util.Random(12).nextBytes(data);
             java.util.concurrent.atomic.AtomicLong acked = new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.CountDownLatch killed = new java.util.concurrent.CountDownLatch(1);
             Thread writer = new Thread(() -> {
                 try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("grown.bin"), java.nio.file.StandardOpenOption.CREATE_NEW,
                         java.nio.file.StandardOpenOption.WRITE)) {
-                    for (int i = 0; i < 64; i++) {
+                    for (int i = 0; i < steps; i++) {
                         ch.write(java.nio.ByteBuffer.wrap(data, i * step, step), (long) i * step);
                         if (i == 8 || i == 9) { // over the start, then back: two runs in one commit, each time
                             byte[] start = java.util.Arrays.copyOf(data, 4096);
@@ -161,18 +164,22 @@ class SidecarKillIT {
                         ch.force(true);
                         acked.set((long) (i + 1) * step);
                     }
+                    killed.await(120, TimeUnit.SECONDS); // open until the sidecar is gone
                 } catch (java.io.IOException e) {
                     // the sidecar is gone: what was acknowledged so far is what counts
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
             });
             writer.start();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-            while (acked.get() < 24L * step) {
-                assertTrue(writer.isAlive() && System.nanoTime() < deadline, "24 fsyncs within 120 s; acknowledged " + acked.get());
+            while (acked.get() < (long) steps * step) {
+                assertTrue(writer.isAlive() && System.nanoTime() < deadline, steps + " fsyncs within 120 s; acknowledged " + acked.get());
                 java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5)); // poll interval
             }
             sidecar.destroyForcibly();
             assertTrue(sidecar.waitFor(30, TimeUnit.SECONDS), "the sidecar exits on SIGKILL");
+            killed.countDown();
             writer.join(TimeUnit.SECONDS.toMillis(60));
             long survived = acked.get();
             assertTrue(backingFiles(dir) > 0, "the kernel wrote the file into a staging file itself");
