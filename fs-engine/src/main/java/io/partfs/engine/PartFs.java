@@ -99,6 +99,9 @@ public final class PartFs implements Closeable {
                     + "room on the disk for new files the kernel writes itself (write passthrough).", staging::evictedForBackings);
         }
         registerCacheMetrics(config.metrics(), cache);
+        config.metrics().gauge("partfs_reads_restarted", "Reads since the mount that found an object gone because another mount"
+                + " compacted or truncated the file meanwhile (trash off), and read again from its new layout.",
+                this::staleLayoutReads);
         config.metrics().gauge("partfs_write_buffer_bytes", "Bytes written and not yet uploaded and committed, all files.",
                 chunks::bufferedBytes);
         config.metrics().gauge("partfs_deletions_pending_files",
@@ -480,7 +483,7 @@ public final class PartFs implements Closeable {
         if (a.isDirectory()) {
             throw new FsException.IsDirectory("inode " + h.ino);
         }
-        int n = chunks.read(a, off, dst, len);
+        int n = readData(a, off, dst, len);
         if (config.readsUpdateAtime() && meta.atimeStale(a)) {
             meta.touchAtime(h.ino); // checked first, so a stream of reads costs one update at most
         }
@@ -490,6 +493,42 @@ public final class PartFs implements Closeable {
         }
         h.lastReadEnd = off + n;
         return n;
+    }
+
+    /**
+     * Reads file data as of attributes {@code a}. On a shared volume those (or the slice list
+     * kept for their data version) may be older than another mount's compaction or truncation,
+     * whose freed objects are gone at once when the trash is off: an object found missing makes
+     * the read start again from the attributes the store has now, as long as their data version
+     * moved on. A missing object that the current layout still names is lost data, and fails.
+     */
+    private int readData(Attr a, long off, java.nio.ByteBuffer dst, int len) throws IOException {
+        int start = dst.position();
+        for (int attempt = 1;; attempt++) {
+            try {
+                return chunks.read(a, off, dst, len);
+            } catch (io.partfs.engine.object.ObjectNotFoundException e) {
+                Attr now = meta.getattrFromStore(a.ino());
+                if (now.dataVersion() == a.dataVersion() || attempt == STALE_LAYOUT_RETRIES) {
+                    throw e;
+                }
+                log.debug("inode {}: {} is gone, its layout changed since (data version {} -> {}): reading again",
+                        a.ino(), e.getMessage(), a.dataVersion(), now.dataVersion());
+                staleLayoutReads.incrementAndGet();
+                a = now;
+                dst.position(start);
+            }
+        }
+    }
+
+    /** How many times a read starts again because another mount changed the file's layout under it. */
+    private static final int STALE_LAYOUT_RETRIES = 5;
+
+    private final java.util.concurrent.atomic.AtomicLong staleLayoutReads = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Reads that met an object freed by another mount's compaction or truncation and read again ({@link #readData}). */
+    public long staleLayoutReads() {
+        return staleLayoutReads.get();
     }
 
     public int write(long fh, long off, byte[] src, int srcOff, int len) throws IOException {

@@ -476,6 +476,69 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * On a shared volume with the trash off, a mount reading a file as of attributes it cached
+     * (here for an hour) meets objects that another mount's compaction, then truncation, freed
+     * and deleted: it reads again from the file's new layout instead of failing. An object
+     * missing from the layout the store names now still fails the read.
+     */
+    @Test
+    void aReaderWhoseCachedLayoutAnotherMountFreedReadsTheNewOne() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(meta() == TestVolume.Meta.REDIS, "one client at a time on RocksDB");
+        fs.meta().setTrashHours(0);
+        long ino = fs.create(ROOT, "appended", 0644, RW, 0, 0).attr().ino();
+        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < 6; i++) {
+            byte[] row = random(100, 200 + i);
+            long fh = fs.open(ino, RW);
+            fs.write(fh, expected.size(), row, 0, row.length);
+            fs.release(fh); // a slice each
+            expected.write(row);
+        }
+        byte[] want = expected.toByteArray();
+        PartFsConfig reader = PartFsConfig.builder().ioThreads(2).metaCacheTtl(java.time.Duration.ofHours(1)).build(); // no block cache
+        try (PartFs other = volume.openAs(reader)) {
+            long fh = other.open(ino, PartFs.O_RDONLY);
+            try {
+                byte[] got = new byte[want.length];
+                assertEquals(want.length, other.read(fh, 0, got, 0, got.length));
+                assertArrayEquals(want, got, "read as first laid out: six slices");
+
+                new io.partfs.engine.data.CompactPass(fs.meta(), fs.chunks(), fs.compactor()).run(fs.getattr(ROOT));
+                fs.awaitReclaim();
+                assertEquals(1, dataObjects().size(), "the six slices' objects are deleted, one merged object left");
+                got = new byte[want.length];
+                assertEquals(want.length, other.read(fh, 0, got, 0, got.length));
+                assertArrayEquals(want, got, "read again from the compacted layout");
+                assertEquals(1, other.staleLayoutReads());
+
+                fs.truncate(ino, 250);
+                long wfh = fs.open(ino, RW);
+                fs.write(wfh, 250, new byte[] {7}, 0, 1); // a new slice; the merged one is freed by the next compaction
+                fs.release(wfh);
+                new io.partfs.engine.data.CompactPass(fs.meta(), fs.chunks(), fs.compactor()).run(fs.getattr(ROOT));
+                fs.awaitReclaim();
+                got = new byte[want.length];
+                int n = other.read(fh, 0, got, 0, got.length);
+                assertEquals(251, n, "the size the file has now");
+                assertArrayEquals(java.util.Arrays.copyOf(want, 250), java.util.Arrays.copyOf(got, 250));
+                assertEquals(7, got[250]);
+                assertEquals(2, other.staleLayoutReads());
+
+                try (ObjectStore s = volume.newObjectStore()) {
+                    for (ObjectStore.ObjectInfo o : dataObjects()) {
+                        s.delete(o.key()); // behind PartFS's back: the current layout names it
+                    }
+                }
+                assertThrows(io.partfs.engine.object.ObjectNotFoundException.class, () -> other.read(fh, 0, new byte[10], 0, 10),
+                        "a block the current layout names is lost, not read around");
+                assertEquals(2, other.staleLayoutReads());
+            } finally {
+                other.release(fh);
+            }
+        }
+    }
+
+    /**
      * A compaction keeps the slices committed while it read the chunk, on top of the slice it
      * wrote; one whose chunk a truncation freed meanwhile changes nothing, and the slice it wrote
      * is handed to deletion.
