@@ -399,32 +399,15 @@ public final class BlockCache {
             long blockLen = sizeOf(v);
             int piece = BlockSums.pieceSize(blockLen);
             int first = off / piece;
-            int last = Math.max(first, (off + len - 1) / piece);
-            long wanted = BlockSums.mask(first, last);
+            long wanted = BlockSums.mask(first, Math.max(first, (off + len - 1) / piece));
             if ((checkedOf(v) & wanted) == wanted || len <= 0) {
                 if (dst != null) {
                     LocalFiles.readRange(f, base + off, len, dst);
                 }
                 return true;
             }
-            int from = first * piece;
-            int to = (int) Math.min(blockLen, (long) (last + 1) * piece);
-            // the bytes asked for go straight into the reply (no copy); the rest of the pieces they
-            // touch, at most one short of a piece before and after, are read aside to check with them
-            ByteBuffer[] parts;
-            if (dst == null) {
-                parts = new ByteBuffer[] {ByteBuffer.wrap(LocalFiles.readRange(f, base + from, to - from))};
-            } else {
-                ByteBuffer before = ByteBuffer.wrap(LocalFiles.readRange(f, base + from, off - from));
-                ByteBuffer after = ByteBuffer.wrap(LocalFiles.readRange(f, base + off + len, to - off - len));
-                LocalFiles.readRange(f, base + off, len, dst);
-                parts = new ByteBuffer[] {before, dst.duplicate().limit(start + len).position(start), after};
-            }
             byte[] sums = BlockSums.read(f, BlockSums.name(l != null, base));
-            if (sums != null && !BlockSums.matches(sums, blockLen, first, parts)) {
-                if (dst != null) {
-                    dst.position(start); // what was read there is no answer
-                }
+            if (!BlockSums.readChecked(f, base, blockLen, sums, off, len, dst)) {
                 dropDamaged(key);
                 return false;
             }

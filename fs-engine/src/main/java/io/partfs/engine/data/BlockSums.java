@@ -106,6 +106,45 @@ final class BlockSums {
         return inPiece == 0 || sumIs(sums, i, crc); // the block's last piece, shorter
     }
 
+    /**
+     * Reads bytes {@code [off, off+len)} of a block of {@code blockLen} bytes that file {@code f}
+     * holds from offset {@code base} into {@code dst} at its position, which moves past them (null:
+     * reads them only to check), and reads aside the rest of the pieces they touch, at most one
+     * short of a piece before and after, to check all of those pieces against {@code sums} (null:
+     * none known, nothing to check). False on a mismatch, with {@code dst}'s position left where
+     * it was: what was read there is no answer.
+     */
+    static boolean readChecked(Path f, long base, long blockLen, byte[] sums, int off, int len, ByteBuffer dst) throws IOException {
+        int start = dst == null ? 0 : dst.position();
+        if (sums == null || len <= 0) {
+            if (dst != null) {
+                LocalFiles.readRange(f, base + off, len, dst);
+            }
+            return true;
+        }
+        int piece = pieceSize(blockLen);
+        int first = off / piece;
+        int last = Math.max(first, (off + len - 1) / piece);
+        int from = first * piece;
+        int to = (int) Math.min(blockLen, (long) (last + 1) * piece);
+        ByteBuffer[] parts;
+        if (dst == null) {
+            parts = new ByteBuffer[] {ByteBuffer.wrap(LocalFiles.readRange(f, base + from, to - from))};
+        } else { // the bytes asked for go straight into dst, with no copy
+            ByteBuffer before = ByteBuffer.wrap(LocalFiles.readRange(f, base + from, off - from));
+            ByteBuffer after = ByteBuffer.wrap(LocalFiles.readRange(f, base + off + len, to - off - len));
+            LocalFiles.readRange(f, base + off, len, dst);
+            parts = new ByteBuffer[] {before, dst.duplicate().limit(start + len).position(start), after};
+        }
+        if (matches(sums, blockLen, first, parts)) {
+            return true;
+        }
+        if (dst != null) {
+            dst.position(start);
+        }
+        return false;
+    }
+
     private static boolean sumIs(byte[] sums, int piece, CRC32C crc) {
         return 4 * piece + 4 <= sums.length && ByteBuffer.wrap(sums).getInt(4 * piece) == (int) crc.getValue();
     }

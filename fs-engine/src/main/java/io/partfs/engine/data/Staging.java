@@ -1027,9 +1027,12 @@ public final class Staging implements Closeable {
 
     /**
      * Reads bytes {@code [off, off+len)} of a staged block into {@code dst} at its position (which
-     * moves past them); false, with nothing read, when it is not staged (any more).
+     * moves past them); false, with nothing read, when it is not staged (any more). The pieces
+     * read of a block staged through the sidecar are checked against its {@link BlockSums}; one
+     * the local disk damaged is set aside, as its upload would, and the read fails: its bytes are
+     * nowhere else.
      */
-    public boolean read(String key, int off, int len, ByteBuffer dst) {
+    public boolean read(String key, int off, int len, ByteBuffer dst) throws DamagedBlockException {
         Staged st = pending.get(key);
         if (st == null) {
             return false;
@@ -1039,10 +1042,16 @@ public final class Staging implements Closeable {
                 LocalFiles.readRange(st.in().file, st.offset() + off, len, dst, true);
                 return true;
             }
-            LocalFiles.readRange(file(key), off, len, dst);
+            Path f = file(key);
+            if (!BlockSums.readChecked(f, 0, st.size(), st.sums(), off, len, dst)) {
+                setAsideDamaged(key, st, f);
+                throw new DamagedBlockException(key);
+            }
             return true;
         } catch (NoSuchFileException e) {
             return false; // uploaded and moved into the cache meanwhile: the caller reads it from there
+        } catch (DamagedBlockException e) {
+            throw e;
         } catch (IOException e) {
             log.error("cannot read staged block {}: {}", key, e.toString());
             return false;
@@ -1228,6 +1237,14 @@ public final class Staging implements Closeable {
                 + " not uploaded, so the file that holds it fails to read there (partfs fsck lists such files); kept as {};"
                 + " check the disk (dmesg, smartctl)", key, dir, aside);
         signal();
+    }
+
+    /** A read met a staged block whose bytes the local disk damaged before its upload. */
+    public static final class DamagedBlockException extends IOException {
+        DamagedBlockException(String key) {
+            super("staged block " + key + " was damaged on the local disk before its upload (checksum mismatch):"
+                    + " its bytes are lost; set aside, not uploaded");
+        }
     }
 
     /** Staged blocks found damaged (not uploaded) since this staging area was opened. */

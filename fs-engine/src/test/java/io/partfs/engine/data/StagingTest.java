@@ -3,6 +3,7 @@ package io.partfs.engine.data;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.object.LocalObjectStore;
@@ -172,6 +173,35 @@ class StagingTest {
             java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
         }
         return staging;
+    }
+
+    /**
+     * A read of a staged block checks the pieces it touches (64 KiB each for a 200,000-byte
+     * block): a read of an untouched piece answers; one that touches the flipped byte, even by
+     * the rest of its piece, fails, and the block is set aside rather than uploaded.
+     */
+    @Test
+    void aReadOfAStagedBlockTheDiskDamagedFailsAndSetsItAside() throws Exception {
+        byte[] data = random(200_000, 23);
+        String key = "vol/chunks/0/0/34_0_200000";
+        try (Staging staging = open(Duration.ofHours(1))) {
+            staging.stage(key, data);
+            flip(staging.pathIfStaged(key), 140_000); // in the third piece, [131072, 196608)
+            ByteBuffer first = ByteBuffer.allocate(1000);
+            assertTrue(staging.read(key, 5_000, 1000, first));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, 5_000, 6_000), first.array(), "an untouched piece reads");
+
+            ByteBuffer dst = ByteBuffer.allocate(100);
+            Staging.DamagedBlockException e = assertThrows(Staging.DamagedBlockException.class,
+                    () -> staging.read(key, 135_000, 100, dst), "100 bytes before the flipped one, in its piece");
+            assertTrue(e.getMessage().contains(key), e.getMessage());
+            assertEquals(0, dst.position(), "nothing read counts");
+            assertEquals(1, staging.damagedBlocks());
+            assertFalse(staging.contains(key), "no longer staged: not uploaded");
+            assertTrue(names().contains(Staging.DAMAGED_PREFIX + "vol%chunks%0%0%34_0_200000"), names().toString());
+            staging.drain();
+            assertFalse(objects.head(key).isPresent());
+        }
     }
 
     private static void flip(Path f, long at) throws IOException {
