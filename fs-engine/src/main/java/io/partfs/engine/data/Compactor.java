@@ -165,6 +165,13 @@ public final class Compactor implements Closeable {
                 }
                 chunks.putBlock(merged.id(), b, block);
             }
+        } catch (io.partfs.engine.object.ObjectNotFoundException e) {
+            meta.abandonSlice(merged); // its blocks stored so far are deleted
+            if (meta.getattrFromStore(ino).dataVersion() == a.dataVersion()) {
+                throw e; // the layout read still stands: its object is lost
+            }
+            changedMeanwhile.incrementAndGet(); // another mount compacted or truncated it and freed what this one read
+            return 0;
         } catch (IOException | RuntimeException e) {
             meta.abandonSlice(merged); // its blocks stored so far are deleted
             throw e;
