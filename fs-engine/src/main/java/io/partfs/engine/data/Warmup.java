@@ -218,10 +218,13 @@ public final class Warmup {
         }
     }
 
-    /** Whether {@code file} was deleted or rewritten since its attributes were read. */
+    /**
+     * Whether {@code file} was deleted, rewritten or compacted since its attributes were read, as
+     * the store says (not the cache: on a shared volume another mount changes it).
+     */
     private boolean changed(Attr file) {
         try {
-            return meta.getattr(file.ino()).dataVersion() != file.dataVersion();
+            return meta.getattrFromStore(file.ino()).dataVersion() != file.dataVersion();
         } catch (FsException.NoSuchEntry e) {
             return true;
         } catch (IOException e) {
