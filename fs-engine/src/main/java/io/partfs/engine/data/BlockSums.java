@@ -131,8 +131,8 @@ final class BlockSums {
         if (dst == null) {
             parts = new ByteBuffer[] {ByteBuffer.wrap(LocalFiles.readRange(f, base + from, to - from))};
         } else { // the bytes asked for go straight into dst, with no copy
-            ByteBuffer before = ByteBuffer.wrap(LocalFiles.readRange(f, base + from, off - from));
-            ByteBuffer after = ByteBuffer.wrap(LocalFiles.readRange(f, base + off + len, to - off - len));
+            ByteBuffer before = aside(f, base + from, off - from);
+            ByteBuffer after = aside(f, base + off + len, to - off - len);
             LocalFiles.readRange(f, base + off, len, dst);
             parts = new ByteBuffer[] {before, dst.duplicate().limit(start + len).position(start), after};
         }
@@ -143,6 +143,11 @@ final class BlockSums {
             dst.position(start);
         }
         return false;
+    }
+
+    /** Bytes read aside to check with a read's own; a read on a piece boundary opens nothing for them. */
+    private static ByteBuffer aside(Path f, long at, int len) throws IOException {
+        return ByteBuffer.wrap(len == 0 ? new byte[0] : LocalFiles.readRange(f, at, len));
     }
 
     private static boolean sumIs(byte[] sums, int piece, CRC32C crc) {
