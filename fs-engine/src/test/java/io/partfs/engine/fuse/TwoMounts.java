@@ -26,6 +26,11 @@ final class TwoMounts implements AutoCloseable {
 
     /** With {@code sessions}, each mount registers its session, as {@code partfs mount} does. */
     TwoMounts(boolean sessions) throws Exception {
+        this(sessions, TestVolume::defaultConfig);
+    }
+
+    /** B's configuration made of the directory it may keep things in (its block cache, say). */
+    TwoMounts(boolean sessions, java.util.function.Function<Path, io.partfs.engine.PartFsConfig> configOfB) throws Exception {
         dir = Files.createTempDirectory("partfs-shared-");
         redis = RedisServer.start("--databases", "1000"); // TestVolume numbers databases across tests
         try {
@@ -33,7 +38,7 @@ final class TwoMounts implements AutoCloseable {
                     TestVolume.defaultConfig(dir.resolve("a")));
             fsA = volume.open();
             a = mount(fsA, "mnt-a", sessions);
-            fsB = volume.openAs(TestVolume.defaultConfig(dir.resolve("b")));
+            fsB = volume.openAs(configOfB.apply(dir.resolve("b")));
             b = mount(fsB, "mnt-b", sessions);
         } catch (Exception | Error e) {
             close();
