@@ -85,6 +85,7 @@ abstract class DifferentialContract extends OnBackends {
             fs.close();
             fs = volume.open();
             compareTrees("after close and reopen");
+            TestVolume.assertConsistent(volume, fs, where());
         } finally {
             fs.close();
         }

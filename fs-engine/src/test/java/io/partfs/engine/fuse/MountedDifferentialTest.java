@@ -106,6 +106,7 @@ class MountedDifferentialTest {
             fs = volume.open();
             fuse = mount(fs);
             compareTrees("after unmount, close, open and mount");
+            TestVolume.assertConsistent(volume, fs, where());
         } finally {
             closeHeld();
             try {

@@ -1,9 +1,13 @@
 package io.partfs.engine.testing;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.data.VolumeCheck;
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.RedisKvStore;
@@ -13,6 +17,8 @@ import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.object.S3ObjectStore;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -116,5 +122,26 @@ public final class TestVolume {
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
         return PartFs.open(engine, objects, with);
+    }
+
+    /**
+     * fsck of the volume {@code fs} has open: every block a file names is in the store, every
+     * entry names an inode, link counts and symlink targets are right, and every object in the
+     * store is a file's, in the trash or awaiting deletion (none leaked). {@code where} ends
+     * each failure's message (a seed to reproduce it).
+     */
+    public static void assertConsistent(TestVolume volume, PartFs fs, String where) throws IOException {
+        try (ObjectStore store = volume.newObjectStore()) {
+            VolumeCheck.Report r = new VolumeCheck(fs.meta(), store, (phase, n) -> { })
+                    .run(new VolumeCheck.Options(true, false, 0));
+            String found = " (fsck: " + r.files + " files, " + r.blocks + " blocks, " + r.objects + " objects, "
+                    + r.pendingObjects + " awaiting deletion, " + r.trashObjects + " in the trash)" + where;
+            assertEquals(0, r.missingBlocks, "blocks missing, of files " + r.brokenFiles + found);
+            assertEquals(List.of(), r.danglingEntries, "entries without an inode" + found);
+            assertEquals(Set.of(), r.linkMismatches, "wrong link counts" + found);
+            assertEquals(Set.of(), r.symlinksWithoutTarget, "symlinks without a target" + found);
+            assertEquals(0, r.leaked, "objects leaked, " + r.leakedBytes + " bytes" + found);
+            assertTrue(r.blocks > 0, "the check saw the files' blocks" + found);
+        }
     }
 }
