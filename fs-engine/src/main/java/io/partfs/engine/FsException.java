@@ -182,4 +182,17 @@ public abstract class FsException extends IOException {
             super(Errno.ETXTBSY, "busy: " + what);
         }
     }
+
+    /**
+     * ELOOP: a symlink was to be opened as a file. The kernel follows symlinks before it opens
+     * anything, so only a name another mount just made a symlink can get here (open(2) with
+     * O_NOFOLLOW answers the same).
+     */
+    public static final class SymlinkOpened extends FsException {
+        private static final long serialVersionUID = 1L;
+
+        public SymlinkOpened(String what) {
+            super(Errno.ELOOP, "a symlink, not a file: " + what);
+        }
+    }
 }

@@ -423,6 +423,12 @@ public final class PartFs implements Closeable {
             if (a.isDirectory()) {
                 throw new FsException.IsDirectory(name);
             }
+            if (a.type() != FileType.FILE) {
+                // a symlink, FIFO or device node another mount made under this name since the kernel
+                // looked it up: it is not this file, and the kernel would refuse it as the result of
+                // a create (EIO), with the handle opened here never released
+                throw new FsException.Exists(name + " (a " + a.type().name().toLowerCase(java.util.Locale.ROOT) + ")");
+            }
         }
         long fh = open(a.ino(), openFlags);
         if (partFlushes != null && partFlushes.tracks(parent)) {
@@ -452,6 +458,9 @@ public final class PartFs implements Closeable {
         }
         if (a.isDirectory() && h.canWrite()) {
             throw new FsException.IsDirectory("inode " + ino);
+        }
+        if (a.type() == FileType.SYMLINK) {
+            throw new FsException.SymlinkOpened("inode " + ino); // its chunks would be written, and never freed
         }
         if ((flags & O_TRUNC) != 0 && h.canWrite() && a.type() == FileType.FILE) {
             truncate(ino, 0);

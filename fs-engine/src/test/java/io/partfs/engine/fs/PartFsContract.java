@@ -583,6 +583,27 @@ abstract class PartFsContract extends OnBackends {
         assertEquals(List.of(), fs.meta().readChunk(ino, 0));
     }
 
+    /**
+     * A create without O_EXCL of a name another mount has made a symlink (the kernel sends it when
+     * it had not looked the name up) fails with EEXIST, and an open of a symlink's inode with
+     * ELOOP. Both once opened the symlink as a file: its writes went into chunks that its unlink
+     * never freed, and the volume's used space kept them for ever (found by SharedVolumeFuzzTest).
+     */
+    @Test
+    void aCreateOrOpenOfASymlinkFailsAndWritesNothingIntoIt() throws IOException {
+        long link = fs.symlink(ROOT, "current", "all_1_1_0", 0, 0).ino();
+        MetaEngine.Usage before = fs.meta().usage();
+        FsException e = assertThrows(FsException.class, () -> fs.create(ROOT, "current", 0644, RW | PartFs.O_CREAT, 0, 0));
+        assertEquals(io.partfs.engine.Errno.EEXIST, e.errno());
+        e = assertThrows(FsException.class, () -> fs.open(link, RW));
+        assertEquals(io.partfs.engine.Errno.ELOOP, e.errno());
+        e = assertThrows(FsException.class, () -> fs.open(link, PartFs.O_RDONLY));
+        assertEquals(io.partfs.engine.Errno.ELOOP, e.errno());
+        assertEquals("all_1_1_0", fs.readlink(link));
+        assertEquals(List.of(), fs.meta().readChunk(link, 0), "nothing written into it");
+        assertEquals(before, fs.meta().usage());
+    }
+
     @Test
     void smallFileRoundTrips() throws IOException {
         long fh = create("checksums.txt");
