@@ -141,7 +141,39 @@ public final class TestVolume {
             assertEquals(Set.of(), r.linkMismatches, "wrong link counts" + found);
             assertEquals(Set.of(), r.symlinksWithoutTarget, "symlinks without a target" + found);
             assertEquals(0, r.leaked, "objects leaked, " + r.leakedBytes + " bytes" + found);
-            assertTrue(r.blocks > 0, "the check saw the files' blocks" + found);
         }
+        assertUsageCounted(fs, where);
+    }
+
+    /**
+     * The volume's usage counters (statfs: ClickHouse asks it for free space before each merge)
+     * equal what the tree holds: its inodes, and each file's size rounded up to 4 KiB. Waits
+     * first for the deletions of unlinked files to finish, which count until then.
+     */
+    public static void assertUsageCounted(PartFs fs, String where) throws IOException {
+        MetaEngine meta = fs.meta();
+        Poll.until(() -> {
+            try {
+                return meta.pendingDeletions().files() == 0;
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, "unlinked files deleted" + where);
+        java.util.Map<Long, Long> inodes = new java.util.HashMap<>(); // inode: bytes it counts
+        java.util.ArrayDeque<Long> dirs = new java.util.ArrayDeque<>(List.of(MetaEngine.ROOT));
+        inodes.put(MetaEngine.ROOT, 0L);
+        while (!dirs.isEmpty()) {
+            for (io.partfs.engine.DirEntry e : meta.readdir(dirs.pop())) {
+                io.partfs.engine.Attr a = meta.getattrFromStore(e.ino());
+                boolean first = inodes.put(e.ino(), a.type() == io.partfs.engine.FileType.FILE ? (a.size() + 4095) & ~4095L : 0L) == null;
+                if (a.isDirectory()) {
+                    assertTrue(first, "directory " + e.ino() + " (" + e.name() + ") reached twice: a cycle or a second name" + where);
+                    dirs.push(e.ino());
+                }
+            }
+        }
+        long bytes = inodes.values().stream().mapToLong(Long::longValue).sum();
+        // a value usage() keeps for a second is of after this process's last change: the same here
+        assertEquals(new MetaEngine.Usage(bytes, inodes.size()), meta.usage(), "usage counters against the tree" + where);
     }
 }
