@@ -69,6 +69,7 @@ public final class Compactor implements Closeable {
         this.quietNanos = quiet.toNanos();
         this.maxWaitNanos = maxWait.toNanos();
         pool.setRemoveOnCancelPolicy(true);
+        pool.setExecuteExistingDelayedTasksAfterShutdownPolicy(false); // close() drops the chunks still waiting
     }
 
     /** Notes a hint for chunk {@code idx} of inode {@code ino}: compacted once its commits pause. */
@@ -120,8 +121,8 @@ public final class Compactor implements Closeable {
         LowPriority.thisThread(); // nothing waits for it: ClickHouse's reads and writes go first
         try {
             compact(ino, idx);
-        } catch (FsException.NoSuchEntry e) {
-            // deleted meanwhile
+        } catch (FsException.NoSuchEntry | Closing e) {
+            // deleted meanwhile, or the mount is closing: a later write asks again
         } catch (IOException | RuntimeException e) {
             failures.warn(log, "compacting chunk {} of inode {} failed (it stays as it is, and is tried at a later write): {}",
                     idx, ino, e.toString());
@@ -157,6 +158,9 @@ public final class Compactor implements Closeable {
         int bs = chunks.blockSize();
         try {
             for (int b = 0; (long) b * bs < len; b++) {
+                if (closing) {
+                    throw new Closing();
+                }
                 byte[] block = new byte[ChunkStore.blockLength(bs, len, b)];
                 long at = start + plan.lo() + (long) b * bs;
                 int n = chunks.read(a, at, block, 0, block.length);
@@ -166,14 +170,14 @@ public final class Compactor implements Closeable {
                 chunks.putBlock(merged.id(), b, block);
             }
         } catch (io.partfs.engine.object.ObjectNotFoundException e) {
-            meta.abandonSlice(merged); // its blocks stored so far are deleted
+            abandon(merged);
             if (meta.getattrFromStore(ino).dataVersion() == a.dataVersion()) {
                 throw e; // the layout read still stands: its object is lost
             }
             changedMeanwhile.incrementAndGet(); // another mount compacted or truncated it and freed what this one read
             return 0;
         } catch (IOException | RuntimeException e) {
-            meta.abandonSlice(merged); // its blocks stored so far are deleted
+            abandon(merged);
             throw e;
         }
         List<long[]> freed = new ArrayList<>();
@@ -249,12 +253,53 @@ public final class Compactor implements Closeable {
         done.await();
     }
 
+    /**
+     * Puts the blocks of {@code merged} stored so far on the deletion list, so they are deleted.
+     * Done with the thread's interrupt (an unmount that gave up waiting) set aside and kept: a
+     * metadata engine may refuse a request on an interrupted thread, and the blocks would then
+     * stay in the store with nothing naming them.
+     */
+    private void abandon(Slice merged) throws IOException {
+        boolean interrupted = Thread.interrupted();
+        try {
+            meta.abandonSlice(merged);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** A compaction that stopped between two blocks because the mount is closing. */
+    private static final class Closing extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Closing() {
+            super("the mount is closing");
+        }
+    }
+
+    private volatile boolean closing;
+
+    /**
+     * Drops the chunks still waiting and stops a compaction under way at its next block, which
+     * leaves its chunk as it was and puts what it stored on the deletion list. It used to be
+     * interrupted at once, in the middle of an object store request or of its last transaction
+     * (whose outcome the compaction then did not know, and whose merged blocks nothing would
+     * delete if it failed). Interrupted only if it has not stopped within a minute (a store that
+     * does not answer).
+     */
     @Override
     public void close() {
-        pool.shutdownNow(); // a compaction cut short leaves its chunk as it was
+        closing = true;
+        pool.shutdown();
         try {
-            pool.awaitTermination(1, TimeUnit.MINUTES);
+            if (!pool.awaitTermination(1, TimeUnit.MINUTES)) {
+                pool.shutdownNow();
+                pool.awaitTermination(10, TimeUnit.SECONDS);
+            }
         } catch (InterruptedException e) {
+            pool.shutdownNow();
             Thread.currentThread().interrupt();
         }
     }

@@ -435,6 +435,48 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * An unmount during a compaction waits for the object store request under way and stops the
+     * compaction before its next block: the chunk stays as it was, and the block it stored is put
+     * on the deletion list, not left in the store with nothing naming it. The compactor used to
+     * be interrupted in the middle of the request. On every backend, with the merged slice's
+     * first PUT held until the unmount has begun.
+     */
+    @Test
+    void anUnmountDuringACompactionLeaksNoObject() throws Exception {
+        io.partfs.engine.testing.CountingObjectStore store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder()
+                .compactAt(3).compactQuiet(java.time.Duration.ofMillis(200)).build());
+        fs.meta().setTrashHours(0);
+        long ino = fs.create(ROOT, "rewritten.bin", 0644, RW, 0, 0).attr().ino();
+        byte[] last = null;
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch arrived = null;
+        for (int i = 0; i < 3; i++) {
+            last = random((1 << 20) + (1 << 19), 300 + i); // written over whole: a merged slice of two blocks
+            long fh = fs.open(ino, RW);
+            fs.write(fh, 0, last, 0, last.length);
+            if (i == 2) {
+                fs.flush(fh); // the third slice committed: the compaction starts once commits pause 200 ms
+                arrived = store.holdNextPut(release);
+            }
+            fs.release(fh);
+        }
+        assertTrue(arrived.await(30, java.util.concurrent.TimeUnit.SECONDS), "the compaction's first PUT");
+        PartFs closing = fs;
+        Future<?> unmount = Executors.newSingleThreadExecutor().submit(() -> {
+            closing.close();
+            return null;
+        });
+        // the unmount waits for the compaction (not interrupting it), which then stops before its second block
+        assertThrows(java.util.concurrent.TimeoutException.class, () -> unmount.get(300, java.util.concurrent.TimeUnit.MILLISECONDS));
+        release.countDown();
+        unmount.get(60, java.util.concurrent.TimeUnit.SECONDS);
+        fs = volume.open();
+        assertEquals(3, fs.meta().readChunk(ino, 0).size(), "the chunk as it was");
+        assertArrayEquals(last, readAll(ino));
+        TestVolume.assertConsistent(volume, fs, " (an unmount during a compaction)");
+    }
+
+    /**
      * A compaction asked for ({@code partfs compact}) merges the chunks the background compactor
      * leaves alone (fewer than 32 slices), under a directory, a file with two links once, and
      * deletes the merged slices' objects.
