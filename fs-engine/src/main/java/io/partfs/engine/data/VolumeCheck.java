@@ -78,6 +78,9 @@ public final class VolumeCheck {
         public long objects;
         public long leaked;
         public long leakedBytes;
+        /** The keys of the first {@value #LEAKED_KEYS_KEPT} leaked objects found, to look into. */
+        public final List<String> leakedKeys = new ArrayList<>();
+        static final int LEAKED_KEYS_KEPT = 10;
         public long deleted;
         /** Unreferenced objects younger than the minimum age (perhaps a write in progress). */
         public long young;
@@ -174,6 +177,11 @@ public final class VolumeCheck {
             } else {
                 report.leaked++;
                 report.leakedBytes += o.size();
+                synchronized (report.leakedKeys) {
+                    if (report.leakedKeys.size() < Report.LEAKED_KEYS_KEPT) {
+                        report.leakedKeys.add(o.key());
+                    }
+                }
                 if (options.deleteLeaked()) {
                     leaked.add(o.key());
                     if (leaked.size() >= 1000) {
