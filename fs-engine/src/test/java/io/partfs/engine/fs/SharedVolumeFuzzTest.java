@@ -42,6 +42,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * consistent: fsck finds no missing block, dangling entry, wrong link count or leaked object,
  * and the usage counters statfs reports equal the tree.
  *
+ * <p>A second test kills one client (its own process, SIGKILL) in the middle and checks that its
+ * restart leaves the volume whole: nothing it committed lost, the files it held open deleted.
+ *
  * <p>{@code -Dpartfs.sharedOps=N} sets the operations per client; the seeds are in the
  * failure's message, though the interleaving of the two clients is not reproducible.
  *
@@ -100,20 +103,210 @@ class SharedVolumeFuzzTest {
                     assertTrue(c.succeeded > OPS / 5, c + ": a fifth of the operations at least should succeed");
                 }
             }
-            try (PartFs fresh = volume.openAs(client(tmp.resolve("c"), false, meta))) {
-                String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + "; " + clients[0] + "; " + clients[1] + "]";
-                VolumeCheck.Report r = TestVolume.assertConsistent(volume, fresh, where, STRICT_LEAKS);
-                for (String key : r.leakedKeys) {
-                    System.out.println("leaked " + key + (STRICT_LEAKS ? ": " + history.get(key) : ""));
-                }
-                if (r.leaked > 0) {
-                    // rare, and with write-back on a shared volume to be expected (see the class comment)
-                    System.out.println(r.leaked + " objects leaked (" + r.leakedBytes + " bytes), tolerated without"
-                            + " -Dpartfs.strictLeaks=true" + where);
-                }
-            }
+            String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + "; " + clients[0] + "; " + clients[1] + "]";
+            assertConsistentAfter(volume, meta, where, STRICT_LEAKS, history);
         } finally {
             Backends.closeQuietly(servers);
+        }
+    }
+
+    /**
+     * Client B, in a process of its own, is killed (SIGKILL) in the middle of its operations while
+     * A goes on: B dies within a transaction, an upload, a compaction, holding files open that it
+     * or A unlinked, and in write-back mode with blocks committed but only staged on its disk.
+     * Then B's machine starts again, as {@code partfs mount} does after a crash: it ends the dead
+     * session (the unlinked files it held open are deleted), and uploads what it had staged. The
+     * volume must then be whole: no block that a file names is missing (nothing committed is
+     * lost), no dangling entry or wrong link count, usage counters equal to the tree. A crash may
+     * leave objects no file names (uploaded, never committed): they are printed, for gc.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"redis", "redis-writeback"})
+    void aClientKilledInTheMiddleLeavesAVolumeItsRestartMakesWhole(String mode) throws Exception {
+        long seed = Long.getLong("partfs.seed", System.nanoTime());
+        boolean writeBack = mode.endsWith("writeback");
+        int killAt = OPS / 8 + new Random(seed).nextInt(OPS / 4);
+        Backends servers = Backends.start(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL);
+        try {
+            TestVolume volume = new TestVolume(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL, tmp.resolve("vol"), servers.redis,
+                    null, client(tmp.resolve("a"), writeBack, TestVolume.Meta.REDIS));
+            Client a;
+            long deadSession;
+            try (PartFs fsA = volume.open()) {
+                fsA.meta().setTrashHours(0);
+                a = new Client("A", fsA, seed, writeBack);
+                try (ChildClient b = ChildClient.start(volume, tmp.resolve("b"), writeBack, seed + 1, killAt, tmp.resolve("b.log"))) {
+                    int[] stepAtKill = {-1};
+                    a.more = n -> {
+                        if (stepAtKill[0] < 0 && !b.running()) {
+                            stepAtKill[0] = n;
+                        }
+                        // on for a quarter of the run after B's death, when B's leftovers are in A's way
+                        return stepAtKill[0] < 0 ? n <= 20 * OPS : n < stepAtKill[0] + OPS / 4;
+                    };
+                    a.run();
+                    b.assertKilled(a);
+                    deadSession = b.session();
+                }
+            }
+            // B's machine starts again: its mount ends the session it finds dead, then opens the volume,
+            // which uploads what B had staged and deletes the unlinked files B held open
+            try (MetaEngine m = new MetaEngine(volume.newKvStore(), io.partfs.engine.TimeSource.SYSTEM)) {
+                m.load();
+                assertTrue(m.removeSession(deadSession), "the killed client's session is still registered");
+            }
+            try (PartFs restarted = volume.openAs(client(tmp.resolve("b"), writeBack, TestVolume.Meta.REDIS))) {
+                restarted.awaitReclaim();
+            }
+            String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + ", B killed at its step " + killAt + "; " + a + "]";
+            assertConsistentAfter(volume, TestVolume.Meta.REDIS, where, false, Map.of());
+        } finally {
+            Backends.closeQuietly(servers);
+        }
+    }
+
+    /** fsck and the usage counters on a freshly opened client; leaked objects printed, failing only if {@code failOnLeaks}. */
+    private void assertConsistentAfter(TestVolume volume, TestVolume.Meta meta, String where, boolean failOnLeaks,
+                                       Map<String, List<String>> history) throws IOException {
+        try (PartFs fresh = volume.openAs(client(tmp.resolve("c"), false, meta))) {
+            VolumeCheck.Report r = TestVolume.assertConsistent(volume, fresh, where, failOnLeaks);
+            for (String key : r.leakedKeys) {
+                System.out.println("leaked " + key + (history.containsKey(key) ? ": " + history.get(key) : ""));
+            }
+            if (r.leaked > 0) {
+                // rare, and with write-back on a shared volume or after a crash to be expected (see the class comment)
+                System.out.println(r.leaked + " objects leaked (" + r.leakedBytes + " bytes), tolerated"
+                        + (failOnLeaks ? "" : " without -Dpartfs.strictLeaks=true") + where);
+            }
+        }
+    }
+
+    /**
+     * Client B of {@link #aClientKilledInTheMiddleLeavesAVolumeItsRestartMakesWhole}: a JVM of its
+     * own running {@link ChildMain}, killed by its PID once it reported step {@code killAt} done.
+     */
+    private static final class ChildClient implements AutoCloseable {
+        private final Process process;
+        private final Path log;
+        private final int killAt;
+        private final java.util.concurrent.CompletableFuture<Long> session = new java.util.concurrent.CompletableFuture<>();
+        private final java.util.Deque<String> lastLines = new java.util.ArrayDeque<>();
+        private volatile int step;
+        private volatile boolean killed;
+
+        private ChildClient(Process process, Path log, int killAt) {
+            this.process = process;
+            this.log = log;
+            this.killAt = killAt;
+            Thread reader = new Thread(this::read, "fuzz-child-reader");
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        static ChildClient start(TestVolume volume, Path dir, boolean writeBack, long seed, int killAt, Path log) throws Exception {
+            String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            Process p = new ProcessBuilder(javaBin, "-Xmx512m", "-cp", System.getProperty("java.class.path"), ChildMain.class.getName(),
+                    volume.redisUrl(), volume.objectsDir().toString(), dir.toString(), String.valueOf(writeBack), String.valueOf(seed))
+                    .redirectErrorStream(false).redirectError(log.toFile()).start();
+            ChildClient c = new ChildClient(p, log, killAt);
+            try {
+                c.session.get(60, java.util.concurrent.TimeUnit.SECONDS); // started, its session registered
+            } catch (Exception e) {
+                c.close();
+                throw new AssertionError("client B did not start: " + c.tail(), e);
+            }
+            return c;
+        }
+
+        /** Reads B's reports; kills it once it has done step {@link #killAt}. */
+        private void read() {
+            try (java.io.BufferedReader r = process.inputReader()) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    synchronized (lastLines) {
+                        lastLines.addLast(line);
+                        if (lastLines.size() > 40) {
+                            lastLines.removeFirst();
+                        }
+                    }
+                    if (line.startsWith(ChildMain.SESSION)) {
+                        session.complete(Long.parseLong(line.substring(ChildMain.SESSION.length())));
+                    } else if (line.startsWith(ChildMain.STEP)) {
+                        step = Integer.parseInt(line.substring(ChildMain.STEP.length()));
+                        if (step >= killAt && !killed) {
+                            killed = true;
+                            process.destroyForcibly(); // SIGKILL: no unmount, no flush, no goodbye to Redis
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                // the process is gone
+            } finally {
+                session.complete(0L);
+            }
+        }
+
+        boolean running() {
+            return process.isAlive();
+        }
+
+        long session() {
+            return session.join();
+        }
+
+        /** B ran until it was killed, not until it failed on its own. */
+        void assertKilled(Client a) throws Exception {
+            if (!process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)) {
+                throw new AssertionError("client B did not die: " + tail());
+            }
+            if (!killed) {
+                throw new AssertionError("client B exited with " + process.exitValue() + " before step " + killAt
+                        + (process.exitValue() == 0 ? "" : " (it failed)") + "; " + a + ": " + tail());
+            }
+        }
+
+        private String tail() throws IOException {
+            String err = java.nio.file.Files.exists(log) ? java.nio.file.Files.readString(log) : "";
+            synchronized (lastLines) {
+                return String.join("\n", lastLines) + "\n" + err.substring(Math.max(0, err.length() - 4000));
+            }
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            process.destroyForcibly();
+            process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * The process of client B: opens the volume as a mount does (a session of its own, so the
+     * unlinked files it holds open are kept for it), reports its session, then runs random
+     * operations and reports each step until killed.
+     */
+    static final class ChildMain {
+        static final String SESSION = "@@session ";
+        static final String STEP = "@@step ";
+
+        public static void main(String[] args) throws Exception {
+            boolean writeBack = Boolean.parseBoolean(args[3]);
+            MetaEngine engine = new MetaEngine(new io.partfs.engine.meta.RedisKvStore(args[0]), io.partfs.engine.TimeSource.SYSTEM);
+            engine.load();
+            PartFsConfig config = client(Path.of(args[2]), writeBack, TestVolume.Meta.REDIS);
+            if (writeBack) { // so that its death finds blocks committed and not yet uploaded, which only its restart can upload
+                config = config.toBuilder().uploadDelay(Duration.ofSeconds(1)).build();
+            }
+            PartFs fs = PartFs.open(engine, new io.partfs.engine.object.LocalObjectStore(Path.of(args[1])), config);
+            fs.startSession("fuzz client B, pid " + ProcessHandle.current().pid());
+            System.out.println(SESSION + fs.meta().session());
+            Client b = new Client("B", fs, Long.parseLong(args[4]), writeBack);
+            b.more = n -> true;
+            b.done = n -> System.out.println(STEP + n);
+            try {
+                b.run();
+            } catch (Throwable t) {
+                t.printStackTrace();
+                System.exit(1);
+            }
         }
     }
 
@@ -127,7 +320,7 @@ class SharedVolumeFuzzTest {
     }
 
     /** One client's thread of random operations. */
-    private static final class Client {
+    static final class Client {
         private final String name;
         private final PartFs fs;
         private final Random rnd;
@@ -145,6 +338,10 @@ class SharedVolumeFuzzTest {
         private int notUploadedYet;
         private int step;
         private String lastOp = "";
+        /** Whether to run step {@code n}. */
+        private java.util.function.IntPredicate more = n -> n <= OPS;
+        /** Told each step done. */
+        private java.util.function.IntConsumer done = n -> { };
 
         Client(String name, PartFs fs, long seed, boolean othersWriteBack) {
             this.othersWriteBack = othersWriteBack;
@@ -156,7 +353,7 @@ class SharedVolumeFuzzTest {
 
         void run() throws IOException {
             try {
-                for (step = 1; step <= OPS; step++) {
+                for (step = 1; more.test(step); step++) {
                     try {
                         runOne();
                         succeeded++;
@@ -171,6 +368,7 @@ class SharedVolumeFuzzTest {
                         }
                         failures.merge(e.errno(), 1, Integer::sum);
                     }
+                    done.accept(step);
                 }
             } catch (IOException | RuntimeException e) {
                 throw new AssertionError(this + " failed: " + e, e);
@@ -183,7 +381,7 @@ class SharedVolumeFuzzTest {
 
         @Override
         public String toString() {
-            return "client " + name + " (seed " + seed + ") at step " + step + " of " + OPS + ", " + lastOp + ", "
+            return "client " + name + " (seed " + seed + ") at step " + step + ", " + lastOp + ", "
                     + succeeded + " succeeded, failed with " + failures + ", " + notUploadedYet + " reads of blocks not uploaded yet, " + cachedCycles + " cycles in listings";
         }
 

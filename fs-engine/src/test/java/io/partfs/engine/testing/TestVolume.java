@@ -74,13 +74,23 @@ public final class TestVolume {
         return bucket;
     }
 
+    /** The URL of a Redis volume's metadata, for a client in another process. */
+    public String redisUrl() {
+        return redis.url(db);
+    }
+
+    /** The directory of a local object store, for a client in another process. */
+    public Path objectsDir() {
+        return dir.resolve("objects");
+    }
+
     public KvStore newKvStore() throws IOException {
-        return meta == Meta.ROCKSDB ? new RocksKvStore(dir.resolve("meta")) : new RedisKvStore(redis.url(db));
+        return meta == Meta.ROCKSDB ? new RocksKvStore(dir.resolve("meta")) : new RedisKvStore(redisUrl());
     }
 
     public ObjectStore newObjectStore() throws IOException {
         if (store == Store.LOCAL) {
-            return new LocalObjectStore(dir.resolve("objects"));
+            return new LocalObjectStore(objectsDir());
         }
         S3ObjectStore s = new S3ObjectStore(s3.config(bucket).build());
         s.ensureBucket();
