@@ -111,41 +111,56 @@ class SharedVolumeFuzzTest {
     }
 
     /**
-     * Client B, in a process of its own, is killed (SIGKILL) in the middle of its operations while
-     * A goes on: B dies within a transaction, an upload, a compaction, holding files open that it
-     * or A unlinked, and in write-back mode with blocks committed but only staged on its disk.
-     * Then B's machine starts again, as {@code partfs mount} does after a crash: it ends the dead
-     * session (the unlinked files it held open are deleted), and uploads what it had staged. The
-     * volume must then be whole: no block that a file names is missing (nothing committed is
-     * lost), no dangling entry or wrong link count, usage counters equal to the tree. A crash may
-     * leave objects no file names (uploaded, never committed): they are printed, for gc.
+     * A client in a process of its own is killed (SIGKILL) in the middle of its operations: it dies
+     * within a transaction, an upload, a compaction, holding files open that it or another client
+     * unlinked, and in write-back mode with blocks committed but only staged on its disk (it
+     * uploads after a second here). On Redis, client A goes on meanwhile, for a quarter of the run
+     * after the kill, among what B left; on RocksDB the killed process is the volume's only
+     * client and runs two threads. Then B's machine starts again, as {@code partfs mount} does
+     * after a crash: it ends the dead session (the unlinked files B held open are deleted) and
+     * uploads what B had staged. The volume must then be whole: no block a file names is missing
+     * (nothing committed is lost), no dangling entry or wrong link count, usage counters equal to
+     * the tree. A crash leaves objects no file names (uploaded, never committed; with write-back,
+     * staged blocks of slices freed meanwhile, which the restart uploads): printed, for gc.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"redis", "redis-writeback"})
+    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback"})
     void aClientKilledInTheMiddleLeavesAVolumeItsRestartMakesWhole(String mode) throws Exception {
         long seed = Long.getLong("partfs.seed", System.nanoTime());
         boolean writeBack = mode.endsWith("writeback");
+        TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
         int killAt = OPS / 8 + new Random(seed).nextInt(OPS / 4);
-        Backends servers = Backends.start(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL);
+        Backends servers = Backends.start(meta, TestVolume.Store.LOCAL);
         try {
-            TestVolume volume = new TestVolume(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL, tmp.resolve("vol"), servers.redis,
-                    null, client(tmp.resolve("a"), writeBack, TestVolume.Meta.REDIS));
-            Client a;
+            TestVolume volume = new TestVolume(meta, TestVolume.Store.LOCAL, tmp.resolve("vol"), servers.redis, null,
+                    client(tmp.resolve("a"), writeBack, meta));
+            String survivor = "";
             long deadSession;
             try (PartFs fsA = volume.open()) {
                 fsA.meta().setTrashHours(0);
-                a = new Client("A", fsA, seed, writeBack);
+                if (meta == TestVolume.Meta.REDIS) {
+                    Client a = new Client("A", fsA, seed, writeBack);
+                    try (ChildClient b = ChildClient.start(volume, tmp.resolve("b"), writeBack, seed + 1, killAt, tmp.resolve("b.log"))) {
+                        int[] stepAtKill = {-1};
+                        a.more = n -> {
+                            if (stepAtKill[0] < 0 && !b.running()) {
+                                stepAtKill[0] = n;
+                            }
+                            // on for a quarter of the run after B's death, when B's leftovers are in A's way
+                            return stepAtKill[0] < 0 ? n <= 20 * OPS : n < stepAtKill[0] + OPS / 4;
+                        };
+                        a.run();
+                        b.assertKilled(a.toString());
+                        deadSession = b.session();
+                    }
+                    survivor = "; " + a;
+                } else {
+                    deadSession = 0;
+                }
+            }
+            if (meta == TestVolume.Meta.ROCKSDB) { // the embedded engine has one process: the killed one
                 try (ChildClient b = ChildClient.start(volume, tmp.resolve("b"), writeBack, seed + 1, killAt, tmp.resolve("b.log"))) {
-                    int[] stepAtKill = {-1};
-                    a.more = n -> {
-                        if (stepAtKill[0] < 0 && !b.running()) {
-                            stepAtKill[0] = n;
-                        }
-                        // on for a quarter of the run after B's death, when B's leftovers are in A's way
-                        return stepAtKill[0] < 0 ? n <= 20 * OPS : n < stepAtKill[0] + OPS / 4;
-                    };
-                    a.run();
-                    b.assertKilled(a);
+                    b.assertKilled("");
                     deadSession = b.session();
                 }
             }
@@ -155,11 +170,11 @@ class SharedVolumeFuzzTest {
                 m.load();
                 assertTrue(m.removeSession(deadSession), "the killed client's session is still registered");
             }
-            try (PartFs restarted = volume.openAs(client(tmp.resolve("b"), writeBack, TestVolume.Meta.REDIS))) {
+            try (PartFs restarted = volume.openAs(client(tmp.resolve("b"), writeBack, meta))) {
                 restarted.awaitReclaim();
             }
-            String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + ", B killed at its step " + killAt + "; " + a + "]";
-            assertConsistentAfter(volume, TestVolume.Meta.REDIS, where, false, Map.of());
+            String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + ", B killed at its step " + killAt + survivor + "]";
+            assertConsistentAfter(volume, meta, where, false, Map.of());
         } finally {
             Backends.closeQuietly(servers);
         }
@@ -206,7 +221,7 @@ class SharedVolumeFuzzTest {
         static ChildClient start(TestVolume volume, Path dir, boolean writeBack, long seed, int killAt, Path log) throws Exception {
             String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             Process p = new ProcessBuilder(javaBin, "-Xmx512m", "-cp", System.getProperty("java.class.path"), ChildMain.class.getName(),
-                    volume.redisUrl(), volume.objectsDir().toString(), dir.toString(), String.valueOf(writeBack), String.valueOf(seed))
+                    volume.metaLocation(), volume.objectsDir().toString(), dir.toString(), String.valueOf(writeBack), String.valueOf(seed))
                     .redirectErrorStream(false).redirectError(log.toFile()).start();
             ChildClient c = new ChildClient(p, log, killAt);
             try {
@@ -253,14 +268,14 @@ class SharedVolumeFuzzTest {
             return session.join();
         }
 
-        /** B ran until it was killed, not until it failed on its own. */
-        void assertKilled(Client a) throws Exception {
-            if (!process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)) {
+        /** B ran until it was killed, not until it failed on its own ({@code context}: what else ran). */
+        void assertKilled(String context) throws Exception {
+            if (!process.waitFor(10, java.util.concurrent.TimeUnit.MINUTES)) {
                 throw new AssertionError("client B did not die: " + tail());
             }
             if (!killed) {
                 throw new AssertionError("client B exited with " + process.exitValue() + " before step " + killAt
-                        + (process.exitValue() == 0 ? "" : " (it failed)") + "; " + a + ": " + tail());
+                        + (process.exitValue() == 0 ? "" : " (it failed)") + "; " + context + ": " + tail());
             }
         }
 
@@ -281,7 +296,8 @@ class SharedVolumeFuzzTest {
     /**
      * The process of client B: opens the volume as a mount does (a session of its own, so the
      * unlinked files it holds open are kept for it), reports its session, then runs random
-     * operations and reports each step until killed.
+     * operations and reports each step until killed: on Redis one thread, on RocksDB (of which it
+     * is the only client) two, as the kernel sends a mount requests from many.
      */
     static final class ChildMain {
         static final String SESSION = "@@session ";
@@ -289,20 +305,26 @@ class SharedVolumeFuzzTest {
 
         public static void main(String[] args) throws Exception {
             boolean writeBack = Boolean.parseBoolean(args[3]);
-            MetaEngine engine = new MetaEngine(new io.partfs.engine.meta.RedisKvStore(args[0]), io.partfs.engine.TimeSource.SYSTEM);
+            boolean redis = args[0].startsWith("redis:");
+            MetaEngine engine = new MetaEngine(redis ? new io.partfs.engine.meta.RedisKvStore(args[0])
+                    : new io.partfs.engine.meta.RocksKvStore(Path.of(args[0])), io.partfs.engine.TimeSource.SYSTEM);
             engine.load();
-            PartFsConfig config = client(Path.of(args[2]), writeBack, TestVolume.Meta.REDIS);
+            PartFsConfig config = client(Path.of(args[2]), writeBack, redis ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB);
             if (writeBack) { // so that its death finds blocks committed and not yet uploaded, which only its restart can upload
                 config = config.toBuilder().uploadDelay(Duration.ofSeconds(1)).build();
             }
             PartFs fs = PartFs.open(engine, new io.partfs.engine.object.LocalObjectStore(Path.of(args[1])), config);
             fs.startSession("fuzz client B, pid " + ProcessHandle.current().pid());
             System.out.println(SESSION + fs.meta().session());
-            Client b = new Client("B", fs, Long.parseLong(args[4]), writeBack);
-            b.more = n -> true;
-            b.done = n -> System.out.println(STEP + n);
+            long seed = Long.parseLong(args[4]);
+            Client[] clients = redis ? new Client[] {new Client("B", fs, seed, writeBack)}
+                    : new Client[] {new Client("B1", fs, seed, false), new Client("B2", fs, seed + 1, false)};
+            for (Client c : clients) {
+                c.more = n -> true;
+                c.done = n -> System.out.println(STEP + n);
+            }
             try {
-                b.run();
+                Concurrently.run(clients.length, t -> clients[t].run());
             } catch (Throwable t) {
                 t.printStackTrace();
                 System.exit(1);

@@ -74,9 +74,17 @@ public final class TestVolume {
         return bucket;
     }
 
-    /** The URL of a Redis volume's metadata, for a client in another process. */
-    public String redisUrl() {
+    /** Where the metadata is, for a client in another process: a Redis URL, or a RocksDB directory. */
+    public String metaLocation() {
+        return meta == Meta.REDIS ? redisUrl() : rocksDir().toString();
+    }
+
+    private String redisUrl() {
         return redis.url(db);
+    }
+
+    private Path rocksDir() {
+        return dir.resolve("meta");
     }
 
     /** The directory of a local object store, for a client in another process. */
@@ -85,7 +93,7 @@ public final class TestVolume {
     }
 
     public KvStore newKvStore() throws IOException {
-        return meta == Meta.ROCKSDB ? new RocksKvStore(dir.resolve("meta")) : new RedisKvStore(redisUrl());
+        return meta == Meta.ROCKSDB ? new RocksKvStore(rocksDir()) : new RedisKvStore(redisUrl());
     }
 
     public ObjectStore newObjectStore() throws IOException {
