@@ -247,14 +247,21 @@ final class CheckCommands {
         }
 
         @Override
-        int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) {
+        int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) throws Exception {
             out.printf("gc: %d leaked objects (%s) older than %s%s%n", r.leaked, Sizes.human(r.leakedBytes), minAge,
                     delete ? ": deleted " + r.deleted : r.leaked > 0 ? ": run with --delete to remove them" : "");
             out.printf("gc: left alone: %d newer unreferenced objects, %d objects awaiting deletion by a mount,"
                     + " %d objects (%s) in the trash, %d keys that are not blocks%n", r.young, r.pendingObjects, r.trashObjects,
                     Sizes.human(r.trashBytes), r.foreign);
-            if (r.missingBlocks > 0) {
-                out.printf("gc: %d blocks that files need are missing: run 'partfs fsck'%n", r.missingBlocks);
+            if (!r.brokenFiles.isEmpty()) {
+                // a file deleted while gc listed the store looks broken: only files still missing blocks now count
+                List<Long> broken;
+                try (MetaEngine current = volume.openMetaReadOnly()) {
+                    broken = check.stillBroken(current, r.brokenFiles);
+                }
+                if (!broken.isEmpty()) {
+                    out.printf("gc: %d files have blocks missing from the object store: run 'partfs fsck' to list them%n", broken.size());
+                }
             }
             return 0;
         }

@@ -600,6 +600,7 @@ class PartfsCommandIT {
                 Partfs.Result count = partfs.run("gc", "--meta", meta, "--min-age", "0");
                 assertEquals(0, count.exit(), count.all());
                 assertTrue(count.out().contains("gc: 1 leaked objects (3 B)"), count.out());
+                assertTrue(count.out().contains("gc: 1 files have blocks missing from the object store"), count.out());
                 assertTrue(store.head(stray).isPresent(), "gc without --delete deletes nothing");
                 int before = store.listAll("checked/chunks/").size();
 
