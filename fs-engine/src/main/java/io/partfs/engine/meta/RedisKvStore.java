@@ -340,14 +340,34 @@ public final class RedisKvStore implements KvStore {
             this.watch = watch;
         }
 
+        /**
+         * Runs the request(s) of {@code c}. Outside a transaction, a request the connection's drop
+         * cut off (a reset, a Redis restart, a proxy's) is sent again once the connection is back,
+         * until the timeout: it only reads, so nothing is undone or done twice. Inside one the
+         * failure goes up: the WATCHes died with the connection, and update() runs it all again.
+         * Before, a getattr or a listing that met a drop failed with EIO.
+         */
+        private <V> V call(String what, RedisCall<V> c) throws IOException {
+            long deadline = 0;
+            while (true) {
+                try {
+                    return c.run();
+                } catch (RedisException e) {
+                    if (watch || !cutOff(e)) {
+                        throw wrap(what, e);
+                    }
+                    deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                    if (!awaitReconnect(cmd.getStatefulConnection(), deadline)) {
+                        throw wrap(what, e);
+                    }
+                }
+            }
+        }
+
         /** SCAN with MATCH on the prefix (its glob characters escaped); never WATCHed. */
         @Override
         public boolean holdsAnyKey() throws IOException {
-            try {
-                return cmd.dbsize() > 0;
-            } catch (RedisException e) {
-                throw wrap("DBSIZE", e);
-            }
+            return call("DBSIZE", () -> cmd.dbsize() > 0);
         }
 
         @Override
@@ -356,9 +376,10 @@ public final class RedisKvStore implements KvStore {
             io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().match(b(pattern)).limit(1000);
             io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
             do {
+                io.lettuce.core.ScanCursor at = cursor;
                 io.lettuce.core.KeyScanCursor<byte[]> page;
                 try {
-                    page = cmd.scan(cursor, args);
+                    page = call("SCAN", () -> cmd.scan(at, args));
                 } catch (RuntimeException e) {
                     throw wrap("SCAN", e);
                 }
@@ -399,51 +420,33 @@ public final class RedisKvStore implements KvStore {
 
         @Override
         public byte[] get(String k) throws IOException {
-            try {
-                return watched(cmd.get(key(k)));
-            } catch (RedisException e) {
-                throw wrap("GET", e);
-            }
+            return call("GET", () -> watched(cmd.get(key(k))));
         }
 
         @Override
         public long counter(String k) throws IOException {
-            try {
-                return parseCounter(watched(cmd.get(key(k))));
-            } catch (RedisException e) {
-                throw wrap("GET", e);
-            }
+            return parseCounter(call("GET", () -> watched(cmd.get(key(k)))));
         }
 
         @Override
         public byte[] hget(String hash, String field) throws IOException {
-            try {
-                return watched(cmd.hget(key(hash), b(field)));
-            } catch (RedisException e) {
-                throw wrap("HGET", e);
-            }
+            return call("HGET", () -> watched(cmd.hget(key(hash), b(field))));
         }
 
         /** Both commands go out together (after their WATCHes): one round trip. */
         @Override
         public byte[][] getAndHget(String key, String hash, String field) throws IOException {
-            try {
+            return call("GET and HGET", () -> {
                 io.lettuce.core.api.async.RedisAsyncCommands<byte[], byte[]> async = cmd.getStatefulConnection().async();
                 io.lettuce.core.RedisFuture<byte[]> value = async.get(key(key));
                 io.lettuce.core.RedisFuture<byte[]> entry = async.hget(key(hash), b(field));
                 return watched(new byte[][] {await(value), await(entry)});
-            } catch (RedisException e) {
-                throw wrap("GET and HGET", e);
-            }
+            });
         }
 
         @Override
         public Map<String, byte[]> hgetAll(String hash) throws IOException {
-            try {
-                return decodeHash(watched(cmd.hgetall(key(hash))));
-            } catch (RedisException e) {
-                throw wrap("HGETALL", e);
-            }
+            return decodeHash(call("HGETALL", () -> watched(cmd.hgetall(key(hash)))));
         }
 
         /** HSCAN until {@code limit} fields (outside transactions; inside, all of the hash, WATCHed). */
@@ -455,20 +458,17 @@ public final class RedisKvStore implements KvStore {
             Map<String, byte[]> out = new HashMap<>();
             io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().limit(Math.max(1, Math.min(limit, 1000)));
             io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
-            try {
-                do {
-                    io.lettuce.core.MapScanCursor<byte[], byte[]> page = cmd.hscan(key(hash), cursor, args);
-                    for (Map.Entry<byte[], byte[]> e : page.getMap().entrySet()) {
-                        if (out.size() >= limit) {
-                            return out;
-                        }
-                        out.put(NameCodec.decode(e.getKey()), e.getValue());
+            do {
+                io.lettuce.core.ScanCursor at = cursor;
+                io.lettuce.core.MapScanCursor<byte[], byte[]> page = call("HSCAN", () -> cmd.hscan(key(hash), at, args));
+                for (Map.Entry<byte[], byte[]> e : page.getMap().entrySet()) {
+                    if (out.size() >= limit) {
+                        return out;
                     }
-                    cursor = page;
-                } while (!cursor.isFinished() && out.size() < limit);
-            } catch (RedisException e) {
-                throw wrap("HSCAN", e);
-            }
+                    out.put(NameCodec.decode(e.getKey()), e.getValue());
+                }
+                cursor = page;
+            } while (!cursor.isFinished() && out.size() < limit);
             return out;
         }
 
@@ -482,12 +482,8 @@ public final class RedisKvStore implements KvStore {
             io.lettuce.core.ScanArgs args = new io.lettuce.core.ScanArgs().limit(1000);
             io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
             do {
-                io.lettuce.core.MapScanCursor<byte[], byte[]> page;
-                try {
-                    page = cmd.hscan(b(hash), cursor, args);
-                } catch (RedisException e) {
-                    throw wrap("HSCAN", e);
-                }
+                io.lettuce.core.ScanCursor at = cursor;
+                io.lettuce.core.MapScanCursor<byte[], byte[]> page = call("HSCAN", () -> cmd.hscan(b(hash), at, args));
                 if (!page.getMap().isEmpty()) {
                     each.accept(decodeHash(page.getMap()));
                 }
@@ -506,21 +502,23 @@ public final class RedisKvStore implements KvStore {
                 Reader.super.scanHashes(hashes, each);
                 return;
             }
-            var async = shared.async();
-            java.util.List<io.lettuce.core.RedisFuture<Long>> lengths = new java.util.ArrayList<>(hashes.size());
-            for (String h : hashes) {
-                lengths.add(async.hlen(b(h)));
-            }
+            long[] lengths = call("HLEN", () -> {
+                var async = shared.async();
+                java.util.List<io.lettuce.core.RedisFuture<Long>> sent = new java.util.ArrayList<>(hashes.size());
+                for (String h : hashes) {
+                    sent.add(async.hlen(b(h)));
+                }
+                long[] got = new long[sent.size()];
+                for (int i = 0; i < got.length; i++) {
+                    got[i] = await(sent.get(i));
+                }
+                return got;
+            });
             java.util.List<String> group = new java.util.ArrayList<>();
             long grouped = 0;
             for (int i = 0; i < hashes.size(); i++) {
                 String hash = hashes.get(i);
-                long n;
-                try {
-                    n = await(lengths.get(i));
-                } catch (RedisException e) {
-                    throw wrap("HLEN", e);
-                }
+                long n = lengths[i];
                 if (n > 1000) {
                     scanHash(hash, page -> each.accept(hash, page));
                 } else if (n > 0) {
@@ -551,23 +549,25 @@ public final class RedisKvStore implements KvStore {
             if (watch || hashes.size() < 2) {
                 return Reader.super.hgetAllMany(hashes);
             }
-            var async = shared.async();
-            java.util.List<io.lettuce.core.RedisFuture<Map<byte[], byte[]>>> futures = new java.util.ArrayList<>(hashes.size());
-            for (String h : hashes) {
-                futures.add(async.hgetall(b(h)));
-            }
-            java.util.List<Map<String, byte[]>> out = new java.util.ArrayList<>(hashes.size());
-            try {
-                for (var f : futures) {
-                    out.add(decodeHash(f.get()));
+            return call("HGETALL", () -> {
+                var async = shared.async();
+                java.util.List<io.lettuce.core.RedisFuture<Map<byte[], byte[]>>> futures = new java.util.ArrayList<>(hashes.size());
+                for (String h : hashes) {
+                    futures.add(async.hgetall(b(h)));
                 }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted reading metadata");
-            } catch (java.util.concurrent.ExecutionException e) {
-                throw wrap("HGETALL", e.getCause() instanceof RedisException re ? re : new RedisException(e.getCause()));
-            }
-            return out;
+                java.util.List<Map<String, byte[]>> out = new java.util.ArrayList<>(hashes.size());
+                try {
+                    for (var f : futures) {
+                        out.add(decodeHash(f.get()));
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("interrupted reading metadata");
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw e.getCause() instanceof RedisException re ? re : new RedisException(e.getCause());
+                }
+                return out;
+            });
         }
 
         @Override
@@ -579,24 +579,18 @@ public final class RedisKvStore implements KvStore {
             for (int i = 0; i < ks.length; i++) {
                 ks[i] = key(keys.get(i));
             }
-            try {
+            return call("MGET", () -> {
                 java.util.List<byte[]> out = new java.util.ArrayList<>(ks.length);
                 for (io.lettuce.core.KeyValue<byte[], byte[]> kv : watched(cmd.mget(ks))) {
                     out.add(kv.hasValue() ? kv.getValue() : null);
                 }
                 return out;
-            } catch (RedisException e) {
-                throw wrap("MGET", e);
-            }
+            });
         }
 
         @Override
         public long hlen(String hash) throws IOException {
-            try {
-                return watched(cmd.hlen(key(hash)));
-            } catch (RedisException e) {
-                throw wrap("HLEN", e);
-            }
+            return call("HLEN", () -> watched(cmd.hlen(key(hash))));
         }
     }
 
@@ -962,6 +956,44 @@ public final class RedisKvStore implements KvStore {
      * Waits until lettuce has connected {@code conn} again, until {@code deadline}
      * ({@link System#nanoTime}); a Redis restart or a Sentinel failover takes seconds.
      */
+    /** Request(s) sent to Redis: lettuce's failures as it throws them. */
+    @FunctionalInterface
+    private interface RedisCall<V> {
+        V run() throws IOException;
+    }
+
+    /**
+     * Whether {@code e} says the connection was cut under the request (reset, closed, not
+     * connected): not an answer of the server, and not a timeout, which waiting again would only
+     * make twice as long.
+     */
+    private static boolean cutOff(RedisException e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof io.lettuce.core.RedisCommandTimeoutException || c instanceof RedisCommandExecutionException) {
+                return false;
+            }
+        }
+        return connectionTrouble(e);
+    }
+
+    /**
+     * Waits a moment for lettuce to notice the drop and connect again, then until {@code conn} is
+     * open; false once past {@code deadline} (nanoTime).
+     */
+    private static boolean awaitReconnect(StatefulRedisConnection<byte[], byte[]> conn, long deadline) throws IOException {
+        do {
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while waiting for Redis to come back");
+            }
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+        } while (!conn.isOpen());
+        return true;
+    }
+
     private void awaitConnection(StatefulRedisConnection<byte[], byte[]> conn, long deadline) throws IOException {
         while (true) {
             if (System.nanoTime() > deadline) { // also when it keeps dropping and coming back
@@ -1001,7 +1033,13 @@ public final class RedisKvStore implements KvStore {
                         awaitConnection(conn, deadline);
                         continue; // read on a connection that dropped: nothing was written, all again
                     }
-                    cmd.unwatch();
+                    try {
+                        cmd.unwatch();
+                    } catch (RedisException gone) {
+                        // the connection dropped after the body's last read, and its WATCHes with it;
+                        // the body's answer stands (it wrote nothing). Seen as a raw lettuce
+                        // "Connection disconnected" escaping an rmdir that failed with ENOTEMPTY.
+                    }
                     if (!tx.beliefsUsed().isEmpty()) {
                         continue; // perhaps a wrong belief led the body astray: decide on real reads
                     }

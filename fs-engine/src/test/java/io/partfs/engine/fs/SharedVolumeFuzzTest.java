@@ -77,13 +77,17 @@ class SharedVolumeFuzzTest {
      * {@code redis-writeback}: each client stages its writes on its own local disk and uploads
      * them in the background; {@code rocksdb}: one client (the embedded engine allows no other)
      * and two threads, as the kernel sends a mount requests from many; {@code rocksdb-writeback}
-     * the same, staging writes.
+     * the same, staging writes; {@code redis-cut}: as {@code redis}, while every client's
+     * connections to Redis are cut every 20-150 ms (a network blip, a proxy's restart): a
+     * transaction whose EXEC's answer was lost must be found applied or run again, never applied
+     * twice, never failed.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback"})
+    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-cut"})
     void twoClientsChangingOneTreeAtOnceLeaveAConsistentVolume(String mode) throws Exception {
         long seed = Long.getLong("partfs.seed", System.nanoTime());
-        boolean writeBack = mode.endsWith("writeback");
+        boolean writeBack = mode.contains("writeback");
+        boolean cut = mode.endsWith("-cut");
         TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
         Backends servers = Backends.start(meta, TestVolume.Store.LOCAL);
         try {
@@ -98,12 +102,22 @@ class SharedVolumeFuzzTest {
                 a.meta().setTrashHours(0); // freed objects deleted at once: a read from a stale layout meets them gone
                 clients[0] = new Client("A", a, seed, writeBack && b != null);
                 clients[1] = new Client("B", b != null ? b : a, seed + 1, writeBack && b != null);
-                Concurrently.run(2, t -> clients[t].run());
+                java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+                Thread cutter = cut ? ConnectionCutter.start(servers.redis, running, seed) : null;
+                try {
+                    Concurrently.run(2, t -> clients[t].run());
+                } finally {
+                    running.set(false);
+                    if (cutter != null) {
+                        cutter.join();
+                    }
+                }
                 for (Client c : clients) {
                     assertTrue(c.succeeded > OPS / 5, c + ": a fifth of the operations at least should succeed");
                 }
             }
-            String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + "; " + clients[0] + "; " + clients[1] + "]";
+            String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + "; " + clients[0] + "; " + clients[1]
+                    + (cut ? "; " + ConnectionCutter.cuts.get() + " cuts" : "") + "]";
             assertConsistentAfter(volume, meta, where, STRICT_LEAKS, history);
         } finally {
             Backends.closeQuietly(servers);
@@ -177,6 +191,30 @@ class SharedVolumeFuzzTest {
             assertConsistentAfter(volume, meta, where, false, Map.of());
         } finally {
             Backends.closeQuietly(servers);
+        }
+    }
+
+    /** Cuts every client connection to Redis now and then until told to stop. */
+    private static final class ConnectionCutter {
+        static final java.util.concurrent.atomic.AtomicInteger cuts = new java.util.concurrent.atomic.AtomicInteger();
+
+        static Thread start(io.partfs.engine.testing.RedisServer redis, java.util.concurrent.atomic.AtomicBoolean running, long seed) {
+            cuts.set(0);
+            Random rnd = new Random(seed);
+            Thread t = new Thread(() -> {
+                while (running.get()) {
+                    java.util.concurrent.locks.LockSupport.parkNanos((20 + rnd.nextInt(130)) * 1_000_000L); // the pace of the cuts
+                    try {
+                        redis.command("CLIENT KILL TYPE normal");
+                        cuts.incrementAndGet();
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }
+            }, "redis-connection-cutter");
+            t.setDaemon(true);
+            t.start();
+            return t;
         }
     }
 

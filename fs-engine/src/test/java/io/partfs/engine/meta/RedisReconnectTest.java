@@ -95,6 +95,32 @@ class RedisReconnectTest {
     }
 
     /**
+     * A read outside a transaction that a connection reset cut off (Redis restarted, a proxy or
+     * a load balancer dropped the connection) is sent again once the connection is back. Before,
+     * the getattr, lookup or listing it served failed with EIO (found by SharedVolumeFuzzTest's
+     * redis-cut mode).
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"MGET", "HGETALL"})
+    void aReadCutOffByAConnectionResetIsSentAgain(String command) throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             CutProxy proxy = new CutProxy(redis.port());
+             KvStore kv = new RedisKvStore("redis://127.0.0.1:" + proxy.port() + "/0")) {
+            setZero(kv);
+            kv.update(tx -> {
+                tx.hset("h", "f", "v".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            proxy.resetAtNext(command);
+            String read = kv.read(r -> command.equals("MGET")
+                    ? new String(r.getAll(java.util.List.of("n", "m")).get(0), StandardCharsets.UTF_8)
+                    : new String(r.hgetAll("h").get("f"), StandardCharsets.UTF_8));
+            assertEquals(1, proxy.cuts(), "the connection was reset under the " + command);
+            assertEquals(command.equals("MGET") ? "0" : "v", read);
+        }
+    }
+
+    /**
      * The commit log (see the test above) is one hash per client: it expires a day after the
      * client's last commit, so a crashed client's goes too, and a client that closes deletes it.
      */
@@ -151,6 +177,13 @@ class RedisReconnectTest {
             next.set(cut);
         }
 
+        /** Resets the connection (RST, as a restarted server or a dropping proxy does) at the next {@code command} a client sends. */
+        void resetAtNext(String command) {
+            resetAt.set("\r\n" + command + "\r\n");
+        }
+
+        private final java.util.concurrent.atomic.AtomicReference<String> resetAt = new java.util.concurrent.atomic.AtomicReference<>();
+
         int cuts() {
             return cuts.get();
         }
@@ -165,6 +198,16 @@ class RedisReconnectTest {
                     java.util.concurrent.atomic.AtomicBoolean swallow = new java.util.concurrent.atomic.AtomicBoolean();
                     Pipes.start("redis-cut-proxy-pump", client, redis, open, (buf, n) -> {
                         String sent = new String(buf, 0, n, StandardCharsets.US_ASCII);
+                        String reset = resetAt.get();
+                        if (reset != null && sent.contains(reset) && resetAt.compareAndSet(reset, null)) {
+                            cuts.incrementAndGet();
+                            try {
+                                client.setSoLinger(true, 0); // the close sends RST: "Connection reset"
+                            } catch (IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
+                            return false;
+                        }
                         if (sent.contains("\r\nEXEC\r\n") || sent.contains("\r\nEVAL")) {
                             Cut cut = next.getAndSet(null);
                             if (cut == Cut.BEFORE) {
