@@ -284,6 +284,11 @@ public final class RedisKvStore implements KvStore {
             }
             return new IOException("cannot reach Redis at " + description + " (" + why + "): check that it runs and the URL is right", e);
         }
+        if (notReady(e)) {
+            return new IOException("Redis at " + description + " did not serve " + op + " within " + seconds(timeout) + ": "
+                    + rootMessage(e).trim() + " (after a restart Redis answers nothing until its data is loaded; raise"
+                    + " ?timeout= in the URL to wait longer)", e);
+        }
         if (e instanceof RedisCommandExecutionException) {
             String m = String.valueOf(e.getMessage());
             if (m.contains("NOAUTH") || m.contains("WRONGPASS") || m.contains("invalid password")) {
@@ -343,9 +348,10 @@ public final class RedisKvStore implements KvStore {
         /**
          * Runs the request(s) of {@code c}. Outside a transaction, a request the connection's drop
          * cut off (a reset, a Redis restart, a proxy's) is sent again once the connection is back,
-         * until the timeout: it only reads, so nothing is undone or done twice. Inside one the
-         * failure goes up: the WATCHes died with the connection, and update() runs it all again.
-         * Before, a getattr or a listing that met a drop failed with EIO.
+         * and one Redis refused as not ready ({@link #notReady}: loading its data after a restart)
+         * a moment later, until the timeout: it only reads, so nothing is undone or done twice.
+         * Inside one the failure goes up: the WATCHes died with the connection, and update() runs
+         * it all again. Before, a getattr or a listing that met a drop failed with EIO.
          */
         private <V> V call(String what, RedisCall<V> c) throws IOException {
             long deadline = 0;
@@ -353,7 +359,7 @@ public final class RedisKvStore implements KvStore {
                 try {
                     return c.run();
                 } catch (RedisException e) {
-                    if (watch || !cutOff(e)) {
+                    if (watch || !(cutOff(e) || notReady(e))) {
                         throw wrap(what, e);
                     }
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
@@ -666,6 +672,9 @@ public final class RedisKvStore implements KvStore {
         try {
             result = await(exec);
         } catch (RedisCommandExecutionException e) {
+            if (notAppliedForNotReady(e, multi, believed ? List.of(checking) : queued)) {
+                throw new NotApplied(e); // refused as not ready (Redis loading its data): nothing was applied
+            }
             if (!believed) {
                 for (io.lettuce.core.RedisFuture<?> q : queued) {
                     String why = queueError(q);
@@ -935,13 +944,39 @@ public final class RedisKvStore implements KvStore {
                         + " transaction {}", description, rootMessage(lost), applied ? "had been applied" : "had not been applied: running it again");
                 return applied;
             } catch (IOException | RedisException e) {
-                if (e instanceof RedisCommandExecutionException || System.nanoTime() > deadline) {
+                if ((e instanceof RedisCommandExecutionException && !notReady(e)) || System.nanoTime() > deadline) {
                     throw new IOException("Redis connection to " + description + " lost while a metadata transaction was"
                             + " committed, and Redis did not answer within " + seconds(timeout) + ": it may or may"
                             + " not have been applied (" + rootMessage(lost) + ")", lost);
                 }
                 java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // dropped again: wait for it once more
             }
+        }
+    }
+
+    /**
+     * Whether a MULTI/EXEC whose EXEC failed with {@code e} was refused as not ready
+     * ({@link #notReady}) with nothing of it applied: EXECABORT (Redis discards the whole
+     * transaction) after a command was refused so, or MULTI and every command after it refused.
+     */
+    private static boolean notAppliedForNotReady(RedisCommandExecutionException e, io.lettuce.core.RedisFuture<String> multi,
+                                                 List<? extends io.lettuce.core.RedisFuture<?>> queued) {
+        if (String.valueOf(e.getMessage()).startsWith("EXECABORT")) {
+            return queued.stream().anyMatch(q -> notReadyMessage(queueError(q)));
+        }
+        return notReadyMessage(queueError(multi)) && queued.stream().allMatch(q -> notReadyMessage(queueError(q)));
+    }
+
+    /**
+     * A commit Redis refused whole as not ready ({@link #notReady}), nothing of it applied: it may
+     * run again.
+     */
+    private static final class NotApplied extends RuntimeException {
+        final RedisException refusal;
+
+        NotApplied(RedisException refusal) {
+            super(refusal);
+            this.refusal = refusal;
         }
     }
 
@@ -974,6 +1009,31 @@ public final class RedisKvStore implements KvStore {
             }
         }
         return connectionTrouble(e);
+    }
+
+    /**
+     * Whether {@code e} (or an error of a queued command it carries) is Redis refusing a request
+     * because it cannot serve any yet: LOADING (loading its data after a restart, which takes
+     * seconds to minutes for a large volume) or BUSY (a script runs). Nothing of the request was
+     * done, so it may be sent again.
+     */
+    static boolean notReady(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof io.lettuce.core.RedisLoadingException || c instanceof io.lettuce.core.RedisBusyException
+                    || (c instanceof RedisCommandExecutionException && notReadyMessage(c.getMessage()))) {
+                return true;
+            }
+            for (Throwable s : c.getSuppressed()) {
+                if (notReady(s)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static boolean notReadyMessage(String m) {
+        return m != null && (m.startsWith("LOADING") || m.startsWith("BUSY"));
     }
 
     /**
@@ -1033,6 +1093,13 @@ public final class RedisKvStore implements KvStore {
                         awaitConnection(conn, deadline);
                         continue; // read on a connection that dropped: nothing was written, all again
                     }
+                    if (notReady(e)) { // Redis loading its data after a restart: nothing was written
+                        deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                        if (awaitReconnect(conn, deadline)) {
+                            continue;
+                        }
+                        throw e instanceof IOException io ? io : wrap("a read", (RuntimeException) e);
+                    }
                     try {
                         cmd.unwatch();
                     } catch (RedisException gone) {
@@ -1056,6 +1123,12 @@ public final class RedisKvStore implements KvStore {
                 } catch (NotSent e) {
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
                     awaitConnection(conn, deadline);
+                    continue;
+                } catch (NotApplied e) {
+                    deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                    if (!awaitReconnect(conn, deadline)) {
+                        throw wrap("EXEC", e.refusal);
+                    }
                     continue;
                 } catch (RedisException e) {
                     if (connectionLost(conn, generation) || connectionTrouble(e)) {
@@ -1111,10 +1184,19 @@ public final class RedisKvStore implements KvStore {
 
     @Override
     public long increment(String key, long delta) throws IOException {
-        try {
-            return shared.sync().incrby(b(key), delta);
-        } catch (RedisException e) {
-            throw wrap("INCRBY", e);
+        long deadline = 0;
+        while (true) {
+            try {
+                return shared.sync().incrby(b(key), delta);
+            } catch (RedisException e) {
+                if (!notReady(e)) {
+                    throw wrap("INCRBY", e);
+                }
+                deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                if (!awaitReconnect(shared, deadline)) { // refused as not ready: not applied, may be sent again
+                    throw wrap("INCRBY", e);
+                }
+            }
         }
     }
 

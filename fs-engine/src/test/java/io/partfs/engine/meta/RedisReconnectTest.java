@@ -121,6 +121,56 @@ class RedisReconnectTest {
     }
 
     /**
+     * After a restart Redis loads its data before it serves anything, and answers LOADING to
+     * every request meanwhile: seconds to minutes for a large volume's metadata. Reads,
+     * transactions and counters sent then wait for it (up to the URL's timeout): nothing of a
+     * refused request was done. Before, every getattr, lookup and write failed with EIO until
+     * the load was over.
+     */
+    @Test
+    void requestsWhileRedisLoadsItsDataWaitForIt() throws Exception {
+        try (RedisServer redis = RedisServer.start("--enable-debug-command", "local");
+             KvStore kv = new RedisKvStore(redis.url(0))) {
+            setZero(kv);
+            assertEquals("+OK", redis.command("DEBUG POPULATE 2000000 filler 100"), "filler keys, for a load of seconds");
+            assertEquals("+OK", redis.command("SAVE"));
+            redis.kill();
+            redis.restartNoWait();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            String ping = "";
+            while (!ping.startsWith("-LOADING")) {
+                assertTrue(System.nanoTime() < deadline, "Redis never answered LOADING (last: " + ping + ")");
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5)); // poll interval
+                try {
+                    ping = redis.command("PING");
+                } catch (IOException notListeningYet) {
+                    ping = notListeningYet.toString();
+                }
+            }
+            String[] got = new String[4];
+            io.partfs.engine.testing.Concurrently.run(4, t -> {
+                switch (t) {
+                    case 0 -> got[0] = value(kv, "n"); // a read
+                    case 1 -> got[1] = kv.update(tx -> { // a transaction that only writes (refused at EXEC)
+                        tx.put("m", "1".getBytes(StandardCharsets.UTF_8));
+                        return "written";
+                    });
+                    case 2 -> got[2] = kv.update(tx -> { // one that reads first (refused at its first read)
+                        byte[] v = tx.get("r");
+                        tx.put("r", (v == null ? "1" : "2").getBytes(StandardCharsets.UTF_8));
+                        return "read and written";
+                    });
+                    default -> got[3] = Long.toString(kv.increment("c", 5)); // a counter
+                }
+            });
+            assertEquals("+PONG", redis.command("PING"), "loaded by now");
+            assertEquals(java.util.List.of("0", "written", "read and written", "5"), java.util.List.of(got));
+            assertEquals("1", value(kv, "m"));
+            assertEquals("1", value(kv, "r"), "applied once");
+        }
+    }
+
+    /**
      * The commit log (see the test above) is one hash per client: it expires a day after the
      * client's last commit, so a crashed client's goes too, and a client that closes deletes it.
      */

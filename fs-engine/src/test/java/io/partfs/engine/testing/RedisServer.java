@@ -68,6 +68,20 @@ public final class RedisServer implements AutoCloseable {
         awaitStarted(this, p, dir);
     }
 
+    /**
+     * Starts the server again after {@link #kill} as {@link #restart} does, without waiting for
+     * it: one with much data answers LOADING to every request until it has loaded it.
+     */
+    public void restartNoWait() throws IOException {
+        if (process.isAlive()) {
+            throw new IllegalStateException("redis-server on port " + port + " is still running");
+        }
+        process = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("redis.log").toFile()))
+                .start();
+    }
+
     private static RedisServer awaitStarted(RedisServer server, Process p, Path dir) throws IOException {
         int port = server.port;
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
