@@ -359,8 +359,8 @@ public final class RedisKvStore implements KvStore {
                 try {
                     return c.run();
                 } catch (RedisException e) {
-                    if (watch || !(cutOff(e) || notReady(e))) {
-                        throw wrap(what, e);
+                    if (watch || closed || !(cutOff(e) || notReady(e))) {
+                        throw wrap(what, e); // (closed: a request racing close() would wait for a connection that never comes)
                     }
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
                     if (!awaitReconnect(cmd.getStatefulConnection(), deadline)) {
@@ -1212,6 +1212,7 @@ public final class RedisKvStore implements KvStore {
 
     @Override
     public void close() {
+        closed = true;
         StatefulRedisConnection<byte[], byte[]> c;
         while ((c = pool.poll()) != null) {
             c.close();
@@ -1228,6 +1229,9 @@ public final class RedisKvStore implements KvStore {
         shared.close();
         shutdownClients();
     }
+
+    /** Set at the start of {@link #close}: a read cut off then is not sent again. */
+    private volatile boolean closed;
 
     private synchronized void shutdownClients() {
         client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
