@@ -1095,6 +1095,11 @@ public final class RedisKvStore implements KvStore {
                     }
                     if (notReady(e)) { // Redis loading its data after a restart: nothing was written
                         deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                        try {
+                            cmd.unwatch(); // a WATCH the load's end let through would stay for the next attempt
+                        } catch (RedisException stillLoading) {
+                            // nothing is watched then
+                        }
                         if (awaitReconnect(conn, deadline)) {
                             continue;
                         }
