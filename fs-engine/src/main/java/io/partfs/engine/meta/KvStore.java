@@ -21,7 +21,11 @@ public interface KvStore extends java.io.Closeable {
 
     <T> T read(ReadBody<T> body) throws IOException;
 
-    /** Atomically adds {@code delta} to a counter outside any transaction; returns the new value. */
+    /**
+     * Atomically adds {@code delta} to a counter outside any transaction; returns the new value.
+     * A request a dropped connection cut off is sent again, so the counter may have grown by
+     * {@code delta} more than once: for ids (some skipped, none given twice), not for counts.
+     */
     long increment(String key, long delta) throws IOException;
 
     /** Makes every committed transaction durable (fsync of the log, or a no-op where the store decides). */

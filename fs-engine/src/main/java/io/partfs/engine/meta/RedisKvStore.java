@@ -1194,11 +1194,13 @@ public final class RedisKvStore implements KvStore {
             try {
                 return shared.sync().incrby(b(key), delta);
             } catch (RedisException e) {
-                if (!notReady(e)) {
+                // refused as not ready: not applied; cut off: perhaps applied, and sent again all the
+                // same (the counter may grow twice: ids are skipped, never given twice; see KvStore)
+                if (closed || !(notReady(e) || cutOff(e))) {
                     throw wrap("INCRBY", e);
                 }
                 deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                if (!awaitReconnect(shared, deadline)) { // refused as not ready: not applied, may be sent again
+                if (!awaitReconnect(shared, deadline)) {
                     throw wrap("INCRBY", e);
                 }
             }

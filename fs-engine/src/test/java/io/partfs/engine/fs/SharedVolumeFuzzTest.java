@@ -80,10 +80,10 @@ class SharedVolumeFuzzTest {
      * the same, staging writes; {@code redis-cut}: as {@code redis}, while every client's
      * connections to Redis are cut every 20-150 ms (a network blip, a proxy's restart): a
      * transaction whose EXEC's answer was lost must be found applied or run again, never applied
-     * twice, never failed.
+     * twice, never failed; {@code redis-writeback-cut} the same with write-back.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-cut"})
+    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-cut", "redis-writeback-cut"})
     void twoClientsChangingOneTreeAtOnceLeaveAConsistentVolume(String mode) throws Exception {
         long seed = Long.getLong("partfs.seed", System.nanoTime());
         boolean writeBack = mode.contains("writeback");
