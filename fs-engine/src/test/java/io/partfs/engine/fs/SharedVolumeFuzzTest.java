@@ -80,16 +80,21 @@ class SharedVolumeFuzzTest {
      * the same, staging writes; {@code redis-cut}: as {@code redis}, while every client's
      * connections to Redis are cut every 20-150 ms (a network blip, a proxy's restart): a
      * transaction whose EXEC's answer was lost must be found applied or run again, never applied
-     * twice, never failed; {@code redis-writeback-cut} the same with write-back.
+     * twice, never failed; {@code redis-writeback-cut} the same with write-back;
+     * {@code redis-restart}: as {@code redis}, while Redis (append-only file, fsync always) is
+     * killed with SIGKILL and started again every 0.5-1.5 s, as its supervisor would.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-cut", "redis-writeback-cut"})
+    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-cut", "redis-writeback-cut",
+            "redis-restart"})
     void twoClientsChangingOneTreeAtOnceLeaveAConsistentVolume(String mode) throws Exception {
         long seed = Long.getLong("partfs.seed", System.nanoTime());
         boolean writeBack = mode.contains("writeback");
         boolean cut = mode.endsWith("-cut");
+        boolean restarts = mode.endsWith("-restart");
         TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
-        Backends servers = Backends.start(meta, TestVolume.Store.LOCAL);
+        Backends servers = restarts ? Backends.start(meta, TestVolume.Store.LOCAL, "--appendonly", "yes", "--appendfsync", "always")
+                : Backends.start(meta, TestVolume.Store.LOCAL);
         try {
             TestVolume volume = new TestVolume(meta, TestVolume.Store.LOCAL, tmp.resolve("vol"), servers.redis, null,
                     client(tmp.resolve("a"), writeBack, meta));
@@ -103,7 +108,8 @@ class SharedVolumeFuzzTest {
                 clients[0] = new Client("A", a, seed, writeBack && b != null);
                 clients[1] = new Client("B", b != null ? b : a, seed + 1, writeBack && b != null);
                 java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
-                Thread cutter = cut ? ConnectionCutter.start(servers.redis, running, seed) : null;
+                Thread cutter = cut ? ConnectionCutter.start(servers.redis, running, seed)
+                        : restarts ? ConnectionCutter.startRestarts(servers.redis, running, seed) : null;
                 try {
                     Concurrently.run(2, t -> clients[t].run());
                 } finally {
@@ -117,7 +123,7 @@ class SharedVolumeFuzzTest {
                 }
             }
             String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + "; " + clients[0] + "; " + clients[1]
-                    + (cut ? "; " + ConnectionCutter.cuts.get() + " cuts" : "") + "]";
+                    + (cut || restarts ? "; " + ConnectionCutter.cuts.get() + (cut ? " cuts" : " restarts") : "") + "]";
             assertConsistentAfter(volume, meta, where, STRICT_LEAKS, history);
         } finally {
             Backends.closeQuietly(servers);
@@ -194,24 +200,46 @@ class SharedVolumeFuzzTest {
         }
     }
 
-    /** Cuts every client connection to Redis now and then until told to stop. */
+    /** Cuts every client connection to Redis, or restarts Redis, now and then until told to stop. */
     private static final class ConnectionCutter {
         static final java.util.concurrent.atomic.AtomicInteger cuts = new java.util.concurrent.atomic.AtomicInteger();
 
+        /** What is done each time. */
+        @FunctionalInterface
+        private interface Disruption {
+            void run() throws IOException, InterruptedException;
+        }
+
         static Thread start(io.partfs.engine.testing.RedisServer redis, java.util.concurrent.atomic.AtomicBoolean running, long seed) {
+            return every(20, 130, running, seed, () -> redis.command("CLIENT KILL TYPE normal"));
+        }
+
+        static Thread startRestarts(io.partfs.engine.testing.RedisServer redis, java.util.concurrent.atomic.AtomicBoolean running,
+                                    long seed) {
+            return every(500, 1000, running, seed, () -> {
+                redis.kill();
+                redis.restart();
+            });
+        }
+
+        /** Runs {@code d} every {@code minMs} plus up to {@code spreadMs} milliseconds while {@code running}. */
+        private static Thread every(int minMs, int spreadMs, java.util.concurrent.atomic.AtomicBoolean running, long seed, Disruption d) {
             cuts.set(0);
             Random rnd = new Random(seed);
             Thread t = new Thread(() -> {
                 while (running.get()) {
-                    java.util.concurrent.locks.LockSupport.parkNanos((20 + rnd.nextInt(130)) * 1_000_000L); // the pace of the cuts
+                    java.util.concurrent.locks.LockSupport.parkNanos((minMs + rnd.nextInt(spreadMs)) * 1_000_000L); // the pace
                     try {
-                        redis.command("CLIENT KILL TYPE normal");
+                        d.run();
                         cuts.incrementAndGet();
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
                     }
                 }
-            }, "redis-connection-cutter");
+            }, "redis-disruptor");
             t.setDaemon(true);
             t.start();
             return t;

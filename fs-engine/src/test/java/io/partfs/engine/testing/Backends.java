@@ -16,7 +16,14 @@ public final class Backends implements AutoCloseable {
     }
 
     public static Backends start(TestVolume.Meta meta, TestVolume.Store store) throws Exception {
-        RedisServer r = meta == TestVolume.Meta.REDIS ? RedisServer.start("--databases", "1000") : null;
+        return start(meta, store, new String[0]);
+    }
+
+    /** As {@link #start(TestVolume.Meta, TestVolume.Store)}, Redis with {@code redisArgs} too (say {@code --appendonly yes}). */
+    public static Backends start(TestVolume.Meta meta, TestVolume.Store store, String... redisArgs) throws Exception {
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--databases", "1000"));
+        args.addAll(java.util.List.of(redisArgs));
+        RedisServer r = meta == TestVolume.Meta.REDIS ? RedisServer.start(args.toArray(String[]::new)) : null;
         try {
             S3Server s = store == TestVolume.Store.S3 ? S3Server.start() : null;
             return new Backends(r, s);
