@@ -867,11 +867,26 @@ public final class RedisKvStore implements KvStore {
             return c;
         }
         if (created.incrementAndGet() <= POOL_SIZE) {
-            try {
-                return txnClient().connect(ByteArrayCodec.INSTANCE);
-            } catch (RuntimeException e) {
-                created.decrementAndGet();
-                throw wrap("connect", e);
+            long deadline = 0;
+            while (true) {
+                try {
+                    return txnClient().connect(ByteArrayCodec.INSTANCE);
+                } catch (RuntimeException e) {
+                    // Redis restarting, or the connection cut during its handshake: tried again until
+                    // the timeout, as a transaction on a dropped connection waits; a refused login is not
+                    deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                    IOException failure = wrap("connect", e);
+                    if (closed || failure.getMessage().contains("refused the login") || System.nanoTime() > deadline) {
+                        created.decrementAndGet();
+                        throw failure;
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // the pace of the attempts
+                    if (Thread.interrupted()) {
+                        created.decrementAndGet();
+                        Thread.currentThread().interrupt();
+                        throw new java.io.InterruptedIOException("interrupted while connecting to Redis at " + description);
+                    }
+                }
             }
         }
         created.decrementAndGet();

@@ -121,6 +121,32 @@ class RedisReconnectTest {
     }
 
     /**
+     * A transaction that needs a new connection (the client's first, or one more under load)
+     * while Redis restarts waits for it, as one whose connection dropped does; before, the
+     * failed connect failed it at once with EIO (found by SharedVolumeFuzzTest's redis-cut mode:
+     * a connection cut during its handshake).
+     */
+    @Test
+    void aTransactionThatMustConnectWhileRedisRestartsWaitsForIt() throws Exception {
+        try (RedisServer redis = RedisServer.start("--appendonly", "yes");
+             KvStore kv = new RedisKvStore(redis.url(0))) { // connects its reads' connection, not yet a transaction's
+            redis.kill();
+            Thread restart = new Thread(() -> {
+                try {
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(300)); // down for a while
+                    redis.restart();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            restart.start();
+            setZero(kv);
+            restart.join();
+            assertEquals("0", value(kv, "n"));
+        }
+    }
+
+    /**
      * An id allocation (INCRBY) that a connection reset cut off is sent again: the create that
      * needed the id failed with EIO before (found by SharedVolumeFuzzTest with write-back and
      * cut connections). Reset here before Redis saw it, so it is applied once.
