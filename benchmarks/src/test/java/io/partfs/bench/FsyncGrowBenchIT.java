@@ -23,10 +23,7 @@ class FsyncGrowBenchIT {
         Path out = Files.createTempDirectory("partfs-fsyncgrow-out-");
         Process p = null;
         try {
-            int port;
-            try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
-                port = free.getLocalPort(); // the mount's HTTP endpoint, which the script reads the PUT bytes from
-            }
+            int port = io.partfs.engine.testing.RedisServer.freePort(); // the mount's HTTP endpoint, which the script reads the PUT bytes from
             p = new ProcessBuilder(Procs.ROOT.resolve("scripts/fsync-grow-bench").toString(), "--size", "16", "--every", "1",
                     "--port", String.valueOf(port)).redirectErrorStream(true).redirectOutput(out.resolve("log.txt").toFile()).start();
             p.getOutputStream().close();

@@ -19,8 +19,9 @@ public final class ClickHouseServer implements AutoCloseable {
 
     private final Path confDir;
     private final Path dataDir;
-    private final int httpPort;
-    private final int tcpPort;
+    private final String logLevel;
+    private int httpPort;
+    private int tcpPort;
     private Process process;
 
     public ClickHouseServer(Path confDir, Path dataDir) throws IOException {
@@ -34,9 +35,30 @@ public final class ClickHouseServer implements AutoCloseable {
         }
         this.confDir = confDir;
         this.dataDir = dataDir;
-        this.httpPort = RedisServer.freePort();
-        this.tcpPort = RedisServer.freePort();
+        this.logLevel = logLevel;
         Files.createDirectories(confDir.resolve("log"));
+        writeConfig();
+        Files.writeString(confDir.resolve("users.xml"), """
+                <?xml version="1.0"?>
+                <yandex>
+                    <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+                    <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+                        <profile>default</profile><quota>default</quota></default></users>
+                    <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
+                        <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
+                    </interval></default></quotas>
+                </yandex>
+                """);
+    }
+
+    /** Writes config.xml, with a free port for each of the server's ports not chosen yet (0). */
+    private void writeConfig() throws IOException {
+        if (httpPort == 0) {
+            httpPort = RedisServer.freePort();
+        }
+        if (tcpPort == 0) {
+            tcpPort = RedisServer.freePort();
+        }
         Files.writeString(confDir.resolve("config.xml"), """
                 <?xml version="1.0"?>
                 <yandex>
@@ -63,17 +85,6 @@ public final class ClickHouseServer implements AutoCloseable {
                     <mlock_executable>false</mlock_executable>
                 </yandex>
                 """.formatted(confDir, httpPort, tcpPort, dataDir, logLevel));
-        Files.writeString(confDir.resolve("users.xml"), """
-                <?xml version="1.0"?>
-                <yandex>
-                    <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
-                    <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
-                        <profile>default</profile><quota>default</quota></default></users>
-                    <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
-                        <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
-                    </interval></default></quotas>
-                </yandex>
-                """);
     }
 
     /** The server's process id, once started (benchmarks read its CPU time). */
@@ -90,8 +101,42 @@ public final class ClickHouseServer implements AutoCloseable {
         start(Duration.ofSeconds(120));
     }
 
-    /** Starts the server and waits (polling SELECT 1 every 10 ms) until it answers, {@code timeout} at most. */
+    /**
+     * Starts the server and waits (polling SELECT 1 every 10 ms) until it answers, {@code timeout}
+     * at most. A server that exits because another socket took one of its ports before it bound
+     * it is started again with another port in its place (twice at most; {@link #httpPort} can
+     * change so), its logs of that start kept aside, so that {@link #errors} reads only those of
+     * the start that served.
+     */
     public void start(Duration timeout) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                startOnce(timeout);
+                return;
+            } catch (PortTaken e) {
+                if (attempt == 3) {
+                    throw e;
+                }
+                for (String log : List.of("server.log", "server.err.log")) {
+                    Path f = confDir.resolve("log").resolve(log);
+                    if (Files.exists(f)) {
+                        Files.move(f, f.resolveSibling(log + ".port-taken-" + attempt), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    }
+                }
+                boolean http = names(e.getMessage(), httpPort);
+                boolean tcp = names(e.getMessage(), tcpPort);
+                if (http || !tcp) {
+                    httpPort = 0;
+                }
+                if (tcp || !http) {
+                    tcpPort = 0;
+                }
+                writeConfig();
+            }
+        }
+    }
+
+    private void startOnce(Duration timeout) throws Exception {
         process = new ProcessBuilder(BINARY.toString(), "--config-file=" + confDir.resolve("config.xml"))
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(confDir.resolve("log/stdout.log").toFile()))
                 .start();
@@ -105,12 +150,25 @@ public final class ClickHouseServer implements AutoCloseable {
                 // not listening yet
             }
             if (!process.isAlive()) {
-                throw new IOException("clickhouse-server exited with " + process.exitValue() + ": " + tail(confDir.resolve("log/server.err.log")));
+                String message = "clickhouse-server exited with " + process.exitValue() + ": " + tail(confDir.resolve("log/server.err.log"));
+                process = null;
+                throw RedisServer.portTaken(message) ? new PortTaken(message) : new IOException(message);
             }
             if (System.nanoTime() > deadline) {
                 throw new IOException("clickhouse-server did not answer within " + timeout.toSeconds() + " s");
             }
             java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval (the startup benchmark times this)
+        }
+    }
+
+    private static boolean names(String message, int port) {
+        return java.util.regex.Pattern.compile(":" + port + "\\b").matcher(message).find();
+    }
+
+    /** A start that failed because a port was taken: {@link #start} tries others. */
+    private static final class PortTaken extends IOException {
+        PortTaken(String message) {
+            super(message);
         }
     }
 

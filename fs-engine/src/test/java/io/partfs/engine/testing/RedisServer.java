@@ -34,8 +34,23 @@ public final class RedisServer implements AutoCloseable {
         return process.pid();
     }
 
-    /** Starts a server and waits (polling PING, 20 s at most) until it answers. */
+    /**
+     * Starts a server and waits (polling PING, 20 s at most) until it answers. A port some other
+     * socket took before the server bound it is replaced by another, twice at most.
+     */
     public static RedisServer start(String... extraArgs) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return startOnce(extraArgs);
+            } catch (PortTaken e) {
+                if (attempt == 3) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static RedisServer startOnce(String... extraArgs) throws IOException {
         String binary = findBinary();
         int port = freePort();
         Path dir = Files.createTempDirectory("partfs-redis-");
@@ -49,6 +64,13 @@ public final class RedisServer implements AutoCloseable {
         RedisServer server = awaitStarted(new RedisServer(p, port, dir), p, dir);
         server.command = cmd;
         return server;
+    }
+
+    /** A server that exited because its port was taken: {@link #start} tries another. */
+    private static final class PortTaken extends IOException {
+        PortTaken(String message) {
+            super(message);
+        }
     }
 
     /**
@@ -89,7 +111,8 @@ public final class RedisServer implements AutoCloseable {
             if (!p.isAlive() || System.nanoTime() > deadline) {
                 String log = Files.exists(dir.resolve("redis.log")) ? Files.readString(dir.resolve("redis.log")) : "";
                 server.close();
-                throw new IOException("redis-server did not start on port " + port + ": " + log);
+                String message = "redis-server did not start on port " + port + ": " + log;
+                throw portTaken(log) ? new PortTaken(message) : new IOException(message);
             }
             java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // poll interval
         }
@@ -156,16 +179,21 @@ public final class RedisServer implements AutoCloseable {
     private static final java.util.Set<Integer> GIVEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
-     * A loopback port free now for a server to be started on, below the kernel's range for
-     * outgoing connections ({@code ip_local_port_range}): a port from that range, as port 0
-     * gives, can be taken by any client socket between this check and the server's bind (CI
-     * saw ClickHouse exit with "Address already in use" so).
+     * A loopback port free now for a server to be started on, outside the kernel's range for
+     * outgoing connections ({@code ip_local_port_range}) where there is room below or above it: a
+     * port from that range, as port 0 gives, can be taken by any client socket between this check
+     * and the server's bind (CI saw ClickHouse exit with "Address already in use" so). Servers
+     * started here still retry on a clash ({@link #start}, ClickHouseServer), as no choice of
+     * port can rule it out.
      */
     public static int freePort() throws IOException {
-        int below = ephemeralStart();
+        int[] range = ephemeralRange();
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-        for (int attempt = 0; attempt < 200 && below > 16_000; attempt++) {
-            int port = random.nextInt(15_000, below);
+        int below = range[0] - 15_000; // ports 15000 .. range start
+        int above = 65_535 - range[1]; // ports after the range end
+        for (int attempt = 0; attempt < 200 && (below > 1_000 || above > 1_000); attempt++) {
+            int pick = random.nextInt(Math.max(below, 0) + Math.max(above, 0));
+            int port = pick < Math.max(below, 0) ? 15_000 + pick : range[1] + 1 + pick - Math.max(below, 0);
             if (GIVEN.contains(port)) {
                 continue;
             }
@@ -178,18 +206,37 @@ public final class RedisServer implements AutoCloseable {
                 return port;
             }
         }
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort(); // no room below the range: as before
+        while (true) { // no room outside the range: any port the kernel gives
+            try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                if (GIVEN.add(s.getLocalPort())) {
+                    return s.getLocalPort();
+                }
+            }
         }
     }
 
-    /** The first port the kernel gives outgoing connections (32768 unless configured otherwise). */
-    private static int ephemeralStart() {
+    /**
+     * The kernel's range for outgoing connections (32768 to 60999 unless configured otherwise).
+     * Read by lines: {@code Files.readString} returned only its first byte ("3") on these
+     * machines, which had made the check above fall back to port 0 every time.
+     */
+    static int[] ephemeralRange() {
+        Path file = Path.of("/proc/sys/net/ipv4/ip_local_port_range");
+        String text = "";
         try {
-            return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+            text = String.join(" ", Files.readAllLines(file)).trim();
+            String[] r = text.split("\\s+");
+            return new int[] {Integer.parseInt(r[0]), Integer.parseInt(r[1])};
+        } catch (java.nio.file.NoSuchFileException e) {
+            return new int[] {32_768, 60_999};
         } catch (IOException | RuntimeException e) {
-            return 32_768;
+            throw new IllegalStateException("cannot read the port range in " + file + " [" + text + "]", e);
         }
+    }
+
+    /** Whether a server's log says it could not listen because its port was taken. */
+    public static boolean portTaken(String log) {
+        return log.contains("Address already in use");
     }
 
     private boolean answersPing() {
