@@ -43,7 +43,9 @@ class MountedStressTest {
             Process p = new ProcessBuilder(cmd).directory(mnt.toFile()).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertTrue(p.waitFor(5, TimeUnit.MINUTES), "stress-ng did not finish:\n" + out);
-            assertEquals(0, p.exitValue(), "stress-ng failed:\n" + out);
+            // 7: a stressor was stopped at the timeout while it counted its bogo ops, so the
+            // metrics are untrustworthy (CI saw it for flock under load); verification failures are 2
+            assertTrue(p.exitValue() == 0 || p.exitValue() == 7, "stress-ng failed (exit " + p.exitValue() + "):\n" + out);
             assertTrue(out.contains("successful run completed"), out);
             try (var left = Files.list(mnt)) {
                 assertEquals(0, left.count(), "stress-ng removes what it made");
