@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * into a table on the mount, and restarted 3 s later by its supervisor. A metadata transaction
  * waits up to 30 s for Redis to come back, so no INSERT fails: those in flight during the
  * outage finish after it, every batch is whole, and the mount, a restarted ClickHouse and fsck
- * find the volume as it should be.
+ * find the volume as it should be. The mount's log says when Redis went away and when it came back.
  */
 class RedisRestartIT {
     private static final int BEFORE = 5;
@@ -50,6 +50,11 @@ class RedisRestartIT {
                     atKill, duringOutage, writer.acknowledged.size());
             assertTrue(duringOutage <= 1, "an INSERT needs its metadata: at most the one committed as Redis died, "
                     + duringOutage + " acknowledged while it was down");
+
+            String log = partfs.mountLogs();
+            assertTrue(log.contains("lost the connection to Redis at") && log.matches("(?s).*reconnected to Redis at \\S+ after [0-9.]+ s away.*"),
+                    "the mount said when Redis went and came back:\n" + log);
+            assertTrue(!log.contains("ConnectionWatchdog"), "and not once per reconnect attempt:\n" + log);
 
             int[] all = writer.acknowledgedBatches();
             assertEquals(Batches.wholeBatches(all), Batches.read(ch), "every batch whole, once");
