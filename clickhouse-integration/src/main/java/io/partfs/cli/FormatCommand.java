@@ -1,12 +1,14 @@
 package io.partfs.cli;
 
 import io.partfs.engine.VolumeFormat;
+import io.partfs.engine.data.MetaBackup;
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.MetaUrl;
 import io.partfs.engine.TimeSource;
 import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.object.StorageUrl;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -24,6 +26,8 @@ import picocli.CommandLine.Spec;
         description = {"Create a volume: record its name, block size and object storage in the metadata engine.",
                 "Checks the object store first (creates the bucket if missing, writes and reads a probe).",
                 "Running it again with the same settings changes nothing; other settings are refused.",
+                "Empty metadata over storage that already holds this volume name's data or metadata backups is refused",
+                "too (the metadata was lost: 'partfs load --from-backup' restores it).",
                 "",
                 "Examples:",
                 "  partfs format --meta redis://127.0.0.1:6379/1 \\",
@@ -83,6 +87,9 @@ final class FormatCommand implements Callable<Integer> {
             }
             try (ObjectStore objects = storageUrl.open(volume.credentials(), true)) {
                 probe(objects);
+                if (existing == null || !MetaEngine.isFormatted(existing)) {
+                    checkNoVolumeThere(objects, name, metaUrl.toString(), storageUrl.url());
+                }
             }
             if (volume.embedded()) {
                 java.nio.file.Files.createDirectories(volume.embeddedDir());
@@ -119,6 +126,35 @@ final class FormatCommand implements Callable<Integer> {
     }
 
     /** Writes, reads back and deletes one object, so bad credentials fail here and not at mount. */
+    /**
+     * Refuses to make a new volume where the storage already holds objects of a volume of this
+     * name (file data, or metadata backups) while the metadata holds none: its metadata is lost
+     * (a Redis that restarted empty, a deleted RocksDB directory) or elsewhere (another URL). A
+     * new volume there would hand out the same object keys again, overwriting the old files'
+     * data, and its gc would delete the rest as leaks: the old volume could then no longer be
+     * restored from its backups. Says how to restore it, or how to start over.
+     */
+    static void checkNoVolumeThere(ObjectStore objects, String name, String metaUrl, String storage) throws IOException {
+        boolean data = !objects.list(name + "/chunks/", null, 1).isEmpty();
+        java.util.List<MetaBackup.Backup> backups = new MetaBackup(null, objects, name).list().stream()
+                .filter(MetaBackup.Backup::complete).toList();
+        if (!data && backups.isEmpty()) {
+            return;
+        }
+        String where = objects.describe();
+        String startOver = "to start over instead, delete " + name + "/ from the storage first, or format another name or storage prefix";
+        if (backups.isEmpty()) {
+            throw new IllegalStateException("storage " + where + " already holds file data of a volume '" + name + "' (" + name
+                    + "/chunks/) whose metadata is not at " + metaUrl + ", and no metadata backup of it: if its metadata is "
+                    + "elsewhere, mount with that --meta; " + startOver);
+        }
+        MetaBackup.Backup last = backups.get(backups.size() - 1);
+        throw new IllegalStateException("storage " + where + " already holds a volume '" + name + "' whose metadata is not at "
+                + metaUrl + " (lost with a Redis that restarted empty, or at another URL); its latest metadata backup is "
+                + last.name() + ": restore it with 'partfs load --meta " + metaUrl + " --storage '" + storage + "' --name " + name
+                + " --from-backup latest'; " + startOver);
+    }
+
     static void probe(ObjectStore objects) throws Exception {
         String key = ObjectStore.PROBE_PREFIX + UUID.randomUUID();
         byte[] data = "partfs format probe".getBytes(StandardCharsets.UTF_8);

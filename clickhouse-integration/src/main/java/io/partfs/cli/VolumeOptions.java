@@ -153,6 +153,9 @@ final class VolumeOptions {
         try {
             if (formatEmbedded) {
                 String storage = StorageUrl.parse(embeddedDir().resolve("objects").toString()).url();
+                if (!MetaEngine.isFormatted(m.store())) {
+                    probe(StorageUrl.parse(storage)); // objects left by a volume whose metadata directory was deleted
+                }
                 m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage), Ids.uid(), Ids.gid(),
                         FormatCommand.DEFAULT_TRASH_HOURS);
             } else {
@@ -204,10 +207,15 @@ final class VolumeOptions {
         }
     }
 
-    /** Checks the object store takes a write, a read and a delete, as {@code partfs format} does. */
+    /**
+     * Checks the object store takes a write, a read and a delete, and holds no volume of this
+     * name already, as {@code partfs format} does before it makes a new volume: a pod whose
+     * metadata disk was lost must not format a new volume over the old one's objects.
+     */
     private void probe(StorageUrl storage) throws IOException {
         try (ObjectStore objects = storage.open(credentials(), true)) {
             FormatCommand.probe(objects);
+            FormatCommand.checkNoVolumeThere(objects, name, metaUrl().toString(), storage.url());
         } catch (IOException | RuntimeException e) {
             throw e;
         } catch (Exception e) {

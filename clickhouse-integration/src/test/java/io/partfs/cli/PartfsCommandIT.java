@@ -386,6 +386,21 @@ class PartfsCommandIT {
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
             assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+
+            // Redis restarts empty (no persistence): formatting again would hand out the same
+            // object keys over vol1's data, so it is refused and the objects stay
+            assertEquals("+OK", redis.command("FLUSHALL"));
+            Partfs.Result over = partfs.run("format", "--meta", meta, "--storage", storage, "--block-size", "1M", "vol1");
+            assertEquals(1, over.exit(), over.all());
+            assertEquals(1, Partfs.errorLines(over).size(), over.err());
+            assertTrue(over.err().contains("already holds file data of a volume 'vol1' (vol1/chunks/)")
+                    && over.err().contains("no metadata backup"), over.err());
+            try (S3ObjectStore store = new S3ObjectStore(s3.config("partfs-cli").prefix("vol1").build())) {
+                assertEquals(4, store.listAll("vol1/chunks/").size(), "vol1's objects are left alone");
+            }
+            try (var flushed = new io.partfs.engine.meta.RedisKvStore(meta)) {
+                assertFalse(io.partfs.engine.meta.MetaEngine.isFormatted(flushed), "and no volume was made");
+            }
         }
     }
 
@@ -1031,6 +1046,20 @@ class PartfsCommandIT {
                     "a.bin's and the old checksums' slices: " + trashed.out());
             TempDirs.deleteRecursively(Path.of(meta)); // the disk holding the metadata is lost
             assertEquals(1, partfs.run("status", "--meta", meta).exit());
+
+            // the pod starts again on an empty disk: its mount (and a format) must not make a new
+            // volume over the old one's objects, which would overwrite them and take them for leaks
+            for (String[] again : new String[][] {
+                    {"mount", "--meta", meta, "--storage", storage, "--name", "pod-0", mnt.toString(), "--background"},
+                    {"format", "--meta", meta, "--storage", storage, "pod-0"}}) {
+                Partfs.Result refused = partfs.run(again);
+                assertEquals(1, refused.exit(), refused.all());
+                assertEquals(1, Partfs.errorLines(refused).size(), refused.err());
+                assertTrue(refused.err().contains("already holds a volume 'pod-0' whose metadata is not at")
+                        && refused.err().contains("--from-backup latest"), refused.err());
+                assertFalse(refused.all().contains(S3Server.SECRET_KEY), "no secret in the output");
+                assertFalse(Files.exists(Path.of(meta)), again[0] + " refused creates no metadata");
+            }
 
             Partfs.Result noStorage = partfs.run("load", "--meta", meta, "--name", "pod-0", "--from-backup", "latest");
             assertEquals(1, noStorage.exit(), noStorage.all());

@@ -342,6 +342,11 @@ public final class MetaEngine implements Closeable {
         }
     }
 
+    /** Whether {@code kv} holds a volume ({@link #format} recorded one). */
+    public static boolean isFormatted(KvStore kv) throws IOException {
+        return kv.read(r -> r.get(SETTING)) != null;
+    }
+
     /** The volume {@code existing} records, if it is {@code wanted}'s (a second format of it); else an error. */
     private static VolumeFormat sameVolume(KvStore kv, byte[] existing, VolumeFormat wanted) throws IOException {
         VolumeFormat have = decodeFormat(kv, existing);
