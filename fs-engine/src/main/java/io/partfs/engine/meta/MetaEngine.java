@@ -2064,6 +2064,9 @@ public final class MetaEngine implements Closeable {
      * the session, or stops beating for {@link #SESSION_TIMEOUT}.
      */
     public long registerSession(String info) throws IOException {
+        if (format != null) {
+            sessionTable.expectVolume(format, kv.describe());
+        }
         return sessionTable.register(info);
     }
 

@@ -109,8 +109,13 @@ final class Sessions {
             String id = String.valueOf(sid);
             long now = nowMillis(); // read before the write: the beat is recorded as no later than it is
             List<Long> lost = new ArrayList<>();
+            String[] gone = {null};
             boolean known = kv.update(tx -> {
                 lost.clear(); // a retried transaction starts over
+                gone[0] = volume == null ? null : gone(tx.get(MetaEngine.SETTING));
+                if (gone[0] != null) {
+                    return true; // nothing written into metadata that is not the volume's
+                }
                 boolean k = tx.hget(SESSIONS, id) != null;
                 if (!k) {
                     tx.hset(SESSIONS, id, sessionInfo);
@@ -119,6 +124,13 @@ final class Sessions {
                 tx.hset(SESSION_BEATS, id, String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
                 return k;
             });
+            if (gone[0] != null) {
+                if (fenced == null) {
+                    fenced = gone[0];
+                    log.error(fenced);
+                }
+                return true;
+            }
             lastBeatNanos = now * 1_000_000;
             if (!known) {
                 log.warn("this mount's session {} had been removed by another client for missing heartbeats (this process"
@@ -138,9 +150,40 @@ final class Sessions {
         }
     }
 
+    /** The volume this process mounted, set at {@link #register}; null for no check. */
+    private volatile io.partfs.engine.VolumeFormat volume;
+    private volatile String volumeAt;
+
+    /**
+     * Has every heartbeat check that the metadata still holds {@code format}'s volume (its
+     * uuid): a Redis that restarted empty (no append-only file), was flushed, or a URL that now
+     * leads elsewhere holds none, and this mount must not write sessions, locks or files into it.
+     */
+    void expectVolume(io.partfs.engine.VolumeFormat format, String metaDescription) {
+        this.volumeAt = metaDescription;
+        this.volume = format;
+    }
+
+    /** Why the metadata holding {@code setting} is not this mount's volume any more, or null when it is. */
+    private String gone(byte[] setting) throws IOException {
+        io.partfs.engine.VolumeFormat v = volume;
+        String other = setting == null ? null : io.partfs.engine.VolumeFormat.looksLikeOne(setting)
+                ? io.partfs.engine.VolumeFormat.decode(setting).uuid() : "";
+        if (v.uuid().equals(other)) {
+            return null;
+        }
+        return "the metadata of volume '" + v.name() + "' (uuid " + v.uuid() + ") is gone from " + volumeAt + ": "
+                + (other == null ? "it holds no volume (a Redis that restarted with nothing to load, or was flushed)"
+                        : "it holds another volume's or program's data now")
+                + "; this mount refuses changes from now on and its files read as stale. Unmount it, restore the metadata "
+                + "with 'partfs load --meta URL --storage '" + v.storage() + "' --name " + v.name()
+                + " --from-backup latest', and mount again";
+    }
+
     /**
      * Why this mount refuses changes (EROFS), or null while it takes them: set when it lost a
-     * flock(2) lock to another mount ({@link #heartbeat}). Lasts until the process ends.
+     * flock(2) lock to another mount ({@link #heartbeat}), or its volume is gone from the
+     * metadata ({@link #expectVolume}). Lasts until the process ends.
      */
     String fenced() {
         return fenced;

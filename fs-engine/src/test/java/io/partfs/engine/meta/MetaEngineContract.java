@@ -807,6 +807,42 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * The metadata loses the volume under a mount: a Redis restarted with nothing to load, a
+     * FLUSHALL, or a URL that now leads to another volume. The mount's next heartbeat finds it,
+     * says so once with the restore command, and from then on refuses changes and writes
+     * nothing into that metadata: no session, beat or lock (before, it registered its session
+     * again in the empty database, saying another client had removed it).
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"flushed", "another volume"})
+    void aMountWhoseVolumeIsGoneFromTheMetadataRefusesChangesAndWritesNothing(String how) throws Exception {
+        Attr f = file(ROOT, "f");
+        meta.registerSession("a");
+        assertTrue(meta.heartbeat());
+        byte[] other = io.partfs.engine.VolumeFormat.create("other", 1 << 20, "file:///elsewhere").encode();
+        meta.store().update(tx -> {
+            if (how.equals("flushed")) {
+                tx.delete("setting");
+            } else {
+                tx.put("setting", other);
+            }
+            return null;
+        });
+        byte[] beatBefore = meta.store().read(r -> r.hget("sessionBeats", String.valueOf(meta.session())));
+        clock.addAndGet(MetaEngine.HEARTBEAT.toNanos());
+        assertTrue(meta.heartbeat());
+        String why = meta.fenced();
+        assertTrue(why != null && why.contains("the metadata of volume 'test'") && why.contains("is gone from")
+                && why.contains("--from-backup latest"), why);
+        assertTrue(why.contains(how.equals("flushed") ? "holds no volume" : "another volume's"), why);
+        assertArrayEquals(beatBefore, meta.store().read(r -> r.hget("sessionBeats", String.valueOf(meta.session()))),
+                "no beat written into metadata that is not the volume's");
+        FsException refused = assertThrows(FsException.class, () -> meta.mknod(ROOT, "g", FileType.FILE, 0644, 0, 0, 0, null));
+        assertEquals(io.partfs.engine.Errno.EROFS, refused.errno(), refused.getMessage());
+        assertThrows(FsException.ReadOnly.class, () -> meta.flock(f.ino(), 1, MetaEngine.Flock.EXCLUSIVE));
+    }
+
+    /**
      * A mount whose lease lapsed while the engine did not answer renews before each change;
      * when that renewal fails, the changes queued behind it fail at once rather than each wait
      * out a timeout of its own (eight FUSE threads would wait eight timeouts one after the other).
