@@ -125,6 +125,13 @@ final class StatusCommand implements Callable<Integer> {
         out.printf("backup:     %s%n", backup == null ? "none yet (a mount backs the metadata up into the object store"
                 + " every --backup-meta seconds)" : "last begun " + backup.truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
                 + " (" + Math.max(0, now - backup.toEpochMilli()) / 60_000 + " min ago); 'partfs load --list-backups' lists them");
+        java.util.OptionalLong skew = meta.clockSkewMillis();
+        if (skew.isPresent()) { // a shared store: its mounts compare heartbeats by their clocks
+            String problem = meta.clockSkewProblem(skew.getAsLong());
+            out.printf("clock:      %s%n", problem != null ? "WRONG: " + problem : String.format(java.util.Locale.ROOT,
+                    "this machine's is %.1f s off the metadata store's (under %d s: fine)", Math.abs(skew.getAsLong()) / 1000.0,
+                    MetaEngine.CLOCK_SKEW_WARN.toSeconds()));
+        }
         out.printf("clients:    %d mounted%n", meta.liveSessions().size());
         for (MetaEngine.Session s : sessions.values()) {
             out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, now));

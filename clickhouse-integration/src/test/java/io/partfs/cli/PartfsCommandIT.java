@@ -382,6 +382,7 @@ class PartfsCommandIT {
             }
             Partfs.Result st = partfs.run("status", "--meta", meta);
             assertTrue(st.out().contains("storage:    s3://partfs-cli/vol1/?endpoint="), st.out());
+            assertTrue(st.out().matches("(?s).*clock:      this machine's is [0-9.]+ s off the metadata store's.*"), st.out());
             assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
             assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));

@@ -790,6 +790,9 @@ public final class PartFs implements Closeable {
                     && meta.liveSessions().size() < meta.sessions().size()) {
                 reclaimer.resumePending(); // removes the stale sessions, then deletes what they held
             }
+            if (sessionTicks % CLOCK_TICKS == 1) {
+                checkClock();
+            }
             if (sessionTicks % TRASH_TICKS == 1 && !config.readOnly()) {
                 reclaimer.expireTrash(); // at the first tick, then every few minutes: trash time is counted in hours
             }
@@ -798,6 +801,20 @@ public final class PartFs implements Closeable {
             }
         } catch (IOException | RuntimeException e) {
             log.warn("session heartbeat failed (retried in {}s): {}", MetaEngine.HEARTBEAT.toSeconds(), e.toString());
+        }
+    }
+
+    /** Session ticks between two comparisons of this machine's clock with the metadata store's (5 minutes). */
+    private static final int CLOCK_TICKS = 15;
+    /** A clock that stays off is said again every hour, not every check. */
+    private final LogLimit clockWarnings = new LogLimit(java.time.Duration.ofHours(1));
+
+    /** Warns when this machine's clock is off the metadata store's ({@link MetaEngine#clockSkewProblem}). */
+    private void checkClock() throws IOException {
+        java.util.OptionalLong skew = meta.clockSkewMillis();
+        String problem = skew.isPresent() ? meta.clockSkewProblem(skew.getAsLong()) : null;
+        if (problem != null) {
+            clockWarnings.warn(log, "{}", problem);
         }
     }
 

@@ -34,6 +34,14 @@ public interface KvStore extends java.io.Closeable {
     /** Where the metadata lives, without credentials. */
     String describe();
 
+    /**
+     * The store's own clock (Redis's TIME), in epoch milliseconds, where clients on several
+     * machines share the store; empty for an embedded store, whose only clock is this machine's.
+     */
+    default java.util.OptionalLong serverTimeMillis() throws IOException {
+        return java.util.OptionalLong.empty();
+    }
+
     /** True when no other process can change this store while it is open (an embedded database). */
     default boolean exclusive() {
         return false;

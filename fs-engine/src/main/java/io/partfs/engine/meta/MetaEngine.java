@@ -2070,6 +2070,37 @@ public final class MetaEngine implements Closeable {
         return sessionTable.register(info);
     }
 
+    /**
+     * The metadata store's clock minus this machine's, in milliseconds (against the middle of
+     * the round trip), or empty where the store has no clock of its own (RocksDB). Mounts of a
+     * shared volume judge each other's heartbeats by their own clocks ({@link #SESSION_TIMEOUT}),
+     * so their clocks must agree: {@link #CLOCK_SKEW_WARN} and more is warned about.
+     */
+    public java.util.OptionalLong clockSkewMillis() throws IOException {
+        long before = System.currentTimeMillis();
+        java.util.OptionalLong server = kv.serverTimeMillis();
+        long after = System.currentTimeMillis();
+        return server.isPresent() ? java.util.OptionalLong.of(server.getAsLong() - (before + after) / 2) : server;
+    }
+
+    /** A clock this far off the metadata store's is warned about: a fifth of {@link #SESSION_TIMEOUT}. */
+    public static final java.time.Duration CLOCK_SKEW_WARN = java.time.Duration.ofMinutes(1);
+
+    /**
+     * What is wrong with this machine's clock being {@code skewMillis} off the store's, or null
+     * when it is within {@link #CLOCK_SKEW_WARN}.
+     */
+    public String clockSkewProblem(long skewMillis) {
+        if (Math.abs(skewMillis) < CLOCK_SKEW_WARN.toMillis()) {
+            return null;
+        }
+        return String.format(java.util.Locale.ROOT, "this machine's clock is %.1f s %s the clock of %s: mounts of a shared"
+                + " volume judge each other's heartbeats by their own clocks, and a mount %d s or more off another is taken"
+                + " for crashed by it (its session removed, and with it its flock(2) locks and the unlinked files it holds"
+                + " open); synchronize the clocks (NTP)", Math.abs(skewMillis) / 1000.0, skewMillis > 0 ? "behind" : "ahead of",
+                kv.describe(), SESSION_TIMEOUT.toSeconds());
+    }
+
     /** This process's session id, 0 before {@link #registerSession}. */
     public long session() {
         return sessionTable.id();

@@ -1234,6 +1234,13 @@ public final class RedisKvStore implements KvStore {
     }
 
     @Override
+    public java.util.OptionalLong serverTimeMillis() throws IOException {
+        java.util.List<byte[]> t = new CommandReader(shared.sync(), false).call("TIME", () -> shared.sync().time());
+        return java.util.OptionalLong.of(Long.parseLong(new String(t.get(0), StandardCharsets.US_ASCII)) * 1000
+                + Long.parseLong(new String(t.get(1), StandardCharsets.US_ASCII)) / 1000);
+    }
+
+    @Override
     public long increment(String key, long delta) throws IOException {
         long deadline = 0;
         while (true) {

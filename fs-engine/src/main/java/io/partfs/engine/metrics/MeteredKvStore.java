@@ -46,6 +46,11 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public java.util.OptionalLong serverTimeMillis() throws IOException {
+        return inner.serverTimeMillis();
+    }
+
+    @Override
     public boolean exclusive() {
         return inner.exclusive();
     }

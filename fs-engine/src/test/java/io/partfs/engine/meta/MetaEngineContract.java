@@ -807,6 +807,25 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * A shared store's clock (Redis's TIME) is compared with this machine's, as mounts judge
+     * each other's heartbeats by their own clocks: here both run on one machine, so they agree.
+     * An embedded store has no clock of its own. A minute off or more is named a problem.
+     */
+    @Test
+    void thisMachinesClockIsComparedWithASharedStores() throws Exception {
+        java.util.OptionalLong skew = meta.clockSkewMillis();
+        if (meta.store().exclusive()) {
+            assertTrue(skew.isEmpty(), "RocksDB has no clock of its own");
+        } else {
+            assertTrue(skew.isPresent() && Math.abs(skew.getAsLong()) < 5_000, "Redis on this machine: " + skew);
+        }
+        assertNull(meta.clockSkewProblem(59_000));
+        String behind = meta.clockSkewProblem(125_000);
+        assertTrue(behind.contains("125.0 s behind the clock of") && behind.contains("NTP"), behind);
+        assertTrue(meta.clockSkewProblem(-61_000).contains("61.0 s ahead of"), meta.clockSkewProblem(-61_000));
+    }
+
+    /**
      * The metadata loses the volume under a mount: a Redis restarted with nothing to load, a
      * FLUSHALL, or a URL that now leads to another volume. The mount's next heartbeat finds it,
      * says so once with the restore command, and from then on refuses changes and writes
