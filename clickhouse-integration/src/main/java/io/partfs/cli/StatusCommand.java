@@ -110,6 +110,9 @@ final class StatusCommand implements Callable<Integer> {
             out.printf("cache:      %s%n", blockCache(mount.chunks().cache(), f.storage().startsWith("file:")));
         }
         out.printf("metadata:   %s%n", metaUrl);
+        if (meta.store().durabilityProblem() != null) {
+            out.printf("durability: WARNING: %s%n", meta.store().durabilityProblem());
+        }
         out.printf("storage:    %s%n", f.storage());
         out.printf("block size: %s, chunk size: %s%n", Sizes.human(f.blockSize()), Sizes.human(VolumeFormat.CHUNK_SIZE));
         out.printf("usage:      %s in files, %d inodes%n", Sizes.human(u.usedBytes()), u.inodes());

@@ -754,6 +754,10 @@ public final class PartFs implements Closeable {
             throw new IllegalStateException("session already started");
         }
         meta.registerSession(info);
+        String durability = meta.store().durabilityProblem();
+        if (durability != null) {
+            log.warn("{}", durability);
+        }
         sessionTimer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "partfs-session");
             t.setDaemon(true);

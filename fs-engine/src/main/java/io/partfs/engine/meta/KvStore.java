@@ -42,6 +42,14 @@ public interface KvStore extends java.io.Closeable {
         return java.util.OptionalLong.empty();
     }
 
+    /**
+     * Why committed transactions may not survive a restart of the store as it is configured (a
+     * Redis without an append-only file), for a warning; null when they do.
+     */
+    default String durabilityProblem() {
+        return null;
+    }
+
     /** True when no other process can change this store while it is open (an embedded database). */
     default boolean exclusive() {
         return false;

@@ -125,6 +125,7 @@ public final class RedisKvStore implements KvStore {
         }
         try {
             checkEvictionPolicy(memoryInfo());
+            durabilityProblem = durabilityProblem(info("persistence"));
         } catch (IOException | RuntimeException e) {
             shared.close();
             shutdownClients();
@@ -201,12 +202,40 @@ public final class RedisKvStore implements KvStore {
 
     /** INFO memory, or "" where the user may not run INFO (it is @dangerous: managed services may deny it). */
     private String memoryInfo() {
+        return info("memory");
+    }
+
+    /** A section of INFO, or "" where the user may not run INFO (it is @dangerous: managed services may deny it). */
+    private String info(String section) {
         try {
-            return shared.sync().info("memory");
+            return shared.sync().info(section);
         } catch (RedisCommandExecutionException e) {
-            log.debug("cannot check the eviction policy of {}: {}", description, e.getMessage());
+            log.debug("cannot read INFO {} of {}: {}", section, description, e.getMessage());
             return "";
         }
+    }
+
+    /** Set at connect: see {@link #durabilityProblem()}. */
+    private final String durabilityProblem;
+
+    @Override
+    public String durabilityProblem() {
+        return durabilityProblem;
+    }
+
+    /**
+     * What a Redis without an append-only file risks, from its INFO persistence, or null when it
+     * has one (or INFO was refused). Without one, a restart loads the last RDB snapshot: every
+     * metadata change since is lost (files written since gone, their objects leaked), and with
+     * no snapshots configured the whole volume (a mount then stops, see Sessions).
+     */
+    private String durabilityProblem(String persistenceInfo) {
+        if (!"0".equals(infoField(persistenceInfo, "aof_enabled"))) {
+            return null;
+        }
+        return "Redis at " + description + " keeps no append-only file (appendonly no): a restart or crash of Redis loses every"
+                + " metadata change since its last RDB snapshot, or the whole volume if it takes none; PartFS wants"
+                + " appendonly yes with appendfsync everysec or always (CONFIG SET appendonly yes, and in redis.conf)";
     }
 
     /**

@@ -46,6 +46,11 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public String durabilityProblem() {
+        return inner.durabilityProblem();
+    }
+
+    @Override
     public java.util.OptionalLong serverTimeMillis() throws IOException {
         return inner.serverTimeMillis();
     }

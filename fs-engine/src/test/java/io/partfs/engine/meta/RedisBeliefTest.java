@@ -391,6 +391,25 @@ class RedisBeliefTest {
         }
     }
 
+    /**
+     * A Redis without an append-only file loses the metadata changes since its last snapshot at a
+     * restart, or the whole volume without snapshots: named at connect (mounts log it, status
+     * shows it), with what to set.
+     */
+    @Test
+    void aServerWithoutAnAppendOnlyFileIsNamedADurabilityProblem() throws Exception {
+        try (RedisKvStore kv = new RedisKvStore(redis.url(db))) { // the test server: --appendonly no
+            String problem = kv.durabilityProblem();
+            org.junit.jupiter.api.Assertions.assertTrue(problem != null && problem.contains("appendonly yes"), problem);
+        }
+        adminConn.sync().configSet("appendonly", "yes");
+        try (RedisKvStore kv = new RedisKvStore(redis.url(db))) {
+            org.junit.jupiter.api.Assertions.assertNull(kv.durabilityProblem());
+        } finally {
+            adminConn.sync().configSet("appendonly", "no");
+        }
+    }
+
     /** A Redis that may evict any key at its maxmemory would lose files: refused at connect, with what to set. */
     @Test
     void aServerThatEvictsAnyKeyIsRefusedAtConnect() throws Exception {

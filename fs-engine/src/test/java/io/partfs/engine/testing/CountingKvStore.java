@@ -256,6 +256,11 @@ public final class CountingKvStore implements KvStore {
     }
 
     @Override
+    public String durabilityProblem() {
+        return real.durabilityProblem();
+    }
+
+    @Override
     public java.util.OptionalLong serverTimeMillis() throws IOException {
         return real.serverTimeMillis();
     }
