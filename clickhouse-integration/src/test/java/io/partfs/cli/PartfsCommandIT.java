@@ -383,6 +383,8 @@ class PartfsCommandIT {
             Partfs.Result st = partfs.run("status", "--meta", meta);
             assertTrue(st.out().contains("storage:    s3://partfs-cli/vol1/?endpoint="), st.out());
             assertTrue(st.out().matches("(?s).*clock:      this machine's is [0-9.]+ s off the metadata store's.*"), st.out());
+            assertTrue(st.out().contains("durability: WARNING: Redis at ") && st.out().contains("appendonly yes"),
+                    "the test's Redis keeps no append-only file: " + st.out());
             assertEquals(0, partfs.run("mount", "--meta", meta, mnt.toString(), "--background").exit());
             assertArrayEquals(data, Files.readAllBytes(mnt.resolve("d/g.bin")));
             assertEquals(2, Files.getAttribute(mnt.resolve("f.bin"), "unix:nlink"));
@@ -1082,6 +1084,57 @@ class PartfsCommandIT {
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
             Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
             assertEquals(0, fsck.exit(), fsck.all());
+        }
+    }
+
+    /**
+     * Redis killed and restarted without persistence under a mount: it comes back empty. The
+     * mount finds its volume gone at its next heartbeat, logs it once and refuses changes; a
+     * format is refused; the metadata backup the mount made restores the volume, and its file
+     * reads back whole on a new mount.
+     */
+    @Test
+    void aRedisThatRestartsEmptyUnderAMountIsRestoredFromTheMountsBackup() throws Exception {
+        try (RedisServer redis = RedisServer.start()) { // no append-only file, no snapshots
+            String meta = redis.url(1);
+            String storage = dir.resolve("objects").toString();
+            partfs.ok("format", "--meta", meta, "--storage", storage, "vol");
+            partfs.ok("mount", "--meta", meta, mnt.toString(), "--background", "--http-address", "none", "--backup-meta", "1");
+            byte[] data = new byte[(2 << 20) + 11];
+            new Random(11).nextBytes(data);
+            writeFsynced(mnt.resolve("f.bin"), data);
+            String[] list = {"load", "--storage", storage, "--name", "vol", "--list-backups"};
+            String writtenBy = java.time.format.DateTimeFormatter.ofPattern("'dump-'yyyyMMdd-HHmmss-SSS")
+                    .withZone(java.time.ZoneOffset.UTC).format(java.time.Instant.now());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (partfs.run(list).out().lines().noneMatch(l -> l.endsWith(" complete") && l.compareTo(writtenBy) > 0)) {
+                assertTrue(System.nanoTime() < deadline, "a backup taken after the file was written, within 60 s");
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L); // poll interval
+            }
+
+            redis.kill();
+            redis.restart(); // with nothing to load
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!partfs.mountLogs().contains("is gone from")) {
+                assertTrue(System.nanoTime() < deadline, "the next heartbeat (20 s) finds the volume gone:\n" + partfs.mountLogs());
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L); // poll interval
+            }
+            String log = partfs.mountLogs();
+            assertTrue(log.contains("ERROR") && log.contains("--from-backup latest"), log);
+            assertFalse(log.contains("had been removed by another client"), "no session registered in the empty database: " + log);
+            assertThrows(IOException.class, () -> Files.writeString(mnt.resolve("new"), "x"), "no change is taken");
+            partfs.ok("umount", mnt.toString());
+
+            Partfs.Result format = partfs.run("format", "--meta", meta, "--storage", storage, "vol");
+            assertEquals(1, format.exit(), format.all());
+            assertTrue(format.err().contains("--from-backup latest"), format.err());
+            partfs.ok("load", "--meta", meta, "--storage", storage, "--name", "vol", "--from-backup", "latest");
+            partfs.ok("mount", "--meta", meta, mnt.toString(), "--background", "--http-address", "none");
+            assertArrayEquals(data, Files.readAllBytes(mnt.resolve("f.bin")));
+            partfs.ok("umount", mnt.toString());
+            Partfs.Result fsck = partfs.run("fsck", "--meta", meta);
+            assertEquals(0, fsck.exit(), fsck.all());
+            assertTrue(fsck.out().contains("fsck: OK"), fsck.out());
         }
     }
 
