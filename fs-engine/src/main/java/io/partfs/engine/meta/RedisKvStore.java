@@ -127,6 +127,7 @@ public final class RedisKvStore implements KvStore {
             checkEvictionPolicy(memoryInfo());
             durabilityProblem = durabilityProblem(info("persistence"));
         } catch (IOException | RuntimeException e) {
+            closed = true; // a refused server is no outage to report
             shared.close();
             shutdownClients();
             throw e instanceof RuntimeException re ? wrap("INFO", re) : (IOException) e;
