@@ -310,7 +310,8 @@ public final class MetaEngine implements Closeable {
     public VolumeFormat load() throws IOException {
         VolumeFormat f = loadIfFormatted();
         if (f == null) {
-            throw new IOException("no volume is formatted at " + kv.describe() + ": run 'partfs format' first");
+            throw new IOException("no volume is formatted at " + kv.describe() + ": run 'partfs format' first, or, if a"
+                    + " volume's metadata was lost here, restore its backup ('partfs load --from-backup latest')");
         }
         return f;
     }
