@@ -82,16 +82,21 @@ class SharedVolumeFuzzTest {
      * transaction whose EXEC's answer was lost must be found applied or run again, never applied
      * twice, never failed; {@code redis-writeback-cut} the same with write-back;
      * {@code redis-restart}: as {@code redis}, while Redis (append-only file, fsync always) is
-     * killed with SIGKILL and started again every 0.5-1.5 s, as its supervisor would.
+     * killed with SIGKILL and started again every 0.5-1.5 s, as its supervisor would;
+     * {@code redis-writeback-trash}: as {@code redis-writeback} with the trash on, as volumes are
+     * formatted by default: the slices both clients free meet in the same trash buckets, and
+     * nothing freed is deleted during the run. The other modes turn the trash off, so that a read
+     * from a stale layout meets the objects gone.
      */
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-cut", "redis-writeback-cut",
-            "redis-restart"})
+            "redis-restart", "redis-writeback-trash"})
     void twoClientsChangingOneTreeAtOnceLeaveAConsistentVolume(String mode) throws Exception {
         long seed = Long.getLong("partfs.seed", System.nanoTime());
         boolean writeBack = mode.contains("writeback");
         boolean cut = mode.endsWith("-cut");
         boolean restarts = mode.endsWith("-restart");
+        boolean trash = mode.endsWith("-trash");
         TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
         Backends servers = restarts ? Backends.start(meta, TestVolume.Store.LOCAL, "--appendonly", "yes", "--appendfsync", "always")
                 : Backends.start(meta, TestVolume.Store.LOCAL);
@@ -104,7 +109,7 @@ class SharedVolumeFuzzTest {
                     who -> STRICT_LEAKS ? o -> new KeyHistoryStore(o, who, history) : o -> o;
             try (PartFs a = volume.open(store.apply("A"));
                  PartFs b = meta == TestVolume.Meta.REDIS ? volume.openAs(client(tmp.resolve("b"), writeBack, meta), store.apply("B")) : null) {
-                a.meta().setTrashHours(0); // freed objects deleted at once: a read from a stale layout meets them gone
+                a.meta().setTrashHours(trash ? 2 : 0); // 0: freed objects deleted at once, a read from a stale layout meets them gone
                 clients[0] = new Client("A", a, seed, writeBack && b != null);
                 clients[1] = new Client("B", b != null ? b : a, seed + 1, writeBack && b != null);
                 java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
@@ -142,12 +147,15 @@ class SharedVolumeFuzzTest {
      * (nothing committed is lost), no dangling entry or wrong link count, usage counters equal to
      * the tree. A crash leaves objects no file names (uploaded, never committed; with write-back,
      * staged blocks of slices freed meanwhile, which the restart uploads): printed, for gc.
+     * {@code redis-writeback-trash} keeps the trash on (the default), as a crashed production
+     * mount has it; the others turn it off.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback"})
+    @ValueSource(strings = {"redis", "redis-writeback", "rocksdb", "rocksdb-writeback", "redis-writeback-trash"})
     void aClientKilledInTheMiddleLeavesAVolumeItsRestartMakesWhole(String mode) throws Exception {
         long seed = Long.getLong("partfs.seed", System.nanoTime());
-        boolean writeBack = mode.endsWith("writeback");
+        boolean writeBack = mode.contains("writeback");
+        boolean trash = mode.endsWith("-trash");
         TestVolume.Meta meta = mode.startsWith("redis") ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB;
         int killAt = OPS / 8 + new Random(seed).nextInt(OPS / 4);
         Backends servers = Backends.start(meta, TestVolume.Store.LOCAL);
@@ -157,7 +165,7 @@ class SharedVolumeFuzzTest {
             String survivor = "";
             long deadSession;
             try (PartFs fsA = volume.open()) {
-                fsA.meta().setTrashHours(0);
+                fsA.meta().setTrashHours(trash ? 2 : 0);
                 if (meta == TestVolume.Meta.REDIS) {
                     Client a = new Client("A", fsA, seed, writeBack);
                     try (ChildClient b = ChildClient.start(volume, tmp.resolve("b"), writeBack, seed + 1, killAt, tmp.resolve("b.log"))) {
