@@ -1,7 +1,6 @@
 package io.partfs.bench;
 
 import io.partfs.engine.FileType;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.data.MetaBackup;
 import io.partfs.engine.meta.KvStore;
@@ -89,7 +88,7 @@ public final class BackupBench implements Callable<Integer> {
 
     private String row(String engine, KvStore kv, StoreMaker target, int n, ObjectStore store) throws Exception {
         ThreadMXBean cpu = ManagementFactory.getThreadMXBean();
-        try (MetaEngine meta = new MetaEngine(kv, TimeSource.SYSTEM)) {
+        try (MetaEngine meta = new MetaEngine(kv)) {
             meta.format(VolumeFormat.create(engine.toLowerCase(Locale.ROOT), VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
             long t0 = System.nanoTime();
             long part = 0;

@@ -1,7 +1,6 @@
 package io.partfs.bench;
 
 import io.partfs.engine.PartFs;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.data.ChunkStore;
 import io.partfs.engine.data.VolumeCheck;
 import io.partfs.engine.meta.MetaEngine;
@@ -141,7 +140,7 @@ public final class FsckBench implements Callable<Integer> {
         StringBuilder r = new StringBuilder(String.format(Locale.ROOT, "| %.0f ms |", latency));
         try (LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
              S3ObjectStore store = new S3ObjectStore(s3.config(volume.bucket()).endpoint(URI.create("http://127.0.0.1:" + proxy.port())).build());
-             MetaEngine meta = new MetaEngine(new RedisKvStore(redis.url(volume.db())), TimeSource.SYSTEM)) {
+             MetaEngine meta = new MetaEngine(new RedisKvStore(redis.url(volume.db())))) {
             proxy.setDelayMillis(latency);
             meta.load();
             String prefix = VOLUME + "/chunks/";

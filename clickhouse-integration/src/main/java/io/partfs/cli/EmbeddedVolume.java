@@ -2,7 +2,6 @@ package io.partfs.cli;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.RocksKvStore;
@@ -26,7 +25,7 @@ final class EmbeddedVolume {
 
     static PartFs open(Path home, String name) throws IOException {
         Path dir = home.resolve(name);
-        MetaEngine meta = new MetaEngine(new RocksKvStore(dir.resolve("meta")), TimeSource.SYSTEM);
+        MetaEngine meta = new MetaEngine(new RocksKvStore(dir.resolve("meta")));
         try {
             LocalObjectStore objects = new LocalObjectStore(dir.resolve("objects"));
             meta.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, objects.describe()), 0, 0);

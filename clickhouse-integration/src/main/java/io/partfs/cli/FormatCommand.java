@@ -5,7 +5,6 @@ import io.partfs.engine.data.MetaBackup;
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.MetaUrl;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.object.ObjectStore;
 import io.partfs.engine.object.StorageUrl;
 import java.io.IOException;
@@ -104,7 +103,7 @@ final class FormatCommand implements Callable<Integer> {
             }
             throw e;
         }
-        try (MetaEngine meta = new MetaEngine(existing != null ? existing : metaUrl.openOrCreate(), TimeSource.SYSTEM)) {
+        try (MetaEngine meta = new MetaEngine(existing != null ? existing : metaUrl.openOrCreate())) {
             VolumeFormat got = meta.format(wanted, Ids.uid(), Ids.gid(), trashHours);
             boolean existed = !got.uuid().equals(wanted.uuid());
             int trash = meta.trashHours();

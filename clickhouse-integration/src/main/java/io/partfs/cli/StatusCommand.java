@@ -129,15 +129,16 @@ final class StatusCommand implements Callable<Integer> {
                 + " every --backup-meta seconds)" : "last begun " + backup.truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
                 + " (" + Math.max(0, now - backup.toEpochMilli()) / 60_000 + " min ago); 'partfs load --list-backups' lists them");
         java.util.OptionalLong skew = meta.clockSkewMillis();
-        if (skew.isPresent()) { // a shared store: its mounts compare heartbeats by their clocks
+        if (skew.isPresent()) { // a shared store: file times and write-back's backup margin need clocks that agree
             String problem = meta.clockSkewProblem(skew.getAsLong());
             out.printf("clock:      %s%n", problem != null ? "WRONG: " + problem : String.format(java.util.Locale.ROOT,
                     "this machine's is %.1f s off the metadata store's (under %d s: fine)", Math.abs(skew.getAsLong()) / 1000.0,
                     MetaEngine.CLOCK_SKEW_WARN.toSeconds()));
         }
         out.printf("clients:    %d mounted%n", meta.liveSessions().size());
+        long volumeNow = meta.volumeNowMillis(); // heartbeats are the store's clock's, not this machine's
         for (MetaEngine.Session s : sessions.values()) {
-            out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, now));
+            out.printf("  session %d: %s, %s%n", s.id(), s.info(), heartbeat(s, volumeNow));
         }
         out.flush();
         return text.toString();

@@ -2,7 +2,6 @@ package io.partfs.cli;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.meta.MetaUrl;
@@ -117,7 +116,7 @@ final class VolumeOptions {
 
     /** An engine on {@code kv} whose volume format is loaded; closes {@code kv} on failure. */
     private static MetaEngine loaded(io.partfs.engine.meta.KvStore kv) throws IOException {
-        MetaEngine m = new MetaEngine(kv, TimeSource.SYSTEM);
+        MetaEngine m = new MetaEngine(kv);
         try {
             m.load();
             return m;
@@ -149,7 +148,7 @@ final class VolumeOptions {
             return loaded(metered(metaUrl().open()));
         }
         Files.createDirectories(embeddedDir());
-        MetaEngine m = new MetaEngine(metered(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open()), TimeSource.SYSTEM);
+        MetaEngine m = new MetaEngine(metered(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open()));
         try {
             if (formatEmbedded) {
                 String storage = StorageUrl.parse(embeddedDir().resolve("objects").toString()).url();
@@ -183,7 +182,7 @@ final class VolumeOptions {
         if (embedded()) {
             Files.createDirectories(embeddedDir());
         }
-        MetaEngine m = new MetaEngine(metered(metaUrl().openOrCreate()), TimeSource.SYSTEM);
+        MetaEngine m = new MetaEngine(metered(metaUrl().openOrCreate()));
         try {
             VolumeFormat have = m.loadIfFormatted();
             if (have == null) {

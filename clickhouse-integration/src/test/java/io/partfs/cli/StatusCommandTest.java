@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.testing.TestVolume;
 import java.nio.file.Path;
@@ -30,7 +29,7 @@ class StatusCommandTest {
     void aMountThatRefusesChangesSaysSoAndWhy() throws Exception {
         try (PartFs fs = open(false)) {
             MetaEngine mount = fs.meta();
-            MetaEngine other = new MetaEngine(mount.store(), TimeSource.SYSTEM); // another mount; shares the store, not closed
+            MetaEngine other = new MetaEngine(mount.store()); // another mount; shares the store, not closed
             other.load();
             other.registerSession("other");
             mount.registerSession("this");

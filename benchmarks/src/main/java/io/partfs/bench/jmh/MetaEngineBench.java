@@ -1,7 +1,6 @@
 package io.partfs.bench.jmh;
 
 import io.partfs.engine.FileType;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaEngine;
@@ -63,7 +62,7 @@ public class MetaEngineBench {
         } else {
             kv = new RocksKvStore(dir.resolve("meta"));
         }
-        meta = new MetaEngine(kv, TimeSource.SYSTEM);
+        meta = new MetaEngine(kv);
         meta.format(VolumeFormat.create("bench", VolumeFormat.DEFAULT_BLOCK_SIZE, dir.resolve("objects").toString()), 0, 0);
         meta.enableCache(java.time.Duration.ZERO);
         inodes = new long[FILES];

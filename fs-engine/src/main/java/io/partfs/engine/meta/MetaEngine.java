@@ -71,6 +71,8 @@ public final class MetaEngine implements Closeable {
 
     private final KvStore kv;
     private final TimeSource clock;
+    /** The volume's clock: heartbeats and trash hours ({@link StoreClock}). */
+    private final StoreClock volumeClock;
     private final IdBatch inodeIds;
     private final IdBatch sliceIds;
     /** Open handles per inode in this process; an unlinked inode's data waits for zero. */
@@ -88,13 +90,29 @@ public final class MetaEngine implements Closeable {
     /** The volume's trash: slices freed in the last {@link #trashHours()}, kept before their deletion. */
     private final TrashBuckets trashBuckets;
 
+    /**
+     * The engine of a mount, of gc or of status: file times by this machine's clock, heartbeats
+     * and the trash by the metadata store's ({@link StoreClock}), on which the machines sharing
+     * a volume agree whatever their own clocks say.
+     */
+    public MetaEngine(KvStore kv) {
+        this(kv, TimeSource.SYSTEM, true);
+    }
+
+    /** An engine whose every time is {@code clock}'s, heartbeats and trash included: tests' fake clocks. */
     public MetaEngine(KvStore kv, TimeSource clock) {
+        this(kv, clock, false);
+    }
+
+    /** File times by {@code clock}; heartbeats and trash by the store's clock measured against it when {@code followStore}. */
+    MetaEngine(KvStore kv, TimeSource clock, boolean followStore) {
         this.kv = kv;
         this.clock = clock;
+        this.volumeClock = new StoreClock(kv, clock, followStore);
         this.inodeIds = new IdBatch(kv, NEXT_INODE, 100);
         this.sliceIds = new IdBatch(kv, NEXT_SLICE, 1000);
-        this.trashBuckets = new TrashBuckets(kv, clock, this::mutate);
-        this.sessionTable = new Sessions(kv, clock);
+        this.trashBuckets = new TrashBuckets(kv, volumeClock, this::mutate);
+        this.sessionTable = new Sessions(kv, volumeClock);
     }
 
     public KvStore store() {
@@ -1448,14 +1466,15 @@ public final class MetaEngine implements Closeable {
     private void freeSlices(KvStore.Writer tx, List<Slice> slices, long now, List<long[]> trashed) throws IOException {
         byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
         String to = null;
+        long hour = volumeClock.nowNanos() / TrashBuckets.HOUR_NANOS; // the trash's hours are the volume's
         for (Slice s : slices) {
             if (!s.isHole()) {
                 if (to == null) {
-                    to = trashBuckets.destination(tx, now);
+                    to = trashBuckets.destination(tx, hour);
                 }
                 tx.hset(to, s.id() + "_" + s.size(), stamp);
                 if (!to.equals(DELSLICES)) {
-                    trashed.add(new long[] {s.id(), s.size(), now / TrashBuckets.HOUR_NANOS});
+                    trashed.add(new long[] {s.id(), s.size(), hour});
                 }
             }
         }
@@ -2037,8 +2056,9 @@ public final class MetaEngine implements Closeable {
     public static final java.time.Duration HEARTBEAT = java.time.Duration.ofSeconds(20);
     /**
      * A session with no heartbeat for this long is taken for a crashed mount: removed by the next
-     * mount or gc, and the unlinked files it held open are deleted. Fifteen missed heartbeats,
-     * and room for clock skew between machines.
+     * mount or gc, and the unlinked files it held open are deleted. Fifteen missed heartbeats;
+     * heartbeats are written and judged by the metadata store's clock ({@link StoreClock}), so
+     * machines' clocks that disagree do not shorten it.
      */
     public static final java.time.Duration SESSION_TIMEOUT = java.time.Duration.ofMinutes(5);
 
@@ -2073,9 +2093,10 @@ public final class MetaEngine implements Closeable {
 
     /**
      * The metadata store's clock minus this machine's, in milliseconds (against the middle of
-     * the round trip), or empty where the store has no clock of its own (RocksDB). Mounts of a
-     * shared volume judge each other's heartbeats by their own clocks ({@link #SESSION_TIMEOUT}),
-     * so their clocks must agree: {@link #CLOCK_SKEW_WARN} and more is warned about.
+     * the round trip), or empty where the store has no clock of its own (RocksDB). Heartbeats
+     * and the trash follow the store's clock ({@link StoreClock}); file times and write-back's
+     * comparison with backups made elsewhere are this machine's, so {@link #CLOCK_SKEW_WARN}
+     * and more is warned about.
      */
     public java.util.OptionalLong clockSkewMillis() throws IOException {
         long before = System.currentTimeMillis();
@@ -2084,7 +2105,10 @@ public final class MetaEngine implements Closeable {
         return server.isPresent() ? java.util.OptionalLong.of(server.getAsLong() - (before + after) / 2) : server;
     }
 
-    /** A clock this far off the metadata store's is warned about: a fifth of {@link #SESSION_TIMEOUT}. */
+    /**
+     * A clock this far off the metadata store's is warned about: the margin a write-back mount
+     * allows for the clock of another machine that made a backup.
+     */
     public static final java.time.Duration CLOCK_SKEW_WARN = java.time.Duration.ofMinutes(1);
 
     /**
@@ -2095,11 +2119,16 @@ public final class MetaEngine implements Closeable {
         if (Math.abs(skewMillis) < CLOCK_SKEW_WARN.toMillis()) {
             return null;
         }
-        return String.format(java.util.Locale.ROOT, "this machine's clock is %.1f s %s the clock of %s: mounts of a shared"
-                + " volume judge each other's heartbeats by their own clocks, and a mount %d s or more off another is taken"
-                + " for crashed by it (its session removed, and with it its flock(2) locks and the unlinked files it holds"
-                + " open); synchronize the clocks (NTP)", Math.abs(skewMillis) / 1000.0, skewMillis > 0 ? "behind" : "ahead of",
-                kv.describe(), SESSION_TIMEOUT.toSeconds());
+        return String.format(java.util.Locale.ROOT, "this machine's clock is %.1f s %s the clock of %s: heartbeats and the"
+                + " trash follow the store's clock, but the file times written here are as far off, and a write-back mount"
+                + " allows only %d s for the clock of the machine that made the last backup when it decides which staged"
+                + " blocks of deleted files that backup may name; synchronize the clocks (NTP)", Math.abs(skewMillis) / 1000.0,
+                skewMillis > 0 ? "behind" : "ahead of", kv.describe(), CLOCK_SKEW_WARN.toSeconds());
+    }
+
+    /** Now by the volume's clock (the metadata store's, {@link StoreClock}), by which heartbeats are written and judged. */
+    public long volumeNowMillis() throws IOException {
+        return sessionTable.nowMillis();
     }
 
     /** This process's session id, 0 before {@link #registerSession}. */

@@ -1,7 +1,6 @@
 package io.partfs.engine.meta;
 
 import io.partfs.engine.FsException;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.meta.MetaEngine.Flock;
 import io.partfs.engine.meta.MetaEngine.Session;
 import java.io.IOException;
@@ -56,15 +55,18 @@ final class Sessions {
      * {@link #check} and so renews a lapsed session.
      */
     private final KvStore kv;
-    private final TimeSource clock;
+    /** The volume's clock: every mount writes and judges heartbeats by the same one. */
+    private final StoreClock clock;
 
-    Sessions(KvStore kv, TimeSource clock) {
+    Sessions(KvStore kv, StoreClock clock) {
         this.kv = kv;
         this.clock = clock;
     }
 
-    long nowMillis() {
-        return clock.nowNanos() / 1_000_000;
+    /** Now by the volume's clock, measured again first unless that was done within a heartbeat interval. */
+    long nowMillis() throws IOException {
+        clock.fresh();
+        return clock.nowMillis();
     }
 
     /**
@@ -75,7 +77,8 @@ final class Sessions {
     long register(String info) throws IOException {
         long sid = kv.increment(MetaEngine.NEXT_SESSION, 1);
         byte[] bytes = info.getBytes(StandardCharsets.UTF_8);
-        long now = nowMillis();
+        clock.sync();
+        long now = clock.nowMillis();
         kv.update(tx -> {
             tx.hset(SESSIONS, String.valueOf(sid), bytes);
             tx.hset(SESSION_BEATS, String.valueOf(sid), String.valueOf(now).getBytes(StandardCharsets.US_ASCII));
@@ -107,7 +110,8 @@ final class Sessions {
                 return true;
             }
             String id = String.valueOf(sid);
-            long now = nowMillis(); // read before the write: the beat is recorded as no later than it is
+            clock.sync(); // each beat measures the volume's clock again: this machine's may have been set meanwhile
+            long now = clock.nowMillis(); // read before the write: the beat is recorded as no later than it is
             List<Long> lost = new ArrayList<>();
             String[] gone = {null};
             boolean known = kv.update(tx -> {

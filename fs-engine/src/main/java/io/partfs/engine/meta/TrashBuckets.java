@@ -1,6 +1,5 @@
 package io.partfs.engine.meta;
 
-import io.partfs.engine.TimeSource;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -29,12 +28,13 @@ final class TrashBuckets {
     }
 
     private final KvStore kv;
-    private final TimeSource clock;
+    /** The volume's clock, which names and expires the hours. */
+    private final StoreClock clock;
     private final Mutator mutator;
     /** The trash time in hours, as last read ({@link #hours()}); 0: no trash. */
     private volatile int hours;
 
-    TrashBuckets(KvStore kv, TimeSource clock, Mutator mutator) {
+    TrashBuckets(KvStore kv, StoreClock clock, Mutator mutator) {
         this.kv = kv;
         this.clock = clock;
         this.mutator = mutator;
@@ -76,14 +76,14 @@ final class TrashBuckets {
     }
 
     /**
-     * Where a slice freed at {@code now} goes, as the trash time was last read: the deletion
-     * list, or the bucket of the hour (recorded in the bucket list by {@code tx}).
+     * Where a slice freed in {@code hour} (of the volume's clock) goes, as the trash time was
+     * last read: the deletion list, or the bucket of the hour (recorded in the bucket list by
+     * {@code tx}).
      */
-    String destination(KvStore.Writer tx, long now) {
+    String destination(KvStore.Writer tx, long hour) {
         if (hours == 0) {
             return MetaEngine.DELSLICES;
         }
-        long hour = now / HOUR_NANOS;
         tx.hset(TRASH, String.valueOf(hour), new byte[0]);
         return key(hour);
     }
@@ -134,6 +134,7 @@ final class TrashBuckets {
      */
     long expire() throws IOException {
         int h = hours();
+        clock.fresh();
         long now = clock.nowNanos();
         List<Long> due = kv.read(r -> r.hgetAll(TRASH).keySet().stream().map(Long::parseLong)
                 .filter(hour -> h == 0 || (hour + 1 + h) * HOUR_NANOS <= now).sorted().toList());

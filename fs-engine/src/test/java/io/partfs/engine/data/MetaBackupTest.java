@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.FileType;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaDump;
@@ -46,7 +45,7 @@ class MetaBackupTest {
 
     @BeforeEach
     void setUp() throws Exception {
-        meta = new MetaEngine(new RocksKvStore(dir.resolve("meta")), TimeSource.SYSTEM);
+        meta = new MetaEngine(new RocksKvStore(dir.resolve("meta")));
         meta.format(VolumeFormat.create("vol", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
         store = new LocalObjectStore(dir.resolve("objects"));
         for (int i = 0; i < 2000; i++) {

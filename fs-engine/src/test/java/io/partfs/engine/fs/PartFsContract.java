@@ -184,7 +184,7 @@ abstract class PartFsContract extends OnBackends {
         long kept = write(ROOT, "kept", random(3000, 51));
         write(ROOT, "doomed", random((1 << 20) + 10, 52)); // two blocks
         fs.close();
-        try (io.partfs.engine.meta.MetaEngine meta = new io.partfs.engine.meta.MetaEngine(volume.newKvStore(), io.partfs.engine.TimeSource.SYSTEM);
+        try (io.partfs.engine.meta.MetaEngine meta = new io.partfs.engine.meta.MetaEngine(volume.newKvStore());
              ObjectStore store = volume.newObjectStore()) {
             meta.load();
             meta.unlink(ROOT, "doomed");

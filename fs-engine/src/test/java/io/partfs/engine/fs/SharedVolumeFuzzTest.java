@@ -194,7 +194,7 @@ class SharedVolumeFuzzTest {
             }
             // B's machine starts again: its mount ends the session it finds dead, then opens the volume,
             // which uploads what B had staged and deletes the unlinked files B held open
-            try (MetaEngine m = new MetaEngine(volume.newKvStore(), io.partfs.engine.TimeSource.SYSTEM)) {
+            try (MetaEngine m = new MetaEngine(volume.newKvStore())) {
                 m.load();
                 assertTrue(m.removeSession(deadSession), "the killed client's session is still registered");
             }
@@ -381,7 +381,7 @@ class SharedVolumeFuzzTest {
             boolean writeBack = Boolean.parseBoolean(args[3]);
             boolean redis = args[0].startsWith("redis:");
             MetaEngine engine = new MetaEngine(redis ? new io.partfs.engine.meta.RedisKvStore(args[0])
-                    : new io.partfs.engine.meta.RocksKvStore(Path.of(args[0])), io.partfs.engine.TimeSource.SYSTEM);
+                    : new io.partfs.engine.meta.RocksKvStore(Path.of(args[0])));
             engine.load();
             PartFsConfig config = client(Path.of(args[2]), writeBack, redis ? TestVolume.Meta.REDIS : TestVolume.Meta.ROCKSDB);
             if (writeBack) { // so that its death finds blocks committed and not yet uploaded, which only its restart can upload

@@ -807,8 +807,8 @@ abstract class MetaEngineContract {
     }
 
     /**
-     * A shared store's clock (Redis's TIME) is compared with this machine's, as mounts judge
-     * each other's heartbeats by their own clocks: here both run on one machine, so they agree.
+     * A shared store's clock (Redis's TIME) is compared with this machine's, as file times and
+     * write-back's margin for backups need clocks that agree: here both run on one machine.
      * An embedded store has no clock of its own. A minute off or more is named a problem.
      */
     @Test

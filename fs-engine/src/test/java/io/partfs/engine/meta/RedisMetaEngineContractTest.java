@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.partfs.engine.Attr;
 import io.partfs.engine.testing.RedisServer;
 import java.io.IOException;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -47,6 +48,53 @@ class RedisMetaEngineContractTest extends MetaEngineContract {
             other.rename(ROOT, "from-first", ROOT, "renamed", 0);
             assertThrows(io.partfs.engine.FsException.NoSuchEntry.class, () -> meta.lookup(ROOT, "from-first"));
         }
+    }
+
+    /**
+     * Mounts on machines whose clocks are two hours off (one ahead, one behind) still see each
+     * other alive and agree on the trash: heartbeats are written and judged, and trash hours
+     * named and expired, by Redis's clock. Before, each mount used its own: the one ahead
+     * removed the others' sessions as crashed (their flock(2) locks, and the unlinked files
+     * they held open, with them) and was the others' after its own, the one behind was removed
+     * by them, and the one ahead emptied the others' trash hours early.
+     */
+    @Test
+    void mountsWhoseClocksDisagreeAgreeOnWhoIsAliveAndWhatTrashIsDue() throws Exception {
+        long twoHours = java.time.Duration.ofHours(2).toNanos();
+        meta.setTrashHours(1); // read by the mounts as they load
+        // sharing meta's store: not closed
+        MetaEngine ahead = new MetaEngine(meta.store(), () -> io.partfs.engine.TimeSource.SYSTEM.nowNanos() + twoHours, true);
+        MetaEngine behind = new MetaEngine(meta.store(), () -> io.partfs.engine.TimeSource.SYSTEM.nowNanos() - twoHours, true);
+        MetaEngine right = new MetaEngine(meta.store());
+        java.util.Set<Long> ids = new java.util.TreeSet<>();
+        for (MetaEngine m : List.of(ahead, behind, right)) {
+            m.load();
+            ids.add(m.registerSession("mount"));
+        }
+        for (MetaEngine m : List.of(ahead, behind, right)) {
+            assertTrue(m.heartbeat());
+            assertEquals(List.of(), m.removeStaleSessions(), "no mount is taken for crashed");
+            assertEquals(ids, m.liveSessions().keySet());
+            long skew = Math.abs(m.volumeNowMillis() - System.currentTimeMillis());
+            assertTrue(skew < 5_000, "every mount's volume clock is Redis's (on this machine): " + skew + " ms off");
+        }
+
+        long hourMillis = 3_600_000;
+        long hourBefore = System.currentTimeMillis() / hourMillis * hourMillis;
+        for (MetaEngine m : List.of(ahead, behind)) {
+            Attr f = m.mknod(ROOT, "f", io.partfs.engine.FileType.FILE, 0644, 0, 0, 0, null);
+            m.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(m.nextSliceId(), 4096, 0, 4096, 0))));
+            m.unlink(ROOT, "f");
+            m.deleteFileData(f.ino());
+        }
+        long hourAfter = System.currentTimeMillis() / hourMillis * hourMillis;
+        long freedIn = right.trash().oldestHourStartMillis();
+        assertTrue(freedIn == hourBefore || freedIn == hourAfter, "both freed in this hour of Redis's clock, not of theirs: "
+                + java.time.Instant.ofEpochMilli(freedIn));
+        for (MetaEngine m : List.of(ahead, behind, right)) {
+            assertEquals(0, m.expireTrash(), "an hour's trash time is not over for anyone");
+        }
+        assertEquals(2, right.trash().slices());
     }
 
     @Test

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.Attr;
 import io.partfs.engine.FileType;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.testing.Pipes;
 import io.partfs.engine.testing.RedisServer;
@@ -358,7 +357,7 @@ class RedisReconnectTest {
              RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", String.valueOf(master.port()));
              RedisServer sentinel = RedisServer.startSentinel("partfs", master.port())) {
             String url = "redis-sentinel://127.0.0.1:" + sentinel.port() + "/0#partfs";
-            try (MetaEngine meta = new MetaEngine(MetaUrl.parse(url).open(), TimeSource.SYSTEM)) {
+            try (MetaEngine meta = new MetaEngine(MetaUrl.parse(url).open())) {
                 assertTrue(meta.store().describe().startsWith("redis-sentinel://127.0.0.1:" + sentinel.port()),
                         meta.store().describe());
                 meta.format(VolumeFormat.create("ha", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);

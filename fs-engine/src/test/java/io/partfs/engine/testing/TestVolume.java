@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
-import io.partfs.engine.TimeSource;
 import io.partfs.engine.VolumeFormat;
 import io.partfs.engine.data.VolumeCheck;
 import io.partfs.engine.meta.KvStore;
@@ -116,7 +115,7 @@ public final class TestVolume {
     }
 
     public PartFs openAs(PartFsConfig other, java.util.function.UnaryOperator<ObjectStore> wrap) throws IOException {
-        MetaEngine engine = new MetaEngine(newKvStore(), TimeSource.SYSTEM);
+        MetaEngine engine = new MetaEngine(newKvStore());
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.load();
         return PartFs.open(engine, objects, other);
@@ -140,7 +139,7 @@ public final class TestVolume {
 
     private PartFs open(PartFsConfig with, java.util.function.UnaryOperator<ObjectStore> wrap,
                         java.util.function.UnaryOperator<KvStore> wrapKv) throws IOException {
-        MetaEngine engine = new MetaEngine(wrapKv.apply(newKvStore()), TimeSource.SYSTEM);
+        MetaEngine engine = new MetaEngine(wrapKv.apply(newKvStore()));
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
         return PartFs.open(engine, objects, with);
