@@ -765,6 +765,7 @@ public final class PartFs implements Closeable {
         });
         long every = MetaEngine.HEARTBEAT.toMillis();
         sessionTimer.scheduleWithFixedDelay(this::sessionTick, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
+        meta.store().onReconnect(this::beatSoon);
         if (!config.readOnly() && !config.metaBackupInterval().isZero()) {
             metaBackups = new io.partfs.engine.data.MetaBackup.Schedule(
                     new io.partfs.engine.data.MetaBackup(meta.store(), objects, format.name()), config.metaBackupInterval());
@@ -778,6 +779,31 @@ public final class PartFs implements Closeable {
                         + " --trash-hours {}' (while unmounted, for an embedded volume) closes that gap", trash, needed,
                         config.metaBackupInterval().toSeconds(), needed);
             }
+        }
+    }
+
+    /**
+     * A heartbeat at once, out of turn: when the metadata store is back after an outage. What
+     * the outage may have cost is learnt then, not up to {@link MetaEngine#HEARTBEAT} later: a
+     * session other mounts removed meanwhile, or a Redis restarted without the volume's
+     * metadata (the mount is fenced, and its ERROR says how to restore it).
+     */
+    private void beatSoon() {
+        java.util.concurrent.ScheduledExecutorService timer = sessionTimer;
+        if (timer == null) {
+            return;
+        }
+        try {
+            timer.execute(() -> {
+                try {
+                    meta.heartbeat();
+                } catch (IOException | RuntimeException e) {
+                    log.warn("session heartbeat after reconnecting failed (retried in {}s at most): {}",
+                            MetaEngine.HEARTBEAT.toSeconds(), e.toString());
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the session ended meanwhile (unmount)
         }
     }
 

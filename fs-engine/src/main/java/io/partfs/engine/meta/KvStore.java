@@ -43,6 +43,14 @@ public interface KvStore extends java.io.Closeable {
     }
 
     /**
+     * Runs {@code action} each time the store's connection is back after it dropped (a Redis
+     * restarted, a network cut healed), on a thread of the store's: it must not block. Nothing
+     * for an embedded store, which has no connection.
+     */
+    default void onReconnect(Runnable action) {
+    }
+
+    /**
      * Why committed transactions may not survive a restart of the store as it is configured (a
      * Redis without an append-only file), for a warning; null when they do.
      */

@@ -143,13 +143,29 @@ public final class RedisKvStore implements KvStore {
     static final io.lettuce.core.resource.Delay RECONNECT_DELAY =
             io.lettuce.core.resource.Delay.exponential(Duration.ZERO, Duration.ofSeconds(1), 2, java.util.concurrent.TimeUnit.MILLISECONDS);
 
+    /** What {@link #onReconnect} asked to run when the connection is back after an outage. */
+    private final java.util.List<Runnable> reconnectActions = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public void onReconnect(Runnable action) {
+        reconnectActions.add(action);
+    }
+
     /** The log lines of an outage ({@link RedisOutageLog}), from the reads connection's events. */
     private void watchOutages() {
         RedisOutageLog outages = new RedisOutageLog(description, timeout);
         client.addListener(new io.lettuce.core.RedisConnectionStateListener() {
             @Override
             public void onRedisConnected(io.lettuce.core.RedisChannelHandler<?, ?> conn, java.net.SocketAddress a) {
-                outages.connected();
+                if (outages.connected()) {
+                    for (Runnable action : reconnectActions) {
+                        try {
+                            action.run();
+                        } catch (RuntimeException e) {
+                            log.warn("an action after reconnecting to Redis failed: {}", e.toString());
+                        }
+                    }
+                }
             }
 
             @Override

@@ -45,11 +45,13 @@ final class RedisOutageLog {
         }
     }
 
-    void connected() {
+    /** Says the connection is back if it was down; returns whether it was, once per outage. */
+    boolean connected() {
         long since = downSince.getAndSet(0);
         if (since != 0) {
             log.warn("reconnected to Redis at {} after {} away", description, away(since, System.nanoTime()));
         }
+        return since != 0;
     }
 
     /** How long from {@code since} to {@code now} (nanoTime), to a tenth of a second: "95.3 s". */

@@ -51,6 +51,11 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public void onReconnect(Runnable action) {
+        inner.onReconnect(action);
+    }
+
+    @Override
     public java.util.OptionalLong serverTimeMillis() throws IOException {
         return inner.serverTimeMillis();
     }

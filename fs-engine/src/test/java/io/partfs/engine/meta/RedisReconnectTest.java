@@ -176,6 +176,26 @@ class RedisReconnectTest {
         }
     }
 
+    /** What asked to run at a reconnect runs once each time the connection is back after an outage, and not before. */
+    @Test
+    void actionsAskedForAtReconnectRunOncePerOutage() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             KvStore kv = new RedisKvStore(redis.url(0))) {
+            AtomicInteger runs = new AtomicInteger();
+            kv.onReconnect(runs::incrementAndGet);
+            setZero(kv);
+            assertEquals(0, runs.get(), "connecting the first time is no reconnect");
+            for (int outage = 1; outage <= 2; outage++) {
+                redis.kill();
+                redis.restart();
+                int expected = outage;
+                io.partfs.engine.testing.Poll.until(() -> runs.get() >= expected, "the action after outage " + outage);
+                setZero(kv); // the store works again
+                assertEquals(expected, runs.get(), "once per outage, though every connection of the store reconnected");
+            }
+        }
+    }
+
     /**
      * After a restart Redis loads its data before it serves anything, and answers LOADING to
      * every request meanwhile: seconds to minutes for a large volume's metadata. Reads,
