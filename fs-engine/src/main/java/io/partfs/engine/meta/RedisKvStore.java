@@ -1279,9 +1279,31 @@ public final class RedisKvStore implements KvStore {
         return body.run(new CommandReader(shared.sync(), false));
     }
 
+    /** Set once Redis refused TIME (an ACL without it, a renamed command): from then on there is no store clock. */
+    private volatile boolean timeRefused;
+
+    /**
+     * Redis's TIME; empty when Redis refuses the command (said once): then heartbeats and the
+     * trash follow this machine's clock, as before there was a store clock, rather than fail.
+     */
     @Override
     public java.util.OptionalLong serverTimeMillis() throws IOException {
-        java.util.List<byte[]> t = new CommandReader(shared.sync(), false).call("TIME", () -> shared.sync().time());
+        if (timeRefused) {
+            return java.util.OptionalLong.empty();
+        }
+        java.util.List<byte[]> t;
+        try {
+            t = new CommandReader(shared.sync(), false).call("TIME", () -> shared.sync().time());
+        } catch (IOException e) {
+            if (!(e.getCause() instanceof RedisCommandExecutionException) || notReady(e)) {
+                throw e; // unreachable, or still loading its data: no answer about TIME
+            }
+            timeRefused = true;
+            log.warn("{} refuses the TIME command ({}): heartbeats and the trash follow each machine's own clock, so keep"
+                    + " the clocks of the machines sharing the volume within a minute (NTP), or allow TIME to the PartFS user",
+                    description, rootMessage(e).trim());
+            return java.util.OptionalLong.empty();
+        }
         return java.util.OptionalLong.of(Long.parseLong(new String(t.get(0), StandardCharsets.US_ASCII)) * 1000
                 + Long.parseLong(new String(t.get(1), StandardCharsets.US_ASCII)) / 1000);
     }

@@ -97,6 +97,27 @@ class RedisMetaEngineContractTest extends MetaEngineContract {
         assertEquals(2, right.trash().slices());
     }
 
+    /**
+     * A Redis whose ACL (or a renamed command) refuses TIME: heartbeats and the trash fall back to
+     * this machine's clock, with a warning, instead of failing every heartbeat (which would have
+     * let the session lapse).
+     */
+    @Test
+    void aRedisThatRefusesTimeLeavesHeartbeatsOnThisMachinesClock() throws Exception {
+        assertEquals("+OK", redis.command("ACL SETUSER notime on >secret ~* &* +@all -time"));
+        try (KvStore kv = new RedisKvStore(redis.url(db).replace("redis://", "redis://notime:secret@"))) {
+            MetaEngine m = new MetaEngine(kv);
+            m.load();
+            long sid = m.registerSession("mount");
+            assertTrue(m.heartbeat());
+            assertTrue(m.liveSessions().containsKey(sid));
+            assertTrue(kv.serverTimeMillis().isEmpty(), "no store clock then");
+            assertTrue(Math.abs(m.volumeNowMillis() - System.currentTimeMillis()) < 5_000);
+        } finally {
+            redis.command("ACL DELUSER notime");
+        }
+    }
+
     @Test
     void unreachableRedisIsAClearError() throws Exception {
         int port = RedisServer.freePort();
