@@ -27,7 +27,8 @@ class RedisRestartUnderAMountTest {
 
     @Test
     void aMountLearnsItsVolumeIsGoneAsSoonAsRedisIsBack() throws Exception {
-        try (RedisServer redis = RedisServer.start()) { // no append-only file: a restart comes back empty
+        // no append-only file: a restart comes back empty; databases for TestVolume's numbering
+        try (RedisServer redis = RedisServer.start("--databases", "1000")) {
             TestVolume volume = new TestVolume(TestVolume.Meta.REDIS, TestVolume.Store.LOCAL, tmp.resolve("vol"), redis, null,
                     TestVolume.defaultConfig(tmp.resolve("a")));
             try (PartFs fs = volume.open()) {
