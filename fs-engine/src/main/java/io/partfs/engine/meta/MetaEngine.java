@@ -2099,10 +2099,8 @@ public final class MetaEngine implements Closeable {
      * and more is warned about.
      */
     public java.util.OptionalLong clockSkewMillis() throws IOException {
-        long before = System.currentTimeMillis();
-        java.util.OptionalLong server = kv.serverTimeMillis();
-        long after = System.currentTimeMillis();
-        return server.isPresent() ? java.util.OptionalLong.of(server.getAsLong() - (before + after) / 2) : server;
+        java.util.OptionalLong nanos = StoreClock.measure(kv, TimeSource.SYSTEM);
+        return nanos.isPresent() ? java.util.OptionalLong.of(nanos.getAsLong() / 1_000_000) : nanos;
     }
 
     /**

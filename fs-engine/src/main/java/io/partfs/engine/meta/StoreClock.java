@@ -52,15 +52,13 @@ final class StoreClock implements TimeSource {
         if (!follow) {
             return java.util.OptionalLong.empty();
         }
-        long before = local.nowNanos();
-        java.util.OptionalLong server = kv.serverTimeMillis();
+        java.util.OptionalLong measured = measure(kv, local);
         long after = local.nowNanos();
-        if (server.isEmpty()) {
+        if (measured.isEmpty()) {
             measuredAt = after;
-            return server;
+            return measured;
         }
-        long mid = before + (after - before) / 2;
-        long offset = server.getAsLong() * 1_000_000 - mid;
+        long offset = measured.getAsLong();
         if (measuredAt != Long.MIN_VALUE && Math.abs(offset - offsetNanos) > 10_000_000_000L) {
             log.info("this machine's clock moved {} s against the clock of {}, which heartbeats and the trash follow",
                     String.format(java.util.Locale.ROOT, "%.1f", (offsetNanos - offset) / 1e9), kv.describe());
@@ -68,6 +66,17 @@ final class StoreClock implements TimeSource {
         offsetNanos = offset;
         measuredAt = after;
         return java.util.OptionalLong.of(offset / 1_000_000);
+    }
+
+    /**
+     * {@code kv}'s clock minus {@code local}, in nanoseconds, against the middle of the round
+     * trip; empty where the store has no clock of its own.
+     */
+    static java.util.OptionalLong measure(KvStore kv, TimeSource local) throws IOException {
+        long before = local.nowNanos();
+        java.util.OptionalLong server = kv.serverTimeMillis();
+        long after = local.nowNanos();
+        return server.isEmpty() ? server : java.util.OptionalLong.of(server.getAsLong() * 1_000_000 - (before + (after - before) / 2));
     }
 
     /** {@link #sync} unless measured within {@link #FRESH_NANOS}. */
