@@ -161,7 +161,10 @@ final class StatusCommand implements Callable<Integer> {
         return mode + "; " + staging.pendingBlocks() + " block(s), " + Sizes.human(staging.pendingBytes())
                 + " staged and not yet uploaded (only on this machine's disk until then; "
                 + (oldest == Long.MIN_VALUE ? "some staged by an earlier mount" : "the oldest staged "
-                + Math.max(0, nowMillis - oldest) / 1000 + " s ago") + "), " + buffered;
+                + Math.max(0, nowMillis - oldest) / 1000 + " s ago") + ")"
+                + (staging.heldBlocks() == 0 ? "" : ", " + staging.heldBlocks() + " of them of writes an earlier mount may not"
+                + " have committed: deleted, not uploaded, unless the metadata shows their commit within minutes")
+                + ", " + buffered;
     }
 
     /** The mount's block cache: what it holds, how often it served, and blocks its checksums turned away. */

@@ -68,14 +68,13 @@ public final class PartFs implements Closeable {
         BlockCache cache = config.blockCacheDir() == null || config.blockCacheSize() == 0
                 ? BlockCache.disabled()
                 : new BlockCache(config.blockCacheDir(), config.blockCacheSize(), config.blockCacheBlocks(), config.freeSpaceRatio());
-        // Staged blocks an earlier write-back mount left are uploaded whether or not this one writes back.
-        io.partfs.engine.data.Staging staging = config.readOnly() || config.stagingDir() == null
-                || !(config.writeBack() || java.nio.file.Files.isDirectory(config.stagingDir())) ? null : new io.partfs.engine.data.Staging(config.stagingDir(), objects, cache,
-                Math.min(8, config.ioThreads()), config.uploadDelay(), config.writeBackUploadWait(), config.freeSpaceRatio());
+        io.partfs.engine.data.Staging staging = openStaging(config, objects, cache);
         this.chunks = new ChunkStore(meta, objects, cache, format, config.ioThreads(), config.writeBufferPerFile(),
                 config.writeBufferTotal(), staging, config.writeBack());
         if (staging != null) {
-            staging.recover();
+            java.time.Duration settle = config.commitSettle() != null ? config.commitSettle()
+                    : meta.store().exclusive() ? java.time.Duration.ZERO : PartFsConfig.SHARED_COMMIT_SETTLE;
+            staging.recover(io.partfs.engine.data.Staging.SliceCheck.asking(meta, chunks.volume(), settle));
             config.metrics().gauge("partfs_writeback_staged_blocks", "Blocks written in write-back mode and not yet uploaded.",
                     staging::pendingBlocks);
             config.metrics().gauge("partfs_writeback_staged_bytes", "Bytes written in write-back mode and not yet uploaded.",
@@ -155,6 +154,30 @@ public final class PartFs implements Closeable {
     }
 
     /** For a gauge: NaN when the metadata cannot be read (the scrape still answers). */
+    /**
+     * The write-back staging area: opened in write-back mode, and also without it when an earlier
+     * write-back mount left one (its blocks are uploaded whether or not this mount writes back).
+     * A staging area another mount on this machine holds is that mount's to upload: this one then
+     * goes without, unless it writes back itself (then it fails, saying so).
+     */
+    private static io.partfs.engine.data.Staging openStaging(PartFsConfig config, ObjectStore objects, BlockCache cache)
+            throws IOException {
+        java.nio.file.Path dir = config.stagingDir();
+        if (config.readOnly() || dir == null || !(config.writeBack() || java.nio.file.Files.isDirectory(dir))) {
+            return null;
+        }
+        try {
+            return new io.partfs.engine.data.Staging(dir, objects, cache, Math.min(8, config.ioThreads()), config.uploadDelay(),
+                    config.writeBackUploadWait(), config.freeSpaceRatio());
+        } catch (io.partfs.engine.data.Staging.InUseException e) {
+            if (config.writeBack()) {
+                throw e;
+            }
+            log.info("blocks staged in {} are left to the other mount that has it open", dir);
+            return null;
+        }
+    }
+
     private static double pendingDeletions(MetaEngine meta, java.util.function.ToLongFunction<MetaEngine.PendingDeletions> which) {
         try {
             return which.applyAsLong(meta.pendingDeletions());

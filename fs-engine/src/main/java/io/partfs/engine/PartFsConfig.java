@@ -22,6 +22,7 @@ public final class PartFsConfig {
     private final boolean deferPartFlushes;
     private final java.time.Duration writeBackUploadWait;
     private final java.time.Duration uploadDelay;
+    private final java.time.Duration commitSettle;
     private final java.time.Duration reclaimDelay;
     private final int compactAt;
     private final java.time.Duration compactQuiet;
@@ -41,6 +42,7 @@ public final class PartFsConfig {
         this.deferPartFlushes = b.deferPartFlushes;
         this.writeBackUploadWait = b.writeBackUploadWait;
         this.uploadDelay = b.uploadDelay;
+        this.commitSettle = b.commitSettle;
         this.reclaimDelay = b.reclaimDelay;
         this.compactAt = b.compactAt;
         this.compactQuiet = b.compactQuiet;
@@ -138,6 +140,20 @@ public final class PartFsConfig {
     public java.time.Duration uploadDelay() { return uploadDelay; }
 
     /**
+     * How long staged blocks an earlier process left, of writes it did not commit, wait before
+     * they are deleted (a commit it sent may still reach a shared metadata server); null
+     * chooses: {@link #SHARED_COMMIT_SETTLE} on a shared engine, none on an embedded one.
+     */
+    public java.time.Duration commitSettle() { return commitSettle; }
+
+    /**
+     * {@link #commitSettle} on a shared metadata engine: longer than a dead process's socket
+     * keeps sending (the kernel gives up on an orphaned connection's unacknowledged data within
+     * about two minutes) and than a Redis failover pauses writes.
+     */
+    public static final java.time.Duration SHARED_COMMIT_SETTLE = java.time.Duration.ofMinutes(3);
+
+    /**
      * How long the background deletion waits after the last file deletion of a burst before it
      * deletes the freed objects: the files of a part (or of every part a DROP removes) go in
      * one listing of the freed slices and one DeleteObjects request per thousand objects, not
@@ -190,7 +206,7 @@ public final class PartFsConfig {
 
     public Builder toBuilder() {
         return new Builder().blockCache(blockCacheDir, blockCacheSize).blockCacheBlocks(blockCacheBlocks).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
-                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).reclaimDelay(reclaimDelay).compactAt(compactAt).compactQuiet(compactQuiet).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
+                .writeBufferPerFile(writeBufferPerFile).writeBufferTotal(writeBufferTotal).readaheadBlocks(readaheadBlocks).capacity(capacity).readOnly(readOnly).atimeMode(atimeMode).writeBack(writeBack).deferPartFlushes(deferPartFlushes).writeBackUploadWait(writeBackUploadWait).uploadDelay(uploadDelay).commitSettle(commitSettle).reclaimDelay(reclaimDelay).compactAt(compactAt).compactQuiet(compactQuiet).metaCacheTtl(metaCacheTtl).metaCacheEntries(metaCacheEntries).metaBackupInterval(metaBackupInterval).metrics(metrics);
     }
 
     public static final class Builder {
@@ -225,6 +241,10 @@ public final class PartFsConfig {
         public Builder deferPartFlushes(boolean b) { this.deferPartFlushes = b; return this; }
 
         public Builder uploadDelay(java.time.Duration d) { this.uploadDelay = java.util.Objects.requireNonNull(d); return this; }
+
+        private java.time.Duration commitSettle;
+
+        public Builder commitSettle(java.time.Duration d) { this.commitSettle = d; return this; }
 
         public Builder reclaimDelay(java.time.Duration d) { this.reclaimDelay = java.util.Objects.requireNonNull(d); return this; }
 

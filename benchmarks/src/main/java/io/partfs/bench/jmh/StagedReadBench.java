@@ -66,7 +66,7 @@ public class StagedReadBench {
         files = new Path[BLOCKS];
         for (int i = 0; i < BLOCKS; i++) {
             keys[i] = "bench/chunks/0/0/" + (i + 1) + "_0_" + BLOCK;
-            staging.stage(keys[i], data);
+            staging.stage(keys[i], data, null);
             files[i] = staging.pathIfStaged(keys[i]);
         }
     }

@@ -456,7 +456,7 @@ public final class ChunkStore implements Closeable {
         if (!writeBack || !staging.fineTimestamps()) {
             return null;
         }
-        Staging.Backing b = staging.openBacking();
+        Staging.Backing b = staging.openBacking(ino);
         if (b == null) {
             return null;
         }
@@ -561,13 +561,13 @@ public final class ChunkStore implements Closeable {
      * ~2.4 ms a create, write, fsync and close took. Uploads go to the io pool, and a flush
      * waiting for one runs it itself if no io thread has taken it yet ({@link BlockUpload#await}).
      */
-    BlockUpload upload(String key, byte[] data, boolean byFlush) {
+    BlockUpload upload(String key, byte[] data, boolean byFlush, Staging.Owner owner) {
         if (writeBack && byFlush) {
-            BlockUpload staged = new BlockUpload(key, data);
+            BlockUpload staged = new BlockUpload(key, data, owner);
             staged.run();
             return staged;
         }
-        BlockUpload u = new BlockUpload(key, data);
+        BlockUpload u = new BlockUpload(key, data, owner);
         io.execute(u::run);
         return u;
     }
@@ -581,12 +581,15 @@ public final class ChunkStore implements Closeable {
     final class BlockUpload {
         private final String key;
         private final byte[] data;
+        /** The file and chunk it was written for: kept with it when staged (see {@link Staging#recover}). */
+        private final Staging.Owner owner;
         private final java.util.concurrent.atomic.AtomicBoolean taken = new java.util.concurrent.atomic.AtomicBoolean();
         private final CompletableFuture<Void> done = new CompletableFuture<>();
 
-        private BlockUpload(String key, byte[] data) {
+        private BlockUpload(String key, byte[] data, Staging.Owner owner) {
             this.key = key;
             this.data = data;
+            this.owner = owner;
         }
 
         /** Runs the upload unless someone else already took it. */
@@ -596,7 +599,7 @@ public final class ChunkStore implements Closeable {
             }
             try {
                 // write-back stages the block on local disk, unless the disk has no room for it
-                if (!writeBack || !staging.stage(key, data)) {
+                if (!writeBack || !staging.stage(key, data, owner)) {
                     objectPuts.incrementAndGet();
                     objects.put(key, data);
                     // A block just written is likely read soon (ClickHouse reads back what it merged),
@@ -990,6 +993,11 @@ public final class ChunkStore implements Closeable {
     /** The object store the blocks are in. */
     public ObjectStore objects() {
         return objects;
+    }
+
+    /** The volume's name, the first part of its objects' keys. */
+    public String volume() {
+        return volume;
     }
 
     /** The write-back staging area, or null. */

@@ -200,15 +200,18 @@ final class FileWriter {
     private final class Upload {
         final String key;
         final byte[] data;
+        /** The file and chunk it is written for. */
+        final Staging.Owner owner;
         ChunkStore.BlockUpload future;
         /** A flush gave up on this block; the next one starts it again. */
         boolean failedBefore;
 
         /** {@code byFlush}: started by a flush, which waits for it (see {@link ChunkStore#upload}). */
-        Upload(String key, byte[] data, boolean byFlush) {
+        Upload(String key, byte[] data, boolean byFlush, long chunk) {
             this.key = key;
             this.data = data;
-            this.future = store.upload(key, data, byFlush);
+            this.owner = new Staging.Owner(ino, chunk);
+            this.future = store.upload(key, data, byFlush, owner);
         }
 
         /** Waits for this attempt: null when the block is stored, else why not. */
@@ -227,7 +230,7 @@ final class FileWriter {
 
         void retry() {
             failedBefore = false;
-            future = store.upload(key, data, true); // tried again by a flush
+            future = store.upload(key, data, true, owner); // tried again by a flush
         }
     }
 
@@ -273,7 +276,7 @@ final class FileWriter {
                 done += k;
                 length += k;
                 if (currentLen == bs) {
-                    uploads.add(new Upload(store.blockKey(id, uploads.size(), bs), current, false));
+                    uploads.add(new Upload(store.blockKey(id, uploads.size(), bs), current, false, chunk));
                     current = new byte[0];
                     currentLen = 0;
                 }
@@ -287,7 +290,7 @@ final class FileWriter {
                 if (last != current) {
                     store.giveBuffer(current);
                 }
-                uploads.add(new Upload(store.blockKey(id, uploads.size(), currentLen), last, true));
+                uploads.add(new Upload(store.blockKey(id, uploads.size(), currentLen), last, true, chunk));
                 current = new byte[0];
                 currentLen = 0;
             }

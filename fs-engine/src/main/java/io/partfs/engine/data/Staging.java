@@ -30,7 +30,10 @@ import org.slf4j.LoggerFactory;
  * after a crash every committed block is either in the object store or here. Opening a staging
  * directory uploads what it holds ({@link #recover}); a file shorter or longer than the size in
  * its key was being written when the process died, was never committed, and is deleted. A
- * staged block whose slice was never committed is uploaded too and left to {@code partfs gc}.
+ * whole block names the file and chunk it was written for ({@value #OWNER_XATTR}), so the
+ * metadata can say whether the dead process committed its slice: if not, it is deleted rather
+ * than uploaded into an object no file names. The directory is one process's at a time
+ * ({@link #lockDir}).
  *
  * <p>Spare files: a new file's name is durable only after an fsync of the directory (0.13-0.15
  * ms here, on top of the file's own fsync). So blocks are written into empty files created
@@ -90,11 +93,19 @@ public final class Staging implements Closeable {
     /** The user extended attribute ({@code user.} is implied) holding a spare's block key. */
     static final String KEY_XATTR = "partfs.key";
     static final int SPARE_BATCH = 64;
+    /**
+     * The user extended attribute naming the file a staged block was written for: {@code <inode>
+     * <chunk index>} on a block's file, {@code <inode>} on a backing file (its commits give the
+     * chunks). {@link #recover} asks the metadata whether an earlier process committed the block.
+     */
+    static final String OWNER_XATTR = "partfs.owner";
     /** The user extended attribute of a backing file naming the slices committed from it. */
     static final String SLICES_XATTR = "partfs.slices";
     static final String PROBE_PREFIX = ".mtime-probe-";
     /** Before the name of a staged block set aside as damaged ({@link #setAsideDamaged}): kept, not uploaded. */
     static final String DAMAGED_PREFIX = ".damaged-";
+    /** The file whose lock says a process has the directory open ({@link #lockDir}). */
+    static final String LOCK = ".lock";
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
     public static final long BACKING_ROOM = 256L << 20;
     /**
@@ -432,9 +443,45 @@ public final class Staging implements Closeable {
         this.objects = objects;
         this.cache = cache;
         Files.createDirectories(this.dir);
+        this.lock = lockDir(this.dir);
         this.space = DiskSpace.keepFree(this.dir, freeRatio);
         this.uploaders = new ScheduledThreadPoolExecutor(threads, ChunkStore.daemon("partfs-writeback"));
         uploaders.setRemoveOnCancelPolicy(true);
+    }
+
+    /** Held while this staging area is open: see {@link #lockDir}. */
+    private final java.nio.channels.FileLock lock;
+
+    /** A staging directory another open staging area holds (another mount, or another volume opened here). */
+    public static final class InUseException extends IOException {
+        InUseException(Path dir) {
+            super("the write-back staging directory " + dir + " is in use by another mount on this machine: give each"
+                    + " mount a --cache-dir of its own");
+        }
+    }
+
+    /**
+     * Locks the directory ({@value #LOCK}, an fcntl lock the kernel drops with the process): its
+     * files are this process's alone. A second mount on the same cache directory would otherwise
+     * take the blocks the first one is still writing for an earlier process's ({@link #recover})
+     * and upload or delete them, and rename the spares it is about to fill.
+     */
+    private static java.nio.channels.FileLock lockDir(Path dir) throws IOException {
+        FileChannel ch = FileChannel.open(dir.resolve(LOCK), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        java.nio.channels.FileLock l;
+        try {
+            l = ch.tryLock();
+        } catch (java.nio.channels.OverlappingFileLockException e) {
+            l = null; // this process has it open already
+        } catch (IOException | RuntimeException e) {
+            ch.close();
+            throw e;
+        }
+        if (l == null) {
+            ch.close();
+            throw new InUseException(dir);
+        }
+        return l;
     }
 
     private Path file(String key) {
@@ -451,11 +498,95 @@ public final class Staging implements Closeable {
         }
     }
 
+    /** {@link #recover(SliceCheck)} asking nothing: every block an earlier process staged whole is uploaded. */
+    public int recover() throws IOException {
+        return recover(null);
+    }
+
+    /** The file and chunk a staged block was written for: kept with it ({@value #OWNER_XATTR}) for {@link #recover}. */
+    public record Owner(long ino, long chunk) {
+        String text() {
+            return ino + " " + chunk;
+        }
+
+        /** The attribute's text, or null when it names none (malformed, or a backing file's inode alone). */
+        static Owner parse(String text) {
+            String[] f = text == null ? new String[0] : text.trim().split(" ");
+            try {
+                return f.length == 2 ? new Owner(Long.parseLong(f[0]), Long.parseLong(f[1])) : null;
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+    }
+
+    /**
+     * What the metadata says of the slices whose blocks an earlier process left staged: whether it
+     * committed them before it stopped. The staging area knows only its blocks; this asks the
+     * volume's metadata engine.
+     */
+    public interface SliceCheck {
+        /** The volume asked about: blocks of another one (a cache directory used for two) are uploaded unasked. */
+        String volume();
+
+        /**
+         * Of slices by id, each with the file and chunk it was written for, the ids the volume
+         * still knows: listed by that chunk, or freed into the trash or the deletion list.
+         */
+        java.util.Set<Long> known(Map<Long, Owner> slices) throws IOException;
+
+        /**
+         * How long a commit the earlier process sent may still apply after it stopped (a
+         * transaction on its way to a shared metadata server): what is unknown is looked at again
+         * after this, before it is deleted. Zero for an embedded engine, which only that process wrote.
+         */
+        java.time.Duration settle();
+
+        /** Asks {@code meta}, the metadata of {@code volume} ({@link io.partfs.engine.meta.MetaEngine#knownSlices}). */
+        static SliceCheck asking(io.partfs.engine.meta.MetaEngine meta, String volume, java.time.Duration settle) {
+            return new SliceCheck() {
+                @Override
+                public String volume() {
+                    return volume;
+                }
+
+                @Override
+                public java.util.Set<Long> known(Map<Long, Owner> slices) throws IOException {
+                    List<io.partfs.engine.meta.MetaEngine.WrittenSlice> written = new ArrayList<>(slices.size());
+                    slices.forEach((id, o) -> written.add(new io.partfs.engine.meta.MetaEngine.WrittenSlice(id, o.ino(), o.chunk())));
+                    return meta.knownSlices(written);
+                }
+
+                @Override
+                public java.time.Duration settle() {
+                    return settle;
+                }
+            };
+        }
+    }
+
+    /** A block an earlier process staged whose commit {@link #recover} is asking about: not uploaded meanwhile. */
+    private record Held(long slice, Owner owner) {
+    }
+
+    /** Blocks {@link #recover} holds back until their commit is known: in {@link #pending} too, so reads find them. */
+    private final Map<String, Held> held = new ConcurrentHashMap<>();
+    /**
+     * {@link #held} blocks the metadata has not been asked about yet: an unmount waits for the
+     * answer ({@link #drain}), so what was committed is uploaded, as without the question.
+     */
+    private volatile boolean unasked;
+
     /**
      * Queues for upload every block an earlier process staged and did not upload; deletes the
-     * ones it was still writing. Returns how many blocks were queued.
+     * ones it was still writing. With {@code check}, a block that names the file and chunk it was
+     * written for ({@value #OWNER_XATTR}) is held back until the metadata says whether its slice
+     * was committed: if so (also if it was freed since into the trash or the deletion list) it is
+     * uploaded, else the process died before its fsync or close and it is deleted rather than
+     * uploaded into an object no file names ({@link #judge}). Returns how many blocks were queued
+     * or held.
      */
-    public int recover() throws IOException {
+    public int recover(SliceCheck check) throws IOException {
         List<Path> found;
         try (Stream<Path> s = Files.list(dir)) {
             found = s.filter(Files::isRegularFile).toList();
@@ -473,8 +604,11 @@ public final class Staging implements Closeable {
                 damagedKept++;
                 continue;
             }
+            if (name.equals(LOCK)) {
+                continue;
+            }
             if (name.startsWith(SPARE_PREFIX)) {
-                int blocks = recoverBacking(p);
+                int blocks = recoverBacking(p, check);
                 if (blocks >= 0) {
                     queued += blocks;
                     bytes += blocks > 0 ? Files.size(p) : 0;
@@ -500,15 +634,25 @@ public final class Staging implements Closeable {
             } catch (IOException | UnsupportedOperationException e) {
                 sums = null;
             }
+            Held hold = holdFor(check, key, readOwner(p));
             if (pending.putIfAbsent(key, new Staged((int) size, Long.MIN_VALUE, sums)) == null) {
-                schedule(key, 0, 0);
+                if (hold != null) {
+                    held.put(key, hold);
+                } else {
+                    schedule(key, 0, 0);
+                }
                 queued++;
                 bytes += size;
             }
         }
         if (queued > 0) {
-            log.info("uploading {} block(s), {} MiB, staged in {} by an earlier mount in write-back mode",
-                    queued, bytes >> 20, dir);
+            log.info("uploading {} block(s), {} MiB, staged in {} by an earlier mount in write-back mode{}",
+                    queued, bytes >> 20, dir, held.isEmpty() ? "" : " (" + held.size() + " once the metadata says they were committed)");
+        }
+        if (!held.isEmpty()) {
+            unasked = true;
+            long settleAt = System.nanoTime() + check.settle().toNanos();
+            uploaders.execute(() -> judge(check, settleAt, 0));
         }
         if (damagedKept > 0) {
             log.warn("{} staged block(s) found damaged on the local disk by an earlier mount are kept in {} ({}*), not uploaded:"
@@ -541,6 +685,106 @@ public final class Staging implements Closeable {
         return readXattr(f, KEY_XATTR);
     }
 
+    /** The {@value #OWNER_XATTR} attribute of a block's file, or null (none, or unreadable). */
+    private static Owner readOwner(Path f) {
+        try {
+            return Owner.parse(readXattr(f, OWNER_XATTR));
+        } catch (IOException | UnsupportedOperationException e) {
+            return null;
+        }
+    }
+
+    /** Whether {@code check} is to be asked about block {@code key} written for {@code owner}: its hold, else null. */
+    private static Held holdFor(SliceCheck check, String key, Owner owner) {
+        if (check == null || owner == null) {
+            return null;
+        }
+        int chunks = key.indexOf("/chunks/");
+        int name = key.lastIndexOf('/');
+        int u = key.indexOf('_', name + 1);
+        if (chunks < 0 || u < 0 || !key.substring(0, chunks).equals(check.volume())) {
+            return null;
+        }
+        try {
+            return new Held(Long.parseLong(key, name + 1, u, 10), owner);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /**
+     * Asks {@code check} about the blocks {@link #recover} held back: those of slices the volume
+     * knows are uploaded; the others, once {@code settleAt} ({@link System#nanoTime}) passed
+     * without a commit of theirs showing, are deleted. A metadata engine that does not answer is
+     * asked again (the blocks wait, safe on disk).
+     */
+    private void judge(SliceCheck check, long settleAt, int failures) {
+        Map<Long, Owner> slices = new java.util.HashMap<>();
+        for (Held h : held.values()) {
+            slices.put(h.slice(), h.owner());
+        }
+        if (slices.isEmpty()) { // uploaded or deleted meanwhile (their slices freed)
+            unasked = false;
+            signal();
+            return;
+        }
+        java.util.Set<Long> known;
+        try {
+            known = check.known(slices);
+        } catch (IOException | RuntimeException e) {
+            long delay = Math.min(MAX_BACKOFF_MS, 1000L << Math.min(failures, 5));
+            uploadFailures.warn(log, "cannot ask the metadata whether {} staged block(s) an earlier mount left were committed,"
+                    + " asking again in {} ms (they wait on local disk): {}", held.size(), delay, e.toString());
+            scheduleJudge(check, settleAt, failures + 1, delay);
+            return;
+        }
+        boolean settled = System.nanoTime() - settleAt >= 0;
+        int unknown = 0;
+        int deleted = 0;
+        long deletedBytes = 0;
+        for (Map.Entry<String, Held> e : held.entrySet()) {
+            String key = e.getKey();
+            if (known.contains(e.getValue().slice())) {
+                if (held.remove(key, e.getValue())) {
+                    schedule(key, 0, 0);
+                }
+            } else if (!settled) {
+                unknown++;
+            } else {
+                Staged st = pending.get(key);
+                if (held.remove(key, e.getValue()) && remove(key)) {
+                    deleted++;
+                    deletedBytes += st == null ? 0 : st.size();
+                }
+            }
+        }
+        unasked = false; // after the known ones left held: what is still held from here on waits for its commit only
+        signal();
+        if (deleted > 0) {
+            log.info("deleted {} staged block(s), {} KiB, of writes an earlier mount never committed (it stopped before"
+                    + " their fsync or close): not uploaded", deleted, deletedBytes >> 10);
+        }
+        if (unknown > 0) {
+            long wait = Math.max(0, TimeUnit.NANOSECONDS.toMillis(settleAt - System.nanoTime()));
+            log.info("{} staged block(s) an earlier mount left are not committed (yet): asking again in {} s, in case"
+                    + " a commit it sent is still on its way, then deleting what is still not", unknown, (wait + 999) / 1000);
+            scheduleJudge(check, settleAt, 0, wait);
+        }
+    }
+
+    private void scheduleJudge(SliceCheck check, long settleAt, int failures, long delayMs) {
+        try {
+            uploaders.schedule(() -> judge(check, settleAt, failures), delayMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            // the blocks stay staged; the next start asks again
+        }
+    }
+
+    /** Blocks held back until the metadata says whether they were committed ({@link #recover}); for tests and logs. */
+    public int heldBlocks() {
+        return held.size();
+    }
+
     private static String readXattr(Path f, String name) throws IOException {
         java.nio.file.attribute.UserDefinedFileAttributeView view =
                 Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class);
@@ -556,7 +800,7 @@ public final class Staging implements Closeable {
      * A spare an earlier process wrote as a backing file: stages the blocks its commits name and
      * returns how many; -1 when it is no backing file.
      */
-    private int recoverBacking(Path spare) throws IOException {
+    private int recoverBacking(Path spare, SliceCheck check) throws IOException {
         String desc;
         try {
             desc = readXattr(spare, SLICES_XATTR);
@@ -568,6 +812,13 @@ public final class Staging implements Closeable {
         }
         Backing b = new Backing(spare, false);
         backings.add(b);
+        Long ino = null;
+        try {
+            String owner = readXattr(spare, OWNER_XATTR);
+            ino = owner == null ? null : Long.valueOf(owner.trim());
+        } catch (IOException | RuntimeException e) {
+            // none: its blocks are uploaded unasked
+        }
         b.use(0); // held while its blocks are queued: one uploaded meanwhile must not delete the file under the rest
         int queued = 0;
         boolean unreadable = false;
@@ -580,7 +831,7 @@ public final class Staging implements Closeable {
             // cannot be read keeps its hold, and so stays named
             b.addCommit(new Commit(++number, commit), false);
             try {
-                queued += stageCommitted(b, commit, Long.MIN_VALUE, number);
+                queued += stageCommitted(b, commit, Long.MIN_VALUE, number, check, ino);
                 b.queued(number);
             } catch (IOException | RuntimeException e) {
                 unreadable = true;
@@ -600,7 +851,7 @@ public final class Staging implements Closeable {
      * attributes or the disk has less than {@link #BACKING_ROOM} above its free-space floor (the
      * file is then written the usual way, and a full disk turns blocks away as {@link #stage} does).
      */
-    public Backing openBacking() {
+    public Backing openBacking(long ino) {
         if (!sparesWork) {
             return null;
         }
@@ -624,6 +875,7 @@ public final class Staging implements Closeable {
                 return null;
             }
         }
+        writeOwner(spare, String.valueOf(ino)); // durable with the first commit's fsync
         Backing b = new Backing(spare, true);
         openBackings.incrementAndGet();
         backings.add(b);
@@ -780,7 +1032,7 @@ public final class Staging implements Closeable {
         }
         long at = System.currentTimeMillis();
         for (String line : lines) {
-            stageCommitted(b, line, at, number);
+            stageCommitted(b, line, at, number, null, null);
         }
         b.queued(number);
         long missing = space.shortfall(0);
@@ -791,9 +1043,10 @@ public final class Staging implements Closeable {
 
     /**
      * Stages the blocks one line of a backing file's attribute names, as its commit
-     * {@code number} (named by the backing file already); returns how many.
+     * {@code number} (named by the backing file already); returns how many. With {@code check}
+     * and the file's inode (a recovery), they are held until it says whether they were committed.
      */
-    private int stageCommitted(Backing b, String commit, long at, int number) throws IOException {
+    private int stageCommitted(Backing b, String commit, long at, int number, SliceCheck check, Long ino) throws IOException {
         String[] f = commit.trim().split(" ");
         if (f.length != 4 && f.length != 5) {
             throw new IOException("malformed " + SLICES_XATTR + " attribute of " + b.file + ": '" + commit + "'");
@@ -818,7 +1071,12 @@ public final class Staging implements Closeable {
                 b.use(number);
                 boolean wholeFile = f.length == 4 && offset == 0 && size == to;
                 if (pending.putIfAbsent(key, new Staged(size, at, b, offset, wholeFile, number, null)) == null) {
-                    schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
+                    Held hold = ino == null ? null : holdFor(check, key, new Owner(ino, span.chunk()));
+                    if (hold != null) {
+                        held.put(key, hold);
+                    } else {
+                        schedule(key, at == Long.MIN_VALUE ? 0 : uploadDelayMs, 0);
+                    }
                     staged++;
                 } else {
                     b.unuse(number, null, null);
@@ -849,7 +1107,7 @@ public final class Staging implements Closeable {
      * {@link #syncDir}, which a flush calls once before it commits. False, with nothing staged,
      * when the disk has no room for it (the caller then uploads it itself).
      */
-    public boolean stage(String key, byte[] data) throws IOException {
+    public boolean stage(String key, byte[] data, Owner owner) throws IOException {
         // what other blocks are being written counts as used already: blocks staged side by side
         // (a file's blocks upload in parallel) must not pass the floor together
         long reserved = writing.addAndGet(data.length);
@@ -858,7 +1116,7 @@ public final class Staging implements Closeable {
             if (missing > 0 && cache.evictBytes(missing) < missing) {
                 return turnAway(key, "it would leave less than " + (space.minFree() >> 20) + " MiB free (--free-space-ratio)");
             }
-            return write(key, data);
+            return write(key, data, owner);
         } finally {
             writing.addAndGet(-data.length);
         }
@@ -867,12 +1125,12 @@ public final class Staging implements Closeable {
     /** Bytes {@link #stage} calls are writing now. */
     private final java.util.concurrent.atomic.AtomicLong writing = new java.util.concurrent.atomic.AtomicLong();
 
-    private boolean write(String key, byte[] data) throws IOException {
+    private boolean write(String key, byte[] data, Owner owner) throws IOException {
         Path f = file(key);
         Path spare = sparesWork ? takeSpare() : null;
         byte[] sums = BlockSums.of(data);
         try {
-            if (spare == null || !stageInSpare(spare, key, data, sums, f)) {
+            if (spare == null || !stageInSpare(spare, key, data, sums, owner, f)) {
                 try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                         StandardOpenOption.TRUNCATE_EXISTING)) {
                     LocalFiles.writeAll(ch, data);
@@ -932,7 +1190,7 @@ public final class Staging implements Closeable {
      * to {@code f}. False, with the spare deleted, when the filesystem refuses the extended
      * attribute (spares are then given up) or the spare is gone; the caller then writes a new file.
      */
-    private boolean stageInSpare(Path spare, String key, byte[] data, byte[] sums, Path f) throws IOException {
+    private boolean stageInSpare(Path spare, String key, byte[] data, byte[] sums, Owner owner, Path f) throws IOException {
         try (FileChannel ch = FileChannel.open(spare, StandardOpenOption.WRITE)) {
             LocalFiles.writeAll(ch, data);
             if (!writeKey(spare, key)) {
@@ -945,7 +1203,10 @@ public final class Staging implements Closeable {
             } catch (IOException | UnsupportedOperationException e) {
                 log.debug("staged block {} keeps no checksums on disk: {}", key, e.toString());
             }
-            ch.force(true); // data, size, the key and the sums together
+            if (owner != null) {
+                writeOwner(spare, owner.text());
+            }
+            ch.force(true); // data, size, the key, the sums and the owner together
         } catch (NoSuchFileException e) {
             return false;
         } catch (IOException e) {
@@ -973,6 +1234,19 @@ public final class Staging implements Closeable {
                         + "and a directory fsync", dir, e.toString());
             }
             return false;
+        }
+    }
+
+    /**
+     * Sets the {@value #OWNER_XATTR} attribute (made durable by the fsync that follows); without
+     * it the block is uploaded after a crash whether or not it was committed, as before.
+     */
+    private void writeOwner(Path f, String owner) {
+        try {
+            Files.getFileAttributeView(f, java.nio.file.attribute.UserDefinedFileAttributeView.class)
+                    .write(OWNER_XATTR, ByteBuffer.wrap(owner.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (IOException | RuntimeException e) {
+            log.debug("{} keeps no owner: {}", f, e.toString());
         }
     }
 
@@ -1076,6 +1350,7 @@ public final class Staging implements Closeable {
      * the object store (an upload under way when this is called deletes what it stored).
      */
     public boolean remove(String key) {
+        held.remove(key);
         Staged st = pending.remove(key);
         if (st == null) {
             return false;
@@ -1140,8 +1415,8 @@ public final class Staging implements Closeable {
 
     private void upload(String key, int failures) {
         Staged staged = pending.get(key);
-        if (staged == null || !uploading.add(key)) {
-            return;
+        if (staged == null || held.containsKey(key) || !uploading.add(key)) {
+            return; // gone, waiting for judge(), or being uploaded
         }
         Path f = file(key);
         boolean park = false;
@@ -1331,7 +1606,10 @@ public final class Staging implements Closeable {
 
     /**
      * Waits until every staged block is uploaded, or until the drain stall given at
-     * construction passes without one being uploaded; logs progress. Returns the blocks still staged.
+     * construction passes without one being uploaded; logs progress. Blocks held back until the
+     * metadata says whether they were committed ({@link #recover}) are waited for until it was
+     * asked, then only those it knows: the others stay for the next start. Returns the blocks
+     * still staged.
      */
     public int drain() throws InterruptedException {
         long stallMs = drainStallMs;
@@ -1340,11 +1618,11 @@ public final class Staging implements Closeable {
                 schedule(key, 0, 0); // do not wait out the upload delay
             }
         }
-        int last = pending.size();
+        int last = toUpload();
         long stalledSince = System.nanoTime();
         long nextLog = System.nanoTime();
-        while (!pending.isEmpty()) {
-            int now = pending.size();
+        while (toUpload() > 0) {
+            int now = toUpload();
             if (now < last) {
                 last = now;
                 stalledSince = System.nanoTime();
@@ -1356,12 +1634,20 @@ public final class Staging implements Closeable {
                 nextLog = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
             }
             synchronized (drained) {
-                if (!pending.isEmpty()) {
+                if (toUpload() > 0) {
                     drained.wait(200);
                 }
             }
         }
         return pending.size();
+    }
+
+    /**
+     * Staged blocks that are to be uploaded: not held back until their commit shows ({@link #held}
+     * is a part of {@link #pending}), once the metadata was asked.
+     */
+    private int toUpload() {
+        return unasked ? pending.size() : pending.size() - held.size();
     }
 
     /** Stops uploading; what is still staged stays on disk for the next start, unused spares do not. */
@@ -1394,6 +1680,11 @@ public final class Staging implements Closeable {
         if (!pending.isEmpty()) {
             log.warn("{} block(s), {} MiB, written in write-back mode are not uploaded yet: they stay in {} and are "
                     + "uploaded when the volume is next mounted with this cache directory", pending.size(), pendingBytes() >> 20, dir);
+        }
+        try {
+            lock.channel().close(); // and with it the lock
+        } catch (IOException e) {
+            log.debug("cannot close the lock of {}: {}", dir, e.toString());
         }
     }
 

@@ -1593,6 +1593,57 @@ public final class MetaEngine implements Closeable {
         });
     }
 
+    /** A slice a process wrote for chunk {@code chunk} of file {@code ino}, whose commit is in question. */
+    public record WrittenSlice(long id, long ino, long chunk) {
+    }
+
+    /**
+     * Of slices a process wrote, the ids the volume knows: listed by the chunk each was written
+     * for, or freed since into the trash or the deletion list. The rest were never committed (the
+     * process stopped before its fsync or close), or were committed, freed and their objects
+     * deleted already. Read from the store, in the order a slice moves (chunk, trash, deletion
+     * list), so one moved on meanwhile is still found; the trash and the deletion list are read
+     * whole, and only when a chunk did not list some slice.
+     */
+    public java.util.Set<Long> knownSlices(java.util.Collection<WrittenSlice> written) throws IOException {
+        java.util.Set<Long> known = new java.util.HashSet<>();
+        Map<String, List<Long>> byChunk = new java.util.LinkedHashMap<>();
+        for (WrittenSlice w : written) {
+            byChunk.computeIfAbsent(chunkKey(w.ino(), w.chunk()), k -> new ArrayList<>()).add(w.id());
+        }
+        List<String> keys = new ArrayList<>(byChunk.keySet());
+        for (int from = 0; from < keys.size(); from += 1000) {
+            List<String> page = keys.subList(from, Math.min(keys.size(), from + 1000));
+            List<byte[]> lists = kv.read(r -> r.getAll(page));
+            for (int i = 0; i < page.size(); i++) {
+                java.util.Set<Long> ids = new java.util.HashSet<>();
+                for (Slice s : Slice.decodeList(lists.get(i))) {
+                    ids.add(s.id());
+                }
+                for (long id : byChunk.get(page.get(i))) {
+                    if (ids.contains(id)) {
+                        known.add(id);
+                    }
+                }
+            }
+        }
+        java.util.Set<Long> rest = new java.util.HashSet<>();
+        written.forEach(w -> rest.add(w.id()));
+        rest.removeAll(known);
+        SliceVisitor found = (id, size) -> {
+            if (rest.remove(id)) {
+                known.add(id);
+            }
+        };
+        if (!rest.isEmpty()) {
+            forEachTrashSlice(found);
+        }
+        if (!rest.isEmpty()) {
+            forEachPendingSlice(found);
+        }
+        return known;
+    }
+
     static void visitFields(KvStore.Reader r, String hash, SliceVisitor each) throws IOException {
         r.scanHash(hash, page -> {
             for (String f : page.keySet()) {

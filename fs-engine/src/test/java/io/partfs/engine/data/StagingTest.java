@@ -43,7 +43,7 @@ class StagingTest {
 
     private List<String> names() throws IOException {
         try (Stream<Path> s = Files.list(dir)) {
-            return s.map(p -> p.getFileName().toString()).sorted().toList();
+            return s.map(p -> p.getFileName().toString()).filter(n -> !n.equals(Staging.LOCK)).sorted().toList();
         }
     }
 
@@ -84,14 +84,14 @@ class StagingTest {
     void blocksGoIntoSparesCarryingTheirKeyAndUnusedSparesGoAtClose() throws Exception {
         byte[] data = "block".repeat(100).getBytes(StandardCharsets.UTF_8);
         try (Staging staging = open(Duration.ofHours(1))) {
-            staging.stage("vol/chunks/0/0/7_0_" + data.length, new byte[data.length]); // first block: no spare yet
+            staging.stage("vol/chunks/0/0/7_0_" + data.length, new byte[data.length], null); // first block: no spare yet
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
             while (staging.sparesReady() < Staging.SPARE_BATCH) {
                 assertTrue(System.nanoTime() < deadline, "no spare batch ready within 30 s");
                 java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
             }
             String key = "vol/chunks/0/0/8_0_" + data.length;
-            staging.stage(key, data);
+            staging.stage(key, data, null);
             Path staged = staging.pathIfStaged(key);
             assertArrayEquals(data, Files.readAllBytes(staged));
             UserDefinedFileAttributeView view = Files.getFileAttributeView(staged, UserDefinedFileAttributeView.class);
@@ -109,7 +109,7 @@ class StagingTest {
         byte[] data = random(5 * blockSize + 7, 9);
         Path file;
         try (Staging staging = open(Duration.ofHours(1))) {
-            Staging.Backing b = staging.openBacking();
+            Staging.Backing b = staging.openBacking(1);
             file = b.file();
             Files.write(file, data); // as the kernel writes it
             staging.commitBacking(b, "vol", blockSize, 100, data.length);
@@ -132,6 +132,63 @@ class StagingTest {
     }
 
     /**
+     * A restart asks the volume's metadata (RocksDB here) which staged slices the dead process
+     * committed: those are uploaded, the others deleted. Here a backing file whose first commit
+     * reached the metadata and whose second did not (the process died between its fsync and its
+     * commit), a block written through the process and never committed, and two blocks not
+     * asked about: one that names no file (staged by an earlier build) and one of another volume.
+     */
+    @Test
+    void aRestartUploadsTheSlicesTheMetadataKnowsAndDeletesTheOthers() throws Exception {
+        int bs = 1 << 20;
+        byte[] data = random(2 * bs, 3);
+        Path backing;
+        try (io.partfs.engine.meta.MetaEngine meta = new io.partfs.engine.meta.MetaEngine(
+                new io.partfs.engine.meta.RocksKvStore(tmp.resolve("meta")))) {
+            meta.format(io.partfs.engine.VolumeFormat.create("vol", bs, "file:///objects"), 0, 0);
+            long ino = meta.mknod(io.partfs.engine.meta.MetaEngine.ROOT, "f", io.partfs.engine.FileType.FILE, 0644, 0, 0, 0, null).ino();
+            try (Staging staging = open(Duration.ofHours(1))) {
+                Staging.Backing b = staging.openBacking(ino);
+                backing = b.file();
+                Files.write(backing, data); // as the kernel writes it
+                staging.commitBacking(b, "vol", bs, 100, data.length);
+                meta.commitWrite(ino, List.of(new io.partfs.engine.meta.MetaEngine.ChunkSlice(0,
+                        new io.partfs.engine.meta.Slice(100, data.length, 0, data.length, 0))));
+                staging.commitBacking(b, b.nextCommit(), "vol", bs, 200, new long[] {bs, 2L * bs}, data.length);
+                staging.closeBacking(b);
+                staging.stage("vol/chunks/0/0/300_0_10", new byte[10], new Staging.Owner(ino, 0));
+                staging.stage("vol/chunks/0/0/400_0_10", new byte[10], null);
+                staging.stage("other/chunks/0/0/500_0_10", new byte[10], new Staging.Owner(ino, 0));
+                assertEquals(6, staging.pendingBlocks());
+            } // closed before any upload: as a killed process leaves it
+            try (Staging staging = open(Duration.ZERO)) {
+                assertEquals(6, staging.recover(Staging.SliceCheck.asking(meta, "vol", Duration.ZERO)));
+                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (staging.pendingBlocks() > 0) {
+                    assertTrue(System.nanoTime() < deadline, staging.pendingBlocks() + " blocks still staged after 30 s");
+                    java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+                }
+                assertEquals(List.of("other/chunks/0/0/500_0_10", "vol/chunks/0/0/100_0_1048576", "vol/chunks/0/0/100_1_1048576",
+                        "vol/chunks/0/0/400_0_10"), objects.listAll("").stream().map(o -> o.key()).sorted().toList(),
+                        "the committed slice's blocks and those not asked about");
+                assertArrayEquals(java.util.Arrays.copyOfRange(data, bs, 2 * bs), objects.get("vol/chunks/0/0/100_1_1048576", 0, bs));
+                assertEquals(List.of(), names(), "nothing left staged");
+                awaitDeleted(backing);
+            }
+        }
+    }
+
+    /** A staging directory is one staging area's at a time: a second one on it is refused until the first is closed. */
+    @Test
+    void aSecondStagingAreaOnTheSameDirectoryIsRefused() throws Exception {
+        try (Staging first = open(Duration.ZERO)) {
+            Staging.InUseException e = assertThrows(Staging.InUseException.class, () -> open(Duration.ZERO));
+            assertTrue(e.getMessage().contains("--cache-dir"), e.getMessage());
+        }
+        open(Duration.ZERO).close();
+    }
+
+    /**
      * A staged block that the local disk damaged before its upload (a bit flipped) is not
      * uploaded: its checksums, kept in memory and in its file's attribute, say so, in this
      * process and after a restart. The file is set aside, and the restart leaves it there.
@@ -144,8 +201,8 @@ class StagingTest {
         String badKey = "vol/chunks/0/0/32_0_200000";
         String laterKey = "vol/chunks/0/0/33_0_200000";
         try (Staging staging = withSpares(open(Duration.ofHours(1)))) {
-            staging.stage(goodKey, good);
-            staging.stage(badKey, bad);
+            staging.stage(goodKey, good, null);
+            staging.stage(badKey, bad, null);
             flip(staging.pathIfStaged(badKey), 150_000);
             staging.drain(); // uploads at once
             assertEquals(1, staging.damagedBlocks());
@@ -153,7 +210,7 @@ class StagingTest {
             assertTrue(names().contains(Staging.DAMAGED_PREFIX + "vol%chunks%0%0%32_0_200000"), names().toString());
             assertArrayEquals(good, objects.get(goodKey, 0, good.length));
 
-            staging.stage(laterKey, bad);
+            staging.stage(laterKey, bad, null);
         } // closed before its upload: as a killed process leaves it
         flip(dir.resolve("vol%chunks%0%0%33_0_200000"), 7); // damaged while no sidecar ran
         try (Staging staging = open(Duration.ZERO)) {
@@ -166,7 +223,7 @@ class StagingTest {
 
     /** {@code staging} once a first block is staged and its first batch of spares is ready. */
     private static Staging withSpares(Staging staging) throws IOException {
-        staging.stage("vol/chunks/0/0/30_0_5", new byte[5]);
+        staging.stage("vol/chunks/0/0/30_0_5", new byte[5], null);
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (staging.sparesReady() < Staging.SPARE_BATCH) {
             assertTrue(System.nanoTime() < deadline, "no spare batch ready within 30 s");
@@ -185,7 +242,7 @@ class StagingTest {
         byte[] data = random(200_000, 23);
         String key = "vol/chunks/0/0/34_0_200000";
         try (Staging staging = open(Duration.ofHours(1))) {
-            staging.stage(key, data);
+            staging.stage(key, data, null);
             flip(staging.pathIfStaged(key), 140_000); // in the third piece, [131072, 196608)
             ByteBuffer first = ByteBuffer.allocate(1000);
             assertTrue(staging.read(key, 5_000, 1000, first));
@@ -231,7 +288,7 @@ class StagingTest {
         byte[] data = random(2 * bs + 7, 11);
         Path file;
         try (Staging staging = open(Duration.ZERO)) { // uploaded at once
-            Staging.Backing b = staging.openBacking();
+            Staging.Backing b = staging.openBacking(1);
             Files.write(b.file(), data);
             staging.commitBacking(b, "vol", bs, 100, data.length);
             awaitObject(ChunkStore.blockKey("vol", 100, 2, 7), 7);
@@ -247,7 +304,7 @@ class StagingTest {
             staging.closeBacking(b);
         }
         try (Staging staging = open(Duration.ofHours(1))) {
-            Staging.Backing b = staging.openBacking();
+            Staging.Backing b = staging.openBacking(1);
             file = b.file();
             Files.write(file, data);
             staging.commitBacking(b, "vol", bs, 300, data.length);
@@ -283,7 +340,7 @@ class StagingTest {
         Path stagingDir = cacheDir.resolve(BlockCache.STAGING);
         Path closedFile;
         try (Staging staging = new Staging(stagingDir, objects, BlockCache.disabled(), 2, Duration.ofHours(1), Duration.ofSeconds(30))) {
-            Staging.Backing b = staging.openBacking();
+            Staging.Backing b = staging.openBacking(1);
             closedFile = b.file();
             Files.write(closedFile, data);
             staging.commitBacking(b, "vol", blockSize, 300, data.length);
@@ -309,7 +366,7 @@ class StagingTest {
             }
 
             // a file the kernel still has open: its commit uploads at once, and the cache waits for its close
-            Staging.Backing open = staging.openBacking();
+            Staging.Backing open = staging.openBacking(1);
             Files.write(open.file(), data);
             staging.commitBacking(open, "vol", blockSize, 400, data.length);
             io.partfs.engine.testing.Poll.until(() -> staging.pendingBlocks() == 0, "the open file's blocks uploaded");
@@ -327,7 +384,7 @@ class StagingTest {
             assertTrue(Files.notExists(open.file()), "closed with every block uploaded: its staging name deleted");
 
             // written again after its commit, before its close: what was uploaded is not what it holds
-            Staging.Backing changed = staging.openBacking();
+            Staging.Backing changed = staging.openBacking(1);
             Files.write(changed.file(), data);
             staging.commitBacking(changed, "vol", blockSize, 500, data.length);
             io.partfs.engine.testing.Poll.until(() -> staging.pendingBlocks() == 0, "the changed file's blocks uploaded");
@@ -378,7 +435,7 @@ class StagingTest {
         List<String> keys = List.of("vol/chunks/0/0/11_0_300", "vol/chunks/0/0/12_0_300", "vol/chunks/0/0/13_0_300");
         try (Staging staging = new Staging(dir, store, BlockCache.disabled(), 2, Duration.ZERO, Duration.ofSeconds(30))) {
             for (String key : keys) {
-                staging.stage(key, data);
+                staging.stage(key, data, null);
             }
             io.partfs.engine.testing.Poll.until(() -> staging.parkedBlocks() == 3, "every block waits for the store");
             int probes = store.probes();
@@ -405,9 +462,9 @@ class StagingTest {
         try (Staging staging = open(Duration.ofHours(1))) {
             assertEquals(0, staging.oldestPendingMillis(), "nothing waits");
             long before = System.currentTimeMillis();
-            assertTrue(staging.stage("vol/chunks/0/0/1_0_" + data.length, data));
+            assertTrue(staging.stage("vol/chunks/0/0/1_0_" + data.length, data, null));
             long after = System.currentTimeMillis();
-            assertTrue(staging.stage("vol/chunks/0/0/2_0_" + data.length, data));
+            assertTrue(staging.stage("vol/chunks/0/0/2_0_" + data.length, data, null));
             long oldest = staging.oldestPendingMillis();
             assertTrue(oldest >= before && oldest <= after, "the first block's time, not the second's: " + oldest);
         }
@@ -468,7 +525,7 @@ class StagingTest {
                 int staged = 0;
                 try (Staging staging = new Staging(d, objects, BlockCache.disabled(), 2, Duration.ofHours(1), Duration.ofMillis(1), ratio)) {
                     for (int i = 0; i < 10; i++) {
-                        if (staging.stage("vol/chunks/0/0/" + (100 + i) + "_0_" + block.length, block)) {
+                        if (staging.stage("vol/chunks/0/0/" + (100 + i) + "_0_" + block.length, block, null)) {
                             assertEquals(i, staged, "blocks fit until one does not, then none");
                             staged++;
                         }
@@ -482,7 +539,8 @@ class StagingTest {
                         assertTrue(staged >= 6, staged + " staged until the disk was full");
                     }
                     try (Stream<Path> files = Files.list(d)) {
-                        List<Path> blocks = files.filter(p -> !p.getFileName().toString().startsWith(Staging.SPARE_PREFIX)).toList();
+                        List<Path> blocks = files.filter(p -> !p.getFileName().toString().startsWith(Staging.SPARE_PREFIX)
+                                && !p.getFileName().toString().equals(Staging.LOCK)).toList();
                         assertEquals(staged, blocks.size(), "no file of a block turned away: " + blocks);
                         for (Path p : blocks) {
                             assertEquals(block.length, Files.size(p), p + " whole");
@@ -516,7 +574,7 @@ class StagingTest {
             long floor = disk.total() / 10;
             try (Staging staging = new Staging(cacheDir.resolve(BlockCache.STAGING), objects, cache, 2, Duration.ofHours(1),
                     Duration.ofSeconds(30), 0.1)) {
-                Staging.Backing b = staging.openBacking();
+                Staging.Backing b = staging.openBacking(1);
                 assertTrue(b != null, "room for a backing file at the start");
                 byte[] part = new byte[300 << 20];
                 new java.util.Random(4).nextBytes(part);

@@ -1536,6 +1536,37 @@ abstract class MetaEngineContract {
         assertEquals(24 * 366, meta.trashHours(), "a refused change changes nothing");
     }
 
+    /**
+     * A slice a process that died had written is known while its chunk lists it, and after it
+     * was freed into the trash or moved on to the deletion list; one never committed, or whose
+     * objects were deleted, is not. Asked of the chunk it was written for: a slice id listed by
+     * another chunk does not count.
+     */
+    @Test
+    void knownSlicesAreThoseAChunkTheTrashOrTheDeletionListHolds() throws Exception {
+        meta.setTrashHours(1);
+        Attr f = file(ROOT, "f");
+        Attr g = file(ROOT, "g");
+        Slice live = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
+        Slice trashed = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
+        Slice deleting = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
+        long neverCommitted = meta.nextSliceId();
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, live), new MetaEngine.ChunkSlice(1, trashed)));
+        meta.commitWrite(g.ino(), List.of(new MetaEngine.ChunkSlice(2, deleting)));
+        meta.truncate(f.ino(), VolumeFormat.CHUNK_SIZE); // chunk 1 goes to the trash
+        meta.setTrashHours(0);
+        meta.truncate(g.ino(), 0); // straight to the deletion list
+        List<MetaEngine.WrittenSlice> asked = List.of(new MetaEngine.WrittenSlice(live.id(), f.ino(), 0),
+                new MetaEngine.WrittenSlice(trashed.id(), f.ino(), 1), new MetaEngine.WrittenSlice(deleting.id(), g.ino(), 2),
+                new MetaEngine.WrittenSlice(neverCommitted, f.ino(), 0));
+        assertEquals(java.util.Set.of(live.id(), trashed.id(), deleting.id()), meta.knownSlices(asked));
+        assertEquals(java.util.Set.of(), meta.knownSlices(List.of(new MetaEngine.WrittenSlice(live.id(), g.ino(), 0))),
+                "another file's chunk does not list it");
+
+        meta.slicesDeleted(List.of(new long[] {deleting.id(), deleting.size()}));
+        assertEquals(java.util.Set.of(live.id(), trashed.id()), meta.knownSlices(asked), "its objects are deleted: unknown");
+    }
+
     /** Slices taken out of the trash (their objects never made) are neither kept nor deleted later. */
     @Test
     void untrashedSlicesLeaveTheTrashAndAreNeverDeleted() throws Exception {
