@@ -74,7 +74,12 @@ public final class PartFs implements Closeable {
         if (staging != null) {
             java.time.Duration settle = config.commitSettle() != null ? config.commitSettle()
                     : meta.store().exclusive() ? java.time.Duration.ZERO : PartFsConfig.SHARED_COMMIT_SETTLE;
-            staging.recover(io.partfs.engine.data.Staging.SliceCheck.asking(meta, chunks.volume(), settle));
+            try {
+                staging.recover(io.partfs.engine.data.Staging.SliceCheck.asking(meta, format, settle));
+            } catch (IOException | RuntimeException e) {
+                chunks.close(); // and with it the staging area, its lock
+                throw e;
+            }
             config.metrics().gauge("partfs_writeback_staged_blocks", "Blocks written in write-back mode and not yet uploaded.",
                     staging::pendingBlocks);
             config.metrics().gauge("partfs_writeback_staged_bytes", "Bytes written in write-back mode and not yet uploaded.",

@@ -995,11 +995,6 @@ public final class ChunkStore implements Closeable {
         return objects;
     }
 
-    /** The volume's name, the first part of its objects' keys. */
-    public String volume() {
-        return volume;
-    }
-
     /** The write-back staging area, or null. */
     public Staging staging() {
         return staging;

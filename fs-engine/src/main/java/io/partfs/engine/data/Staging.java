@@ -104,6 +104,8 @@ public final class Staging implements Closeable {
     static final String PROBE_PREFIX = ".mtime-probe-";
     /** Before the name of a staged block set aside as damaged ({@link #setAsideDamaged}): kept, not uploaded. */
     static final String DAMAGED_PREFIX = ".damaged-";
+    /** The file naming the uuid of the volume whose blocks the directory stages ({@link #claim}). */
+    static final String VOLUME = ".volume";
     /** The file whose lock says a process has the directory open ({@link #lockDir}). */
     static final String LOCK = ".lock";
     /** Room a new backing file needs above the free-space floor: the kernel writes it without asking. */
@@ -530,6 +532,12 @@ public final class Staging implements Closeable {
         String volume();
 
         /**
+         * The volume's uuid: a staging directory holding blocks of another volume of the same
+         * name (formatted again since) is refused ({@link #claim}), not uploaded into this one.
+         */
+        String volumeUuid();
+
+        /**
          * Of slices by id, each with the file and chunk it was written for, the ids the volume
          * still knows: listed by that chunk, or freed into the trash or the deletion list.
          */
@@ -543,11 +551,16 @@ public final class Staging implements Closeable {
         java.time.Duration settle();
 
         /** Asks {@code meta}, the metadata of {@code volume} ({@link io.partfs.engine.meta.MetaEngine#knownSlices}). */
-        static SliceCheck asking(io.partfs.engine.meta.MetaEngine meta, String volume, java.time.Duration settle) {
+        static SliceCheck asking(io.partfs.engine.meta.MetaEngine meta, io.partfs.engine.VolumeFormat volume, java.time.Duration settle) {
             return new SliceCheck() {
                 @Override
                 public String volume() {
-                    return volume;
+                    return volume.name();
+                }
+
+                @Override
+                public String volumeUuid() {
+                    return volume.uuid();
                 }
 
                 @Override
@@ -591,6 +604,9 @@ public final class Staging implements Closeable {
         try (Stream<Path> s = Files.list(dir)) {
             found = s.filter(Files::isRegularFile).toList();
         }
+        if (check != null) {
+            claim(check.volumeUuid(), found);
+        }
         int damagedKept = 0;
         int queued = 0;
         long bytes = 0;
@@ -604,7 +620,7 @@ public final class Staging implements Closeable {
                 damagedKept++;
                 continue;
             }
-            if (name.equals(LOCK)) {
+            if (name.equals(LOCK) || name.startsWith(VOLUME)) {
                 continue;
             }
             if (name.startsWith(SPARE_PREFIX)) {
@@ -646,8 +662,9 @@ public final class Staging implements Closeable {
             }
         }
         if (queued > 0) {
-            log.info("uploading {} block(s), {} MiB, staged in {} by an earlier mount in write-back mode{}",
-                    queued, bytes >> 20, dir, held.isEmpty() ? "" : " (" + held.size() + " once the metadata says they were committed)");
+            log.info("{} block(s), {} MiB, staged in {} by an earlier mount in write-back mode: {}", queued, bytes >> 20, dir,
+                    held.isEmpty() ? "uploading them" : (queued - held.size()) + " uploaded now, " + held.size()
+                            + " once the metadata says they were committed (those it does not are deleted)");
         }
         if (!held.isEmpty()) {
             unasked = true;
@@ -683,6 +700,49 @@ public final class Staging implements Closeable {
 
     private static String readKey(Path f) throws IOException {
         return readXattr(f, KEY_XATTR);
+    }
+
+    /**
+     * Records that the directory stages the blocks of volume {@code uuid} ({@value #VOLUME});
+     * refuses, changing nothing, when it holds blocks (of {@code files}) of another volume: a
+     * volume formatted again under the same name, mounted with the old one's cache directory,
+     * would otherwise take those blocks for its own and upload them over its objects of the same
+     * keys. A directory without the file (an earlier build's) is taken to be this volume's.
+     */
+    private void claim(String uuid, List<Path> files) throws IOException {
+        Path marker = dir.resolve(VOLUME);
+        String had = Files.exists(marker) ? Files.readString(marker).trim() : null;
+        if (uuid.equals(had)) {
+            return;
+        }
+        if (had != null) {
+            long blocks = files.stream().filter(Staging::holdsBlocks).count();
+            if (blocks > 0) {
+                throw new IOException("the write-back staging directory " + dir + " holds " + blocks + " file(s) of blocks of"
+                        + " another volume (uuid " + had + "), not of this one (" + uuid + "): mount that volume with this cache"
+                        + " directory to upload them, or move them away, or give this mount another --cache-dir");
+            }
+        }
+        Path tmp = dir.resolve(VOLUME + ".tmp");
+        Files.writeString(tmp, uuid + "\n");
+        Files.move(tmp, marker, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /**
+     * Whether a file {@link #recover} finds holds blocks it would upload: a block's own, or a
+     * spare with a block's key or a backing file's slices (not an unused spare, a damaged block
+     * set aside, or the directory's own files).
+     */
+    private static boolean holdsBlocks(Path f) {
+        String name = f.getFileName().toString();
+        if (!name.startsWith(SPARE_PREFIX)) {
+            return !name.startsWith(".");
+        }
+        try {
+            return readXattr(f, KEY_XATTR) != null || readXattr(f, SLICES_XATTR) != null;
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
     }
 
     /** The {@value #OWNER_XATTR} attribute of a block's file, or null (none, or unreadable). */
@@ -1134,6 +1194,9 @@ public final class Staging implements Closeable {
                 try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                         StandardOpenOption.TRUNCATE_EXISTING)) {
                     LocalFiles.writeAll(ch, data);
+                    if (owner != null && sparesWork) { // no spare at hand, but the filesystem takes attributes
+                        writeOwner(f, owner.text());
+                    }
                     ch.force(true);
                 } catch (IOException e) {
                     Files.deleteIfExists(f); // torn: nothing may find it, now or after a restart

@@ -43,7 +43,7 @@ class StagingTest {
 
     private List<String> names() throws IOException {
         try (Stream<Path> s = Files.list(dir)) {
-            return s.map(p -> p.getFileName().toString()).filter(n -> !n.equals(Staging.LOCK)).sorted().toList();
+            return s.map(p -> p.getFileName().toString()).filter(n -> !n.equals(Staging.LOCK) && !n.equals(Staging.VOLUME)).sorted().toList();
         }
     }
 
@@ -162,7 +162,7 @@ class StagingTest {
                 assertEquals(6, staging.pendingBlocks());
             } // closed before any upload: as a killed process leaves it
             try (Staging staging = open(Duration.ZERO)) {
-                assertEquals(6, staging.recover(Staging.SliceCheck.asking(meta, "vol", Duration.ZERO)));
+                assertEquals(6, staging.recover(Staging.SliceCheck.asking(meta, meta.volumeFormat(), Duration.ZERO)));
                 long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
                 while (staging.pendingBlocks() > 0) {
                     assertTrue(System.nanoTime() < deadline, staging.pendingBlocks() + " blocks still staged after 30 s");
@@ -174,6 +174,37 @@ class StagingTest {
                 assertArrayEquals(java.util.Arrays.copyOfRange(data, bs, 2 * bs), objects.get("vol/chunks/0/0/100_1_1048576", 0, bs));
                 assertEquals(List.of(), names(), "nothing left staged");
                 awaitDeleted(backing);
+            }
+        }
+    }
+
+    /**
+     * Blocks staged for a volume that was formatted again since under the same name (another
+     * uuid) are not this volume's: a restart refuses them, touching nothing, rather than upload
+     * them over its objects of the same keys; the volume they belong to still takes them.
+     */
+    @Test
+    void blocksOfAnotherVolumeOfTheSameNameAreRefused() throws Exception {
+        try (io.partfs.engine.meta.MetaEngine old = new io.partfs.engine.meta.MetaEngine(
+                     new io.partfs.engine.meta.RocksKvStore(tmp.resolve("old")));
+             io.partfs.engine.meta.MetaEngine again = new io.partfs.engine.meta.MetaEngine(
+                     new io.partfs.engine.meta.RocksKvStore(tmp.resolve("again")))) {
+            io.partfs.engine.VolumeFormat oldFormat = old.format(io.partfs.engine.VolumeFormat.create("vol", 1 << 20, "file:///o"), 0, 0);
+            io.partfs.engine.VolumeFormat againFormat = again.format(io.partfs.engine.VolumeFormat.create("vol", 1 << 20, "file:///o"), 0, 0);
+            try (Staging staging = open(Duration.ofHours(1))) {
+                staging.recover(Staging.SliceCheck.asking(old, oldFormat, Duration.ZERO)); // claims the directory
+                staging.stage("vol/chunks/0/0/1_0_10", new byte[10], null);
+            }
+            try (Staging staging = open(Duration.ZERO)) {
+                IOException e = assertThrows(IOException.class, () -> staging.recover(Staging.SliceCheck.asking(again, againFormat, Duration.ZERO)));
+                assertTrue(e.getMessage().contains("another volume (uuid " + oldFormat.uuid() + ")"), e.getMessage());
+                assertEquals(0, staging.pendingBlocks());
+            }
+            assertEquals(List.of("vol%chunks%0%0%1_0_10"), names(), "left as it was");
+            assertTrue(objects.listAll("").isEmpty(), "nothing uploaded");
+            try (Staging staging = open(Duration.ZERO)) {
+                assertEquals(1, staging.recover(Staging.SliceCheck.asking(old, oldFormat, Duration.ZERO)), "its own volume takes it");
+                awaitObject("vol/chunks/0/0/1_0_10", 10);
             }
         }
     }
