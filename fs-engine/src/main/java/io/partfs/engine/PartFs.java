@@ -140,6 +140,10 @@ public final class PartFs implements Closeable {
             reclaimer.slicesFreed();
         }, config.compactQuiet(), java.time.Duration.ofSeconds(30));
         if (compactor != null) {
+            compactor.outcomeSettle(config.commitSettle() != null ? config.commitSettle()
+                    : meta.store().exclusive() ? java.time.Duration.ZERO : PartFsConfig.SHARED_LIVE_COMMIT_SETTLE);
+        }
+        if (compactor != null) {
             meta.onFragmented(config.compactAt(), compactor::request);
             config.metrics().counterFrom("partfs_compactions_total",
                     "Chunks written again as one slice because writes had left them in many (appends a write at a time, overwrites).",

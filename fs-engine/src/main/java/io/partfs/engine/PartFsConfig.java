@@ -141,8 +141,10 @@ public final class PartFsConfig {
 
     /**
      * How long staged blocks an earlier process left, of writes it did not commit, wait before
-     * they are deleted (a commit it sent may still reach a shared metadata server); null
-     * chooses: {@link #SHARED_COMMIT_SETTLE} on a shared engine, none on an embedded one.
+     * they are deleted (a commit it sent may still reach a shared metadata server), and how long
+     * after a compaction's transaction failed its merged slice waits before it is; null
+     * chooses: {@link #SHARED_COMMIT_SETTLE} and {@link #SHARED_LIVE_COMMIT_SETTLE} on a shared
+     * engine, none on an embedded one.
      */
     public java.time.Duration commitSettle() { return commitSettle; }
 
@@ -152,6 +154,14 @@ public final class PartFsConfig {
      * about two minutes) and than a Redis failover pauses writes.
      */
     public static final java.time.Duration SHARED_COMMIT_SETTLE = java.time.Duration.ofMinutes(3);
+
+    /**
+     * The same for a transaction of this process that failed with an unknown outcome (a
+     * compaction's, see {@link io.partfs.engine.data.Compactor}): its connection is still open,
+     * and the kernel retries its unacknowledged data for ~15 minutes (tcp_retries2) before it
+     * gives up; null {@link #commitSettle} chooses this on a shared engine.
+     */
+    public static final java.time.Duration SHARED_LIVE_COMMIT_SETTLE = java.time.Duration.ofMinutes(20);
 
     /**
      * How long the background deletion waits after the last file deletion of a burst before it

@@ -34,7 +34,11 @@ import org.slf4j.LoggerFactory;
  * large slices side by side, which are fine objects already ({@link #worthIt}). Commits made
  * while a chunk is being compacted stay on top of the merged slice; a chunk whose list changed
  * under them otherwise (a truncation freed it, say) is left as it is, the new slice goes to
- * deletion, and a later commit asks again.
+ * deletion, and a later commit asks again. A replacement whose transaction failed with an
+ * unknown outcome (the connection to Redis broke while it was under way) may still apply: the
+ * metadata is asked again once no transaction sent then can arrive any more
+ * ({@link #checkOutcome}), and a merged slice no chunk, trash or deletion list knows is then
+ * handed to deletion instead of left in the store with nothing naming it.
  */
 public final class Compactor implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(Compactor.class);
@@ -54,6 +58,8 @@ public final class Compactor implements Closeable {
     private final AtomicLong compacted = new AtomicLong();
     private final AtomicLong changedMeanwhile = new AtomicLong();
     private final io.partfs.engine.LogLimit failures = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
+    /** How long after a replacement failed its transaction may still apply ({@link #checkOutcome}). */
+    private volatile long outcomeSettleNanos = TimeUnit.MINUTES.toNanos(20);
 
     /**
      * Compacts chunks of files through {@code chunks}, handing the slices it puts in the trash to
@@ -70,6 +76,15 @@ public final class Compactor implements Closeable {
         this.maxWaitNanos = maxWait.toNanos();
         pool.setRemoveOnCancelPolicy(true);
         pool.setExecuteExistingDelayedTasksAfterShutdownPolicy(false); // close() drops the chunks still waiting
+    }
+
+    /**
+     * How long a replacement whose transaction failed may still apply, before the metadata is
+     * asked whether it did ({@link #checkOutcome}): on a shared engine longer than the kernel
+     * retries a connection's unacknowledged data (~15 min), none on an embedded one.
+     */
+    public void outcomeSettle(java.time.Duration settle) {
+        this.outcomeSettleNanos = settle.toNanos();
     }
 
     /** Notes a hint for chunk {@code idx} of inode {@code ino}: compacted once its commits pause. */
@@ -181,7 +196,13 @@ public final class Compactor implements Closeable {
             throw e;
         }
         List<long[]> freed = new ArrayList<>();
-        Attr done = meta.compactChunk(ino, idx, list, plan.apply(merged), merged, freed);
+        Attr done;
+        try {
+            done = meta.compactChunk(ino, idx, list, plan.apply(merged), merged, freed);
+        } catch (IOException | RuntimeException e) {
+            scheduleCheck(merged, ino, idx, outcomeSettleNanos); // it may have applied, or may still
+            throw e;
+        }
         if (done == null) {
             changedMeanwhile.incrementAndGet();
             return 0;
@@ -229,6 +250,13 @@ public final class Compactor implements Closeable {
         return compacted.get();
     }
 
+    private final AtomicLong outcomesChecked = new AtomicLong();
+
+    /** Failed replacements whose outcome was asked of the metadata ({@link #checkOutcome}); for tests. */
+    public long outcomesChecked() {
+        return outcomesChecked.get();
+    }
+
     /** Compactions given up because the chunk's list changed under them (not by commits on top). */
     public long changedMeanwhile() {
         return changedMeanwhile.get();
@@ -267,6 +295,37 @@ public final class Compactor implements Closeable {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
+        }
+    }
+
+    private void scheduleCheck(Slice merged, long ino, long idx, long delayNanos) {
+        try {
+            pool.schedule(() -> checkOutcome(merged, ino, idx), delayNanos, TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            // the mount is closing: partfs gc finds the slice's objects if nothing names them
+        }
+    }
+
+    /**
+     * After a replacement's transaction failed and the time it could still apply has passed:
+     * hands the merged slice to deletion unless the chunk lists it (it applied), or it was freed
+     * since into the trash or the deletion list. Asked again a minute later while the metadata
+     * does not answer. Dropped at unmount, as a chunk still waiting is.
+     */
+    private void checkOutcome(Slice merged, long ino, long idx) {
+        try {
+            boolean applied = !meta.knownSlices(List.of(new MetaEngine.WrittenSlice(merged.id(), ino, idx))).isEmpty();
+            outcomesChecked.incrementAndGet();
+            if (!applied) {
+                abandon(merged);
+                log.info("the compaction of chunk {} of inode {} did not apply: its merged slice ({} bytes) is handed to deletion",
+                        idx, ino, merged.size());
+            }
+            trashed.accept(List.of()); // wakes the deletion of freed slices: the merged one, or those it replaced
+        } catch (IOException | RuntimeException e) {
+            failures.warn(log, "cannot tell whether the compaction of chunk {} of inode {} applied, asking again in a minute: {}",
+                    idx, ino, e.toString());
+            scheduleCheck(merged, ino, idx, TimeUnit.MINUTES.toNanos(1));
         }
     }
 

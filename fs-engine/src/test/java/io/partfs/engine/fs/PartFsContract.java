@@ -412,26 +412,85 @@ abstract class PartFsContract extends OnBackends {
         reopenCounted(TestVolume.defaultConfig(dir).toBuilder().compactQuiet(java.time.Duration.ofSeconds(1)).build());
         fs.meta().setTrashHours(0);
         long ino = fs.create(ROOT, "log.bin", 0644, RW, 0, 0).attr().ino();
-        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
-        for (int i = 0; i < MetaEngine.COMPACT_AT + 8; i++) {
-            byte[] row = random(100, 50 + i);
-            long fh = fs.open(ino, RW);
-            fs.write(fh, expected.size(), row, 0, row.length);
-            fs.release(fh); // a commit each: a slice each
-            expected.write(row);
-        }
+        byte[] expected = appendRows(ino, MetaEngine.COMPACT_AT + 8, 50);
         // once the commits paused (all 40, unless a commit took longer than the quiet time), in one compaction
         Poll.until(() -> fs.compactor().compacted() == 1, java.time.Duration.ofSeconds(30), "the chunk compacted");
         List<io.partfs.engine.meta.Slice> list = fs.meta().readChunk(ino, 0);
         assertTrue(list.size() <= 9, list.toString());
         int merged = (MetaEngine.COMPACT_AT + 9 - list.size()) * 100;
         assertEquals(new io.partfs.engine.meta.Slice(list.get(0).id(), merged, 0, merged, 0), list.get(0));
-        assertArrayEquals(expected.toByteArray(), readAll(ino));
+        assertArrayEquals(expected, readAll(ino));
         fs.awaitReclaim();
         assertEquals(list.size(), dataObjects().size(), "the merged slices' objects are deleted");
         reopen();
-        assertArrayEquals(expected.toByteArray(), readAll(ino));
-        assertEquals(expected.size(), fs.getattr(ino).size());
+        assertArrayEquals(expected, readAll(ino));
+        assertEquals(expected.length, fs.getattr(ino).size());
+    }
+
+    /**
+     * A compaction whose transaction fails with an unknown outcome leaves its merged slice to a
+     * check once no transaction sent then can still apply (here after 100 ms): one that did not
+     * apply goes to deletion instead of staying in the store with nothing naming it; one that
+     * applied (its reply lost) stays. The file reads the same either way.
+     */
+    @Test
+    void aCompactionWhoseTransactionFailsLeaksNothingAndLosesNothing() throws Exception {
+        fs.close();
+        io.partfs.engine.testing.CountingKvStore[] kv = new io.partfs.engine.testing.CountingKvStore[1];
+        fs = volume.open(TestVolume.defaultConfig(dir).toBuilder().compactQuiet(java.time.Duration.ofHours(1))
+                .commitSettle(java.time.Duration.ofMillis(100)).build(), o -> o, k -> kv[0] = new io.partfs.engine.testing.CountingKvStore(k));
+        fs.meta().setTrashHours(0);
+        long ino = fs.create(ROOT, "log.bin", 0644, RW, 0, 0).attr().ino();
+        byte[] expected = appendRows(ino, 4, 70);
+        assertEquals(4, dataObjects().size());
+
+        kv[0].failUpdates(true); // the replacement never reaches the engine
+        assertThrows(IOException.class, () -> fs.compactor().compact(ino, 0));
+        kv[0].failUpdates(false);
+        assertEquals(5, dataObjects().size(), "the merged slice was stored before its transaction");
+        Poll.until(() -> countDataObjects() == 4, java.time.Duration.ofSeconds(30), "the merged slice's object deleted");
+        assertEquals(4, fs.meta().readChunk(ino, 0).size(), "the chunk as it was");
+        assertArrayEquals(expected, readAll(ino));
+
+        kv[0].afterCommit(() -> {
+            kv[0].afterCommit(() -> { });
+            throw new java.io.UncheckedIOException(new IOException("the reply was lost"));
+        });
+        assertThrows(java.io.UncheckedIOException.class, () -> fs.compactor().compact(ino, 0));
+        List<io.partfs.engine.meta.Slice> list = fs.meta().readChunk(ino, 0);
+        assertEquals(1, list.size(), "the replacement applied: " + list);
+        Poll.until(() -> fs.compactor().outcomesChecked() == 2, java.time.Duration.ofSeconds(30), "the second outcome checked");
+        Poll.until(() -> {
+            try {
+                return fs.meta().pendingSliceDeletions(10).isEmpty();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, java.time.Duration.ofSeconds(30), "the deletion list emptied");
+        assertEquals(1, countDataObjects(), "the four replaced slices' objects are deleted, the merged one's is not");
+        reopen();
+        assertArrayEquals(expected, readAll(ino));
+    }
+
+    /** Appends {@code rows} rows of 100 random bytes to file {@code ino}, a commit (a slice) each; returns what it holds. */
+    byte[] appendRows(long ino, int rows, long seed) throws IOException {
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < rows; i++) {
+            byte[] row = random(100, seed + i);
+            long fh = fs.open(ino, RW);
+            fs.write(fh, all.size(), row, 0, row.length);
+            fs.release(fh);
+            all.write(row);
+        }
+        return all.toByteArray();
+    }
+
+    private int countDataObjects() {
+        try {
+            return dataObjects().size();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /**
@@ -529,15 +588,7 @@ abstract class PartFsContract extends OnBackends {
         org.junit.jupiter.api.Assumptions.assumeTrue(meta() == TestVolume.Meta.REDIS, "one client at a time on RocksDB");
         fs.meta().setTrashHours(0);
         long ino = fs.create(ROOT, "appended", 0644, RW, 0, 0).attr().ino();
-        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
-        for (int i = 0; i < 6; i++) {
-            byte[] row = random(100, 200 + i);
-            long fh = fs.open(ino, RW);
-            fs.write(fh, expected.size(), row, 0, row.length);
-            fs.release(fh); // a slice each
-            expected.write(row);
-        }
-        byte[] want = expected.toByteArray();
+        byte[] want = appendRows(ino, 6, 200);
         PartFsConfig reader = PartFsConfig.builder().ioThreads(2).metaCacheTtl(java.time.Duration.ofHours(1)).build(); // no block cache
         try (PartFs other = volume.openAs(reader); PartFs third = volume.openAs(reader)) {
             long fh = other.open(ino, PartFs.O_RDONLY);

@@ -137,8 +137,9 @@ public final class TestVolume {
         return open(with, wrap, kv -> kv);
     }
 
-    private PartFs open(PartFsConfig with, java.util.function.UnaryOperator<ObjectStore> wrap,
-                        java.util.function.UnaryOperator<KvStore> wrapKv) throws IOException {
+    /** Opens the volume, formatting it on first use, with another configuration and its stores wrapped. */
+    public PartFs open(PartFsConfig with, java.util.function.UnaryOperator<ObjectStore> wrap,
+                       java.util.function.UnaryOperator<KvStore> wrapKv) throws IOException {
         MetaEngine engine = new MetaEngine(wrapKv.apply(newKvStore()));
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.format(VolumeFormat.create("testvol", 1 << 20, objects.describe()), 0, 0);
