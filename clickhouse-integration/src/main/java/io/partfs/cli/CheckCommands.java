@@ -168,8 +168,10 @@ final class CheckCommands {
             description = {"Find objects in the volume's store that no file uses (left by a crash between an upload and its",
                     "commit, or by deletions a mount did not finish) and, with --delete, delete them. Objects awaiting",
                     "deletion by a mount are left to it (with --delete and no client mounted, gc finishes those deletions",
-                    "itself), and objects younger than --min-age (a write may be about to commit them) are left alone.",
-                    "Slices are found by key, so files renamed or unlinked meanwhile are never taken for leaks.",
+                    "itself), and objects younger than --min-age (a write may be about to commit them) are left alone,",
+                    "as are those of writes a registered mount noted as uploaded and not committed yet (a mount deletes",
+                    "them itself once that session has ended without committing them). Slices are found by key, so",
+                    "files renamed or unlinked meanwhile are never taken for leaks.",
                     "With --delete, sessions of crashed mounts (no heartbeat for 5 minutes) are removed first, so the",
                     "unlinked files they held open are deleted too."})
     static final class Gc extends Base {
@@ -250,9 +252,9 @@ final class CheckCommands {
         int report(PrintWriter out, MetaEngine meta, VolumeCheck check, VolumeCheck.Report r) throws Exception {
             out.printf("gc: %d leaked objects (%s) older than %s%s%n", r.leaked, Sizes.human(r.leakedBytes), minAge,
                     delete ? ": deleted " + r.deleted : r.leaked > 0 ? ": run with --delete to remove them" : "");
-            out.printf("gc: left alone: %d newer unreferenced objects, %d objects awaiting deletion by a mount,"
-                    + " %d objects (%s) in the trash, %d keys that are not blocks%n", r.young, r.pendingObjects, r.trashObjects,
-                    Sizes.human(r.trashBytes), r.foreign);
+            out.printf("gc: left alone: %d newer unreferenced objects, %d objects of writes a mount has uploaded and not"
+                    + " committed yet, %d objects awaiting deletion by a mount, %d objects (%s) in the trash, %d keys that are not"
+                    + " blocks%n", r.young, r.uploadingObjects, r.pendingObjects, r.trashObjects, Sizes.human(r.trashBytes), r.foreign);
             if (!r.brokenFiles.isEmpty()) {
                 // a file deleted while gc listed the store looks broken: only files still missing blocks now count
                 List<Long> broken;

@@ -139,11 +139,12 @@ public final class PartFs implements Closeable {
             reclaimer.trashed(freed);
             reclaimer.slicesFreed();
         }, config.compactQuiet(), java.time.Duration.ofSeconds(30));
+        // how long a commit sent by a process, dead or alive, may still be on its way to the metadata engine
+        java.time.Duration liveSettle = config.commitSettle() != null ? config.commitSettle()
+                : meta.store().exclusive() ? java.time.Duration.ZERO : PartFsConfig.SHARED_LIVE_COMMIT_SETTLE;
+        reclaimer.uploadSettle(liveSettle);
         if (compactor != null) {
-            compactor.outcomeSettle(config.commitSettle() != null ? config.commitSettle()
-                    : meta.store().exclusive() ? java.time.Duration.ZERO : PartFsConfig.SHARED_LIVE_COMMIT_SETTLE);
-        }
-        if (compactor != null) {
+            compactor.outcomeSettle(liveSettle);
             meta.onFragmented(config.compactAt(), compactor::request);
             config.metrics().counterFrom("partfs_compactions_total",
                     "Chunks written again as one slice because writes had left them in many (appends a write at a time, overwrites).",
@@ -151,6 +152,7 @@ public final class PartFs implements Closeable {
         }
         if (!config.readOnly()) {
             reclaimer.resumePending();
+            reclaimer.sweepUncommittedUploads();
         }
     }
 
@@ -848,9 +850,11 @@ public final class PartFs implements Closeable {
             if (meta.fenced() != null) {
                 return; // it changes nothing any more, the volume's clean-up included
             }
-            if (++sessionTicks % 3 == 0 && !config.readOnly()
-                    && meta.liveSessions().size() < meta.sessions().size()) {
-                reclaimer.resumePending(); // removes the stale sessions, then deletes what they held
+            if (++sessionTicks % 3 == 0 && !config.readOnly()) {
+                if (meta.liveSessions().size() < meta.sessions().size()) {
+                    reclaimer.resumePending(); // removes the stale sessions, then deletes what they held
+                }
+                reclaimer.sweepUncommittedUploads(); // of sessions ended (unmounted or removed) long enough ago
             }
             if (sessionTicks % CLOCK_TICKS == 1) {
                 checkClock();

@@ -239,6 +239,30 @@ public final class ChunkStore implements Closeable {
         return blockKey(volume, id, index, size);
     }
 
+    /** The slice id of a {@link #blockKey}. */
+    static long sliceIdOf(String key) {
+        int name = key.lastIndexOf('/');
+        return Long.parseLong(key, name + 1, key.indexOf('_', name + 1), 10);
+    }
+
+    /**
+     * Deletes every object of slice {@code id} (one that nothing names: uploaded and never
+     * committed), from the object store and this machine's block cache; returns how many.
+     */
+    public int deleteSliceObjects(long id) throws IOException {
+        String block0 = blockKey(id, 0, 0);
+        String prefix = block0.substring(0, block0.lastIndexOf('/') + 1) + id + "_";
+        List<String> keys = new java.util.ArrayList<>();
+        for (ObjectStore.ObjectInfo o : objects.listAll(prefix)) {
+            keys.add(o.key());
+        }
+        objects.deleteAll(keys);
+        for (String k : keys) {
+            cache.remove(k);
+        }
+        return keys.size();
+    }
+
     /** The object keys of every block of slice {@code id} of {@code size} bytes, in order. */
     public static List<String> blockKeys(String volume, int blockSize, long id, int size) {
         int n = blocks(blockSize, size);
@@ -600,6 +624,9 @@ public final class ChunkStore implements Closeable {
             try {
                 // write-back stages the block on local disk, unless the disk has no room for it
                 if (!writeBack || !staging.stage(key, data, owner)) {
+                    if (owner != null) {
+                        meta.uploading(sliceIdOf(key), owner.ino(), owner.chunk()); // uploaded before its commit
+                    }
                     objectPuts.incrementAndGet();
                     objects.put(key, data);
                     // A block just written is likely read soon (ClickHouse reads back what it merged),
@@ -628,10 +655,12 @@ public final class ChunkStore implements Closeable {
     }
 
     /**
-     * Stores block {@code index} of slice {@code id} in the object store now (not in write-back
-     * staging) and in the block cache: for a slice written whole by this process (a compaction).
+     * Stores block {@code index} of slice {@code id}, written for chunk {@code chunk} of
+     * {@code ino}, in the object store now (not in write-back staging) and in the block cache:
+     * for a slice written whole by this process (a compaction), noted as uploaded before its commit.
      */
-    void putBlock(long id, int index, byte[] data) throws IOException {
+    void putBlock(long id, int index, byte[] data, long ino, long chunk) throws IOException {
+        meta.uploading(id, ino, chunk);
         String key = blockKey(id, index, data.length);
         objectPuts.incrementAndGet();
         objects.put(key, data);

@@ -182,7 +182,7 @@ public final class Compactor implements Closeable {
                 if (n != block.length) {
                     throw new IOException("read " + n + " of " + block.length + " bytes at " + at);
                 }
-                chunks.putBlock(merged.id(), b, block);
+                chunks.putBlock(merged.id(), b, block, ino, idx);
             }
         } catch (io.partfs.engine.object.ObjectNotFoundException e) {
             abandon(merged);
@@ -203,6 +203,7 @@ public final class Compactor implements Closeable {
             scheduleCheck(merged, ino, idx, outcomeSettleNanos); // it may have applied, or may still
             throw e;
         }
+        meta.uploadsSettled(List.of(merged.id())); // in the chunk now, or (the chunk changed meanwhile) on the deletion list
         if (done == null) {
             changedMeanwhile.incrementAndGet();
             return 0;
@@ -291,6 +292,7 @@ public final class Compactor implements Closeable {
         boolean interrupted = Thread.interrupted();
         try {
             meta.abandonSlice(merged);
+            meta.uploadsSettled(List.of(merged.id()));
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();
@@ -302,7 +304,7 @@ public final class Compactor implements Closeable {
         try {
             pool.schedule(() -> checkOutcome(merged, ino, idx), delayNanos, TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.RejectedExecutionException closing) {
-            // the mount is closing: partfs gc finds the slice's objects if nothing names them
+            // the mount is closing: once its session has ended, a mount deletes the slice's objects unless it applied
         }
     }
 
@@ -316,7 +318,9 @@ public final class Compactor implements Closeable {
         try {
             boolean applied = !meta.knownSlices(List.of(new MetaEngine.WrittenSlice(merged.id(), ino, idx))).isEmpty();
             outcomesChecked.incrementAndGet();
-            if (!applied) {
+            if (applied) {
+                meta.uploadsSettled(List.of(merged.id()));
+            } else {
                 abandon(merged);
                 log.info("the compaction of chunk {} of inode {} did not apply: its merged slice ({} bytes) is handed to deletion",
                         idx, ino, merged.size());

@@ -120,6 +120,11 @@ final class FileWriter {
             commit.add(new MetaEngine.ChunkSlice(s.chunk, new Slice(s.id, s.length, 0, s.length, s.pos)));
         }
         meta.commitWrite(ino, commit);
+        List<Long> ids = new ArrayList<>(slices.size());
+        for (PendingSlice s : slices) {
+            ids.add(s.id);
+        }
+        meta.uploadsSettled(ids);
         for (PendingSlice s : slices) {
             for (Upload u : s.uploads) {
                 store.giveBuffer(u.data); // stored and committed: nothing reads it any more

@@ -138,6 +138,59 @@ public final class Reclaimer implements Closeable {
         });
     }
 
+    /** How long after a session ended its uploads not committed are deleted ({@link #sweepUncommittedUploads}). */
+    private volatile java.time.Duration uploadSettle = java.time.Duration.ZERO;
+
+    /**
+     * How long a commit that an ended session sent may still be on its way to the metadata
+     * engine: its uncommitted uploads are deleted only after that ({@link MetaEngine#claimUncommittedUploads}).
+     */
+    public void uploadSettle(java.time.Duration settle) {
+        this.uploadSettle = settle;
+    }
+
+    /** Uncommitted uploads of ended sessions looked at so far (for tests). */
+    public long uploadSweeps() {
+        return uploadSweeps.get();
+    }
+
+    private final java.util.concurrent.atomic.AtomicLong uploadSweeps = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * Deletes, in the background, the objects of slices that mounts whose session has ended
+     * (unmounted, or crashed) uploaded and never committed: writes cut short by a crash between
+     * their uploads and their commit, flushes that failed for good. See
+     * {@link MetaEngine#claimUncommittedUploads}; a mount runs it at its start and now and then.
+     */
+    public void sweepUncommittedUploads() {
+        submit(() -> {
+            for (java.util.Map.Entry<Long, java.util.List<Long>> e : meta.claimUncommittedUploads(uploadSettle).entrySet()) {
+                deleteUncommitted(e.getKey(), e.getValue());
+            }
+            uploadSweeps.incrementAndGet();
+        });
+    }
+
+    /** Deletes the objects of {@code ids}, slices {@code session} uploaded and never committed; tries the rest again later on failure. */
+    private void deleteUncommitted(long session, java.util.List<Long> ids) {
+        int objects = 0;
+        for (int i = 0; i < ids.size(); i++) {
+            try {
+                objects += chunks.deleteSliceObjects(ids.get(i));
+            } catch (IOException | RuntimeException e) {
+                java.util.List<Long> rest = java.util.List.copyOf(ids.subList(i, ids.size()));
+                failures.warn(log, "cannot delete the objects of {} slices that ended session {} uploaded and never committed,"
+                        + " trying again in a minute: {}", rest.size(), session, e.toString());
+                schedule(() -> deleteUncommitted(session, rest), TimeUnit.MINUTES.toMillis(1));
+                return;
+            }
+        }
+        if (!ids.isEmpty()) {
+            log.info("deleted {} objects of {} slices that session {} uploaded and never committed (it ended, or crashed, before"
+                    + " their commit)", objects, ids.size(), session);
+        }
+    }
+
     /**
      * Moves the slices whose trash time is over to the deletion list and deletes their objects,
      * in the background; a mount runs it now and then ({@code PartFs}).

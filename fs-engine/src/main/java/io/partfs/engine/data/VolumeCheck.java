@@ -84,6 +84,8 @@ public final class VolumeCheck {
         public long deleted;
         /** Unreferenced objects younger than the minimum age (perhaps a write in progress). */
         public long young;
+        /** Objects of slices a mount uploaded and has not committed yet ({@link MetaEngine#uploadsOfRegisteredSessions}). */
+        public long uploadingObjects;
         /** Objects of slices awaiting deletion, and files unlinked but still open somewhere. */
         public long pendingObjects;
         /** Objects of slices in the trash, and their bytes: kept until the volume's trash time is over. */
@@ -151,6 +153,7 @@ public final class VolumeCheck {
         meta.forEachTrashSlice((id, size) -> trashSlices.add(id, 0));
         IdTable pendingSlices = new IdTable(meta.pendingDeletions().slices());
         meta.forEachPendingSlice((id, size) -> pendingSlices.add(id, 0));
+        java.util.Set<Long> uploading = meta.uploadsOfRegisteredSessions();
         long oldEnough = started - options.minAgeMillis();
         List<String> leaked = new ArrayList<>(); // to delete, a request's worth at a time
         // a thousand slices' blocks per listing, options.listThreads() at once (ParallelScan)
@@ -172,6 +175,8 @@ public final class VolumeCheck {
             } else if (trashSlices.valueOf(k[0]) >= 0) {
                 report.trashObjects++;
                 report.trashBytes += o.size();
+            } else if (uploading.contains(k[0])) {
+                report.uploadingObjects++;
             } else if (o.modifiedMillis() > oldEnough) {
                 report.young++;
             } else {

@@ -113,6 +113,8 @@ public final class MetaEngine implements Closeable {
         this.sliceIds = new IdBatch(kv, NEXT_SLICE, 1000);
         this.trashBuckets = new TrashBuckets(kv, volumeClock, this::mutate);
         this.sessionTable = new Sessions(kv, volumeClock);
+        this.uploads = new SliceIntents(kv, sessionTable);
+        sessionTable.checkOnBeat(uploads::sweptWhileAway);
     }
 
     public KvStore store() {
@@ -2204,7 +2206,74 @@ public final class MetaEngine implements Closeable {
 
     /** Ends session {@code sid} (this process's at unmount), with its flock(2) locks. */
     public void unregisterSession(long sid) throws IOException {
+        if (sid == sessionTable.id()) {
+            uploads.close();
+        }
         sessionTable.unregister(sid);
+    }
+
+    // ---- uploads not committed yet (kept by SliceIntents) ----
+
+    /** The slices this process uploads before committing them, written down for its session. */
+    private final SliceIntents uploads;
+
+    /**
+     * Notes that slice {@code id}, written for chunk {@code chunk} of {@code ino}, is being
+     * uploaded before its commit: should this mount never commit it, its objects are deleted
+     * once its session has ended ({@link #claimUncommittedUploads}). Costs no round trip here.
+     */
+    public void uploading(long id, long ino, long chunk) {
+        uploads.uploading(id, ino, chunk);
+    }
+
+    /** Drops the notes of {@link #uploading} slices now committed, or handed to deletion. */
+    public void uploadsSettled(Iterable<Long> ids) {
+        uploads.settled(ids);
+    }
+
+    /** Slices noted {@link #uploading} and not settled yet. */
+    public int uploadsNotSettled() {
+        return uploads.pending();
+    }
+
+    /**
+     * The slices that registered sessions have written down as uploaded and not committed yet:
+     * a check must not take their objects for leaked (a file written slowly has whole blocks in
+     * the store long before its commit).
+     */
+    public java.util.Set<Long> uploadsOfRegisteredSessions() throws IOException {
+        return uploads.ofRegisteredSessions();
+    }
+
+    /** The slices session {@code sid} has written down in the metadata as uploaded and not committed yet. */
+    public java.util.Set<Long> uploadsRecorded(long sid) throws IOException {
+        java.util.Set<Long> ids = new java.util.TreeSet<>();
+        for (String f : kv.read(r -> r.hgetAll(SliceIntents.key(sid))).keySet()) {
+            ids.add(Long.parseLong(f));
+        }
+        return ids;
+    }
+
+    /**
+     * Takes the notes of the sessions that ended (unmounted, or removed as crashed) at least
+     * {@code settle} ago, and returns, by session, the slices among them that the volume does not
+     * know ({@link #knownSlices}): uploaded, never committed, their objects named by nothing. The
+     * caller deletes those objects. {@code settle} is how long a commit the ended process sent
+     * may still be on its way: nothing on an engine only one process opens.
+     */
+    public Map<Long, List<Long>> claimUncommittedUploads(java.time.Duration settle) throws IOException {
+        Map<Long, List<Long>> out = new java.util.TreeMap<>();
+        for (SliceIntents.Claimed c : uploads.claimEnded(settle.toMillis())) {
+            java.util.Set<Long> known = c.slices().isEmpty() ? java.util.Set.of() : knownSlices(c.slices());
+            List<Long> unknown = new ArrayList<>();
+            for (WrittenSlice w : c.slices()) {
+                if (!known.contains(w.id())) {
+                    unknown.add(w.id());
+                }
+            }
+            out.put(c.session(), unknown);
+        }
+        return out;
     }
 
     /** Registered mounts, live or not: a crashed mount stays listed until a mount or gc removes it. */
@@ -2290,6 +2359,7 @@ public final class MetaEngine implements Closeable {
 
     @Override
     public void close() throws IOException {
+        uploads.stop();
         kv.close();
     }
 

@@ -63,6 +63,33 @@ final class Sessions {
         this.clock = clock;
     }
 
+    /** What else a heartbeat checks, in its transaction: why this mount must refuse changes, or null. */
+    interface BeatCheck {
+        String check(KvStore.Writer tx, long sid) throws IOException;
+    }
+
+    private volatile BeatCheck beatCheck = (tx, sid) -> null;
+
+    /** Has every heartbeat also run {@code check} (see {@link SliceIntents#sweptWhileAway}). */
+    void checkOnBeat(BeatCheck check) {
+        this.beatCheck = check;
+    }
+
+    /** Whether session {@code sid} is registered (ended sessions, and those removed as crashed, are not). */
+    static boolean registered(KvStore.Reader r, long sid) throws IOException {
+        return r.hget(SESSIONS, String.valueOf(sid)) != null;
+    }
+
+    /** Makes this mount refuse changes from now on, for {@code why} (logged once). */
+    void fence(String why) {
+        synchronized (renewal) {
+            if (fenced == null) {
+                fenced = why;
+                log.error(why);
+            }
+        }
+    }
+
     /** Now by the volume's clock, measured again first unless that was done within a heartbeat interval. */
     long nowMillis() throws IOException {
         clock.fresh();
@@ -114,12 +141,14 @@ final class Sessions {
             long now = clock.nowMillis(); // read before the write: the beat is recorded as no later than it is
             List<Long> lost = new ArrayList<>();
             String[] gone = {null};
+            String[] refused = {null};
             boolean known = kv.update(tx -> {
                 lost.clear(); // a retried transaction starts over
                 gone[0] = volume == null ? null : gone(tx.get(MetaEngine.SETTING));
                 if (gone[0] != null) {
                     return true; // nothing written into metadata that is not the volume's
                 }
+                refused[0] = beatCheck.check(tx, sid);
                 boolean k = tx.hget(SESSIONS, id) != null;
                 if (!k) {
                     tx.hset(SESSIONS, id, sessionInfo);
@@ -134,6 +163,9 @@ final class Sessions {
                     log.error(fenced);
                 }
                 return true;
+            }
+            if (refused[0] != null) {
+                fence(refused[0]);
             }
             lastBeatNanos = now * 1_000_000;
             if (!known) {

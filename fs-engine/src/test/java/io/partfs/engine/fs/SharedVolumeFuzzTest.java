@@ -198,7 +198,10 @@ class SharedVolumeFuzzTest {
                 m.load();
                 assertTrue(m.removeSession(deadSession), "the killed client's session is still registered");
             }
-            try (PartFs restarted = volume.openAs(client(tmp.resolve("b"), writeBack, meta))) {
+            // as after the settle, when no commit the dead process sent can still arrive (it was killed and waited for):
+            // what it staged or uploaded and never committed is deleted at once
+            try (PartFs restarted = volume.openAs(client(tmp.resolve("b"), writeBack, meta).toBuilder()
+                    .commitSettle(Duration.ZERO).build())) {
                 restarted.awaitReclaim();
             }
             String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + ", B killed at its step " + killAt + survivor + "]";

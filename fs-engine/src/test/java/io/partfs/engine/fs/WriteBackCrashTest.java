@@ -44,10 +44,7 @@ class WriteBackCrashTest {
     void aRestartUploadsWhatTheDeadClientCommittedAndDeletesWhatItDidNot(TestVolume.Meta meta) throws Exception {
         try (Backends servers = Backends.start(meta, TestVolume.Store.LOCAL)) {
             Path cache = tmp.resolve("client");
-            TestVolume volume = new TestVolume(meta, TestVolume.Store.LOCAL, tmp.resolve("vol"), servers.redis, null,
-                    TestVolume.defaultConfig(cache));
-            volume.open().close(); // formatted
-            runChildUntilReadyAndKill(volume, cache);
+            TestVolume volume = formatAndKill(ChildMain.class, meta, servers, tmp, cache);
             Path staging = TestVolume.defaultConfig(cache).stagingDir();
             assertEquals(COMMITTED_BLOCKS + UNCOMMITTED_BLOCKS, stagedFiles(staging).size(), "staged at the kill: " + stagedFiles(staging));
             assertEquals(List.of(), dataObjects(volume), "nothing uploaded before the kill");
@@ -74,11 +71,27 @@ class WriteBackCrashTest {
         }
     }
 
-    /** Runs {@link ChildMain} on the volume with cache directory {@code cache}; kills it (SIGKILL) once it is ready. */
-    private static void runChildUntilReadyAndKill(TestVolume volume, Path cache) throws Exception {
+    /**
+     * Formats a volume under {@code tmp} on {@code servers}, runs {@code child} on it with cache
+     * directory {@code cache} and kills it once ready ({@link #runChildUntilReadyAndKill}).
+     */
+    static TestVolume formatAndKill(Class<?> child, TestVolume.Meta meta, Backends servers, Path tmp, Path cache) throws Exception {
+        TestVolume volume = new TestVolume(meta, TestVolume.Store.LOCAL, tmp.resolve("vol"), servers.redis, null,
+                TestVolume.defaultConfig(cache));
+        volume.open().close(); // formatted
+        runChildUntilReadyAndKill(child, volume, cache);
+        return volume;
+    }
+
+    /**
+     * Runs {@code child} (a main taking the metadata location, the objects' directory and the
+     * cache directory) on the volume with cache directory {@code cache}; kills it (SIGKILL) once
+     * it prints {@value #READY}.
+     */
+    static void runChildUntilReadyAndKill(Class<?> child, TestVolume volume, Path cache) throws Exception {
         String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Path log = cache.resolveSibling("child.log");
-        Process p = new ProcessBuilder(javaBin, "-Xmx256m", "-cp", System.getProperty("java.class.path"), ChildMain.class.getName(),
+        Process p = new ProcessBuilder(javaBin, "-Xmx256m", "-cp", System.getProperty("java.class.path"), child.getName(),
                 volume.metaLocation(), volume.objectsDir().toString(), cache.toString())
                 .redirectError(log.toFile()).start();
         try (BufferedReader r = p.inputReader()) {
@@ -94,7 +107,7 @@ class WriteBackCrashTest {
         }
     }
 
-    private static byte[] readAll(PartFs fs, String name) throws Exception {
+    static byte[] readAll(PartFs fs, String name) throws Exception {
         long ino = fs.meta().lookup(MetaEngine.ROOT, name).ino();
         long fh = fs.open(ino, PartFs.O_RDONLY);
         try {
@@ -116,13 +129,13 @@ class WriteBackCrashTest {
         }
     }
 
-    private static List<String> dataObjects(TestVolume volume) throws Exception {
+    static List<String> dataObjects(TestVolume volume) throws Exception {
         try (ObjectStore s = volume.newObjectStore()) {
             return s.listAll("testvol/chunks/").stream().map(ObjectStore.ObjectInfo::key).sorted().toList();
         }
     }
 
-    private static int countObjects(TestVolume volume) {
+    static int countObjects(TestVolume volume) {
         try {
             return dataObjects(volume).size();
         } catch (Exception e) {

@@ -776,9 +776,7 @@ abstract class MetaEngineContract {
         assertTrue(meta.flock(other.ino(), 2, MetaEngine.Flock.SHARED));
 
         // a is cut off: b takes it for crashed, and its locks go with it
-        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
-        assertTrue(b.heartbeat());
-        assertEquals(List.of(sa), b.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        removedAsCrashed(b, sa);
         assertFalse(meta.heartbeat(), "a learns its session was removed");
         assertNull(meta.fenced(), "no one took its locks meanwhile");
         assertFalse(b.flock(status.ino(), 9, ex), "a holds its exclusive lock again");
@@ -787,9 +785,7 @@ abstract class MetaEngineContract {
         file(ROOT, "a-writes-on"); // a change by a: taken
 
         // cut off again; this time b takes the lock before a is back
-        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
-        assertTrue(b.heartbeat());
-        assertEquals(List.of(sa), b.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        removedAsCrashed(b, sa);
         assertTrue(b.flock(status.ino(), 9, ex), "b starts as the only writer");
         // a's first change after its return renews the lapsed session before it is made
         FsException refused = assertThrows(FsException.class,
@@ -804,6 +800,108 @@ abstract class MetaEngineContract {
         assertTrue(meta.flock(status.ino(), 1, MetaEngine.Flock.UNLOCK), "but lets go of what it has");
         assertEquals(0644, b.getattr(other.ino()).mode() & 07777, "other mounts go on as before");
         b.mknod(ROOT, "b-writes", FileType.FILE, 0644, 0, 0, 0, null);
+    }
+
+    /** Lets {@code sid} miss its heartbeats until {@code by} takes it for crashed and removes it. */
+    private void removedAsCrashed(MetaEngine by, long sid) throws IOException {
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1);
+        assertTrue(by.heartbeat());
+        assertEquals(List.of(sid), by.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+    }
+
+    /** How many notes of uploads session {@code sid} has in the metadata. */
+    private static long recorded(MetaEngine engine, long sid) {
+        try {
+            return engine.uploadsRecorded(sid).size();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * A mount notes the slices it uploads before committing them. Once its session has ended
+     * (here: removed as crashed) and the settle has passed since another mount first saw it
+     * ended, that mount claims the notes and learns which slices nothing knows: their objects
+     * are its to delete. A slice committed before the crash (its note not dropped yet) is
+     * known and kept. If the crashed mount was only cut off, it learns at its next heartbeat that
+     * its uncommitted uploads are gone, and refuses changes.
+     */
+    @Test
+    void uploadsACrashedMountNeverCommittedAreClaimedOnceTheSettlePassed() throws Exception {
+        Attr f = file(ROOT, "f");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // sharing meta's store: not closed
+        b.load();
+        long sa = meta.registerSession("a");
+        b.registerSession("b");
+        long committed = meta.nextSliceId();
+        long lost = meta.nextSliceId();
+        meta.uploading(committed, f.ino(), 0);
+        meta.uploading(lost, f.ino(), 1);
+        meta.uploading(lost, f.ino(), 1); // its second block: one note
+        io.partfs.engine.testing.Poll.until(() -> recorded(meta, sa) == 2, "a's notes written down in the background");
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(committed, 10, 0, 10, 0))));
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(java.time.Duration.ZERO), "a live session's notes are its own");
+
+        removedAsCrashed(b, sa); // a stops beating, as if it crashed
+        java.time.Duration settle = java.time.Duration.ofMinutes(20);
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(settle), "the settle starts when the end is first seen");
+        clock.addAndGet(settle.toNanos() - 1_000_000);
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(settle), "nor before it passed");
+        clock.addAndGet(2_000_000);
+        assertEquals(java.util.Map.of(sa, List.of(lost)), b.claimUncommittedUploads(settle), "the slice no chunk lists");
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(java.time.Duration.ZERO), "claimed once");
+        assertEquals(0, recorded(b, sa));
+
+        assertFalse(meta.heartbeat(), "a was only cut off: its session had been removed");
+        assertTrue(meta.fenced() != null && meta.fenced().contains("uploaded but not committed"), meta.fenced());
+        assertThrows(FsException.ReadOnly.class, () -> file(ROOT, "a-writes-on"), "its writes cannot be committed any more");
+    }
+
+    /**
+     * A mount back before the settle ran out keeps its notes, as does a live one; those its
+     * commits settle are dropped, and a clean unmount with none left leaves nothing behind. A
+     * write whose flush never succeeded before the unmount is claimed once the session ended.
+     */
+    @Test
+    void aMountBackInTimeKeepsItsUploadsAndAnUnmountLeavesOnlyThoseNeverCommitted() throws Exception {
+        Attr f = file(ROOT, "f");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // sharing meta's store: not closed
+        b.load();
+        long sa = meta.registerSession("a");
+        b.registerSession("b");
+        long id = meta.nextSliceId();
+        meta.uploading(id, f.ino(), 0);
+        io.partfs.engine.testing.Poll.until(() -> recorded(meta, sa) == 1, "a's note written down");
+
+        removedAsCrashed(b, sa);
+        java.time.Duration settle = java.time.Duration.ofMinutes(20);
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(settle), "seen ended: the settle starts");
+        assertFalse(meta.heartbeat(), "a comes back within it");
+        assertNull(meta.fenced());
+        clock.addAndGet(settle.toNanos() * 2);
+        assertTrue(meta.heartbeat() && b.heartbeat());
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(java.time.Duration.ZERO), "a's notes are its own again");
+        assertEquals(1, recorded(meta, sa));
+
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, new Slice(id, 10, 0, 10, 0))));
+        meta.uploadsSettled(List.of(id));
+        io.partfs.engine.testing.Poll.until(() -> recorded(meta, sa) == 0, "the committed slice's note dropped");
+        assertEquals(0, meta.uploadsNotSettled());
+        long failed = meta.nextSliceId();
+        meta.uploading(failed, f.ino(), 1); // a flush whose commit never succeeds
+        meta.unregisterSession(sa); // unmount: waits for the note to be written down
+        assertEquals(1, recorded(b, sa));
+        assertEquals(java.util.Map.of(sa, List.of(failed)), b.claimUncommittedUploads(java.time.Duration.ZERO));
+
+        long sc = meta.registerSession("c"); // the next mount: nothing in flight at its unmount
+        long done = meta.nextSliceId();
+        meta.uploading(done, f.ino(), 2);
+        io.partfs.engine.testing.Poll.until(() -> recorded(meta, sc) == 1, "c's note written down");
+        meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(2, new Slice(done, 10, 0, 10, 0))));
+        meta.uploadsSettled(List.of(done));
+        meta.unregisterSession(sc);
+        assertEquals(0, recorded(b, sc));
+        assertEquals(java.util.Map.of(), b.claimUncommittedUploads(java.time.Duration.ZERO), "nothing left behind");
     }
 
     /**
