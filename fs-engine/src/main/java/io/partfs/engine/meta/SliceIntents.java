@@ -54,19 +54,41 @@ final class SliceIntents {
     private final KvStore kv;
     private final Sessions sessions;
     private final Object lock = new Object();
-    /** Noted, not written yet: slice id to its value. */
-    private final Map<Long, String> toWrite = new HashMap<>();
+    /** A slice noted and not written down yet: its value, and when it was noted ({@link System#nanoTime}). */
+    private record Note(String owner, long atNanos) {
+    }
+
+    /** Noted, not written yet, by slice id. */
+    private final Map<Long, Note> toWrite = new HashMap<>();
     /** Written (or being written) and committed since: to be dropped. */
     private final Set<Long> toDrop = new HashSet<>();
+    /** When the oldest of {@link #toDrop} was settled ({@link System#nanoTime}). */
+    private long firstDropNanos;
     /** In the metadata, or being written there. */
     private final Set<Long> written = new HashSet<>();
     /** In the metadata for sure (a transaction that wrote them succeeded): its list of sessions names this one. */
     private final Set<Long> inMeta = new HashSet<>();
-    /** Whether a write of notes is scheduled or running. */
-    private boolean writing;
+    /** When the next write is scheduled ({@link System#nanoTime}), or 0 when none is. */
+    private long scheduledAtNanos;
+    /** Whether a write is running. */
+    private boolean running;
+    /** Unmounting: everything is written at once. */
+    private boolean closing;
     private boolean closed;
     private ScheduledExecutorService writer;
     private final LogLimit failures = new LogLimit(java.time.Duration.ofMinutes(1));
+
+    /**
+     * How long a note waits before it is written down: a slice committed sooner (a small file's
+     * one block uploaded to a fast store) needs none, and those noted meanwhile share the write.
+     * A crash within this time of an upload's start may leak its object, as before notes existed;
+     * an upload to S3 takes longer than this, so its note is written before its object exists.
+     */
+    static final long NOTE_DELAY_MS = 10;
+    /** How long the notes of committed slices stay before they are dropped, unless a write of notes takes them along earlier. */
+    static final long DROP_DELAY_MS = 5000;
+    /** As many drops waiting are dropped at once. */
+    static final int DROP_BATCH = 1000;
 
     SliceIntents(KvStore kv, Sessions sessions) {
         this.kv = kv;
@@ -82,22 +104,21 @@ final class SliceIntents {
             if (closed || written.contains(id) || toWrite.containsKey(id)) {
                 return;
             }
-            toWrite.put(id, ino + " " + chunk);
-            startWriting(0);
+            toWrite.put(id, new Note(ino + " " + chunk, System.nanoTime()));
+            schedule(NOTE_DELAY_MS);
         }
     }
 
     /** Drops the notes of slices committed (or handed to deletion) now. */
     void settled(Iterable<Long> ids) {
         synchronized (lock) {
-            boolean drop = false;
             for (long id : ids) {
-                if (toWrite.remove(id) == null && written.contains(id)) {
-                    drop |= toDrop.add(id);
+                if (toWrite.remove(id) == null && written.contains(id) && toDrop.add(id) && toDrop.size() == 1) {
+                    firstDropNanos = System.nanoTime();
                 }
             }
-            if (drop && !closed) {
-                startWriting(0);
+            if (!toDrop.isEmpty() && !closed) {
+                schedule(toDrop.size() >= DROP_BATCH ? 0 : DROP_DELAY_MS);
             }
         }
     }
@@ -109,8 +130,10 @@ final class SliceIntents {
         }
     }
 
-    private void startWriting(long delayMs) {
-        if (writing) {
+    /** Has the writer run within {@code delayMs} (sooner if already scheduled sooner); under the lock. */
+    private void schedule(long delayMs) {
+        long at = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMs);
+        if (closed || (scheduledAtNanos != 0 && scheduledAtNanos - at <= 0)) {
             return;
         }
         if (writer == null) {
@@ -120,27 +143,51 @@ final class SliceIntents {
                 return t;
             });
         }
-        writing = true;
+        scheduledAtNanos = at;
         writer.schedule(this::write, delayMs, TimeUnit.MILLISECONDS);
     }
 
-    /** Writes what was noted and drops what was committed, one transaction a round, until nothing is left. */
+    /**
+     * Writes down the notes due (noted {@value #NOTE_DELAY_MS} ms ago or more), with the drops
+     * waiting, one transaction a round until none is due; drops alone once they are due.
+     */
     private void write() {
         long sid = sessions.id();
         while (true) {
-            Map<Long, String> adds;
+            Map<Long, String> adds = new HashMap<>();
             Set<Long> drops;
             boolean hadWritten;
             synchronized (lock) {
-                if ((toWrite.isEmpty() && toDrop.isEmpty()) || sid == 0) {
-                    writing = false;
+                scheduledAtNanos = 0;
+                long now = System.nanoTime();
+                long due = now - TimeUnit.MILLISECONDS.toNanos(NOTE_DELAY_MS);
+                long nextNote = Long.MAX_VALUE;
+                for (Map.Entry<Long, Note> n : toWrite.entrySet()) {
+                    if (closing || n.getValue().atNanos() - due <= 0) {
+                        adds.put(n.getKey(), n.getValue().owner());
+                    } else {
+                        nextNote = Math.min(nextNote, n.getValue().atNanos() - due);
+                    }
+                }
+                boolean dropsDue = !toDrop.isEmpty() && (closing || toDrop.size() >= DROP_BATCH
+                        || now - firstDropNanos >= TimeUnit.MILLISECONDS.toNanos(DROP_DELAY_MS));
+                if (sid == 0 || closed || (adds.isEmpty() && !dropsDue)) {
+                    running = false;
+                    if (sid != 0 && !closed) {
+                        if (nextNote != Long.MAX_VALUE) {
+                            schedule(Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextNote)));
+                        }
+                        if (!toDrop.isEmpty()) {
+                            schedule(Math.max(1, DROP_DELAY_MS - TimeUnit.NANOSECONDS.toMillis(now - firstDropNanos)));
+                        }
+                    }
                     lock.notifyAll();
                     return;
                 }
-                adds = new HashMap<>(toWrite);
-                drops = new HashSet<>(toDrop);
-                toWrite.clear();
+                running = true;
+                drops = new HashSet<>(toDrop); // they go along with the notes for free
                 toDrop.clear();
+                adds.keySet().forEach(toWrite::remove);
                 hadWritten = !inMeta.isEmpty();
                 written.addAll(adds.keySet());
             }
@@ -170,7 +217,7 @@ final class SliceIntents {
                         written.clear();
                         inMeta.clear();
                         closed = true;
-                        writing = false;
+                        running = false;
                         lock.notifyAll();
                     }
                     return;
@@ -183,19 +230,21 @@ final class SliceIntents {
             } catch (IOException | RuntimeException e) {
                 synchronized (lock) {
                     written.removeAll(adds.keySet());
+                    long now = System.nanoTime();
                     for (Map.Entry<Long, String> a : adds.entrySet()) {
                         if (!toDrop.remove(a.getKey())) { // committed while its note was being written: no note needed
-                            toWrite.putIfAbsent(a.getKey(), a.getValue());
+                            toWrite.putIfAbsent(a.getKey(), new Note(a.getValue(), now));
                         }
                     }
+                    if (toDrop.isEmpty() && !drops.isEmpty()) {
+                        firstDropNanos = now;
+                    }
                     toDrop.addAll(drops);
-                    writing = false;
+                    running = false;
                     lock.notifyAll();
                     failures.warn(log, "cannot write down the slices being uploaded (tried again in {} s): {}", RETRY_MS / 1000,
                             e.toString());
-                    if (!closed) {
-                        startWriting(RETRY_MS);
-                    }
+                    schedule(RETRY_MS);
                 }
                 return;
             }
@@ -237,8 +286,12 @@ final class SliceIntents {
         long sid = sessions.id();
         boolean empty;
         synchronized (lock) {
+            closing = true;
+            if (!toWrite.isEmpty() || !toDrop.isEmpty()) {
+                schedule(0);
+            }
             long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MS);
-            while (writing && System.nanoTime() < until) {
+            while ((running || scheduledAtNanos != 0) && !closed && System.nanoTime() < until) {
                 try {
                     lock.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(until - System.nanoTime())));
                 } catch (InterruptedException e) {
@@ -246,7 +299,7 @@ final class SliceIntents {
                     break;
                 }
             }
-            empty = written.isEmpty() && toWrite.isEmpty() && toDrop.isEmpty() && !writing;
+            empty = written.isEmpty() && toWrite.isEmpty() && toDrop.isEmpty() && !running;
             if (writer != null) {
                 writer.shutdownNow();
                 writer = null;
@@ -256,7 +309,9 @@ final class SliceIntents {
             toDrop.clear();
             written.clear();
             inMeta.clear();
-            writing = false;
+            running = false;
+            scheduledAtNanos = 0;
+            closing = false;
         }
         if (sid != 0 && empty) {
             try {
