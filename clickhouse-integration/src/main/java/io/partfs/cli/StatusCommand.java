@@ -6,6 +6,7 @@ import io.partfs.engine.meta.MetaEngine;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -135,6 +136,10 @@ final class StatusCommand implements Callable<Integer> {
                     "this machine's is %.1f s off the metadata store's (under %d s: fine)", Math.abs(skew.getAsLong()) / 1000.0,
                     MetaEngine.CLOCK_SKEW_WARN.toSeconds()));
         }
+        String notes = uploadNotes(meta.uploadNotes(), sessions);
+        if (notes != null) {
+            out.printf("uploads:    %s%n", notes);
+        }
         out.printf("clients:    %d mounted%n", meta.liveSessions().size());
         long volumeNow = meta.volumeNowMillis(); // heartbeats are the store's clock's, not this machine's
         for (MetaEngine.Session s : sessions.values()) {
@@ -142,6 +147,34 @@ final class StatusCommand implements Callable<Integer> {
         }
         out.flush();
         return text.toString();
+    }
+
+    /**
+     * The slices sessions noted as uploaded before their commit, or null when there are none: a
+     * registered session's are writes under way; of an ended session's, a mount deletes those
+     * never committed once no commit of theirs can arrive any more.
+     */
+    static String uploadNotes(List<MetaEngine.UploadNotes> notes, Map<Long, MetaEngine.Session> sessions) {
+        long live = 0;
+        long ended = 0;
+        int endedSessions = 0;
+        for (MetaEngine.UploadNotes n : notes) {
+            if (sessions.containsKey(n.session())) {
+                live += n.slices();
+            } else if (n.slices() > 0) {
+                ended += n.slices();
+                endedSessions++;
+            }
+        }
+        if (live == 0 && ended == 0) {
+            return null;
+        }
+        // a note outlives its slice's commit by a few seconds: "not committed" is as of the note
+        String underWay = live + " slice(s) uploaded by mounts before their commit (writes under way)";
+        String left = ended + " slice(s) that " + endedSessions + " ended session(s) uploaded before their commit: a mount deletes"
+                + " the objects of those never committed once no commit of theirs can arrive (" + io.partfs.engine.PartFsConfig.SHARED_LIVE_COMMIT_SETTLE.toMinutes()
+                + " min after their end on Redis, at once on RocksDB)";
+        return ended == 0 ? underWay : live == 0 ? left : underWay + "; " + left;
     }
 
     /**

@@ -26,6 +26,22 @@ class StatusCommandTest {
     }
 
     @Test
+    void uploadsNotCommittedAreCountedByWhetherTheirSessionEnded() {
+        java.util.Map<Long, MetaEngine.Session> sessions = java.util.Map.of(1L, new MetaEngine.Session(1, "a", 0));
+        assertEquals(null, StatusCommand.uploadNotes(java.util.List.of(), sessions));
+        assertEquals(null, StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(1, 0, 0)), sessions));
+        assertEquals("2 slice(s) uploaded by mounts before their commit (writes under way)",
+                StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(1, 2, 0)), sessions));
+        String both = StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(1, 2, 0),
+                new MetaEngine.UploadNotes(7, 3, 1_700_000_000_000L), new MetaEngine.UploadNotes(8, 1, 0)), sessions);
+        assertTrue(both.startsWith("2 slice(s) uploaded by mounts before their commit (writes under way); 4 slice(s) that 2"
+                + " ended session(s) uploaded before their commit: a mount deletes the objects of those never committed once no"
+                + " commit of theirs can arrive (20 min"), both);
+        String ended = StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(7, 3, 0)), sessions);
+        assertTrue(ended.startsWith("3 slice(s) that 1 ended session(s) uploaded before their commit: "), ended);
+    }
+
+    @Test
     void aMountThatRefusesChangesSaysSoAndWhy() throws Exception {
         try (PartFs fs = open(false)) {
             MetaEngine mount = fs.meta();

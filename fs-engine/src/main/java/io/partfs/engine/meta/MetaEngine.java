@@ -2245,6 +2245,22 @@ public final class MetaEngine implements Closeable {
         return uploads.ofRegisteredSessions();
     }
 
+    /**
+     * Notes of uploads not committed, of one session: how many slices, and when a mount first saw
+     * the session ended (volume clock, ms; 0 while it is registered or not seen ended yet).
+     */
+    public record UploadNotes(long session, long slices, long endSeenMillis) {
+    }
+
+    /** The notes of uploads not committed that sessions left in the metadata, by session. */
+    public List<UploadNotes> uploadNotes() throws IOException {
+        List<UploadNotes> out = new ArrayList<>();
+        for (Map.Entry<Long, long[]> e : uploads.counts().entrySet()) {
+            out.add(new UploadNotes(e.getKey(), e.getValue()[0], e.getValue()[1]));
+        }
+        return out;
+    }
+
     /** The slices session {@code sid} has written down in the metadata as uploaded and not committed yet. */
     public java.util.Set<Long> uploadsRecorded(long sid) throws IOException {
         java.util.Set<Long> ids = new java.util.TreeSet<>();

@@ -359,6 +359,23 @@ final class SliceIntents {
         });
     }
 
+    /** Every session's notes: how many, and (0: none yet) when a mount first saw the session ended. */
+    Map<Long, long[]> counts() throws IOException {
+        return kv.read(r -> {
+            Map<Long, long[]> out = new java.util.TreeMap<>();
+            for (Map.Entry<String, byte[]> m : r.hgetAll(SESSIONS_WITH_NOTES).entrySet()) {
+                try {
+                    long sid = Long.parseLong(m.getKey());
+                    long seen = m.getValue().length == 0 ? 0 : Long.parseLong(new String(m.getValue(), StandardCharsets.US_ASCII));
+                    out.put(sid, new long[] {r.hlen(key(sid)), seen});
+                } catch (NumberFormatException e) {
+                    // not one of ours
+                }
+            }
+            return out;
+        });
+    }
+
     /** Slices a session uploaded and never committed, claimed for deletion: by session. */
     record Claimed(long session, List<MetaEngine.WrittenSlice> slices) {
     }
