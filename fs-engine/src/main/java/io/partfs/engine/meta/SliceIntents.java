@@ -20,14 +20,14 @@ import java.util.concurrent.TimeUnit;
  * id; value: {@code "<inode> <chunk>"}, what it was written for). Once the session has ended
  * (unmounted, or removed for missing heartbeats) and a settle time has passed with no mount
  * taking it back, a mount asks {@link MetaEngine#knownSlices} about each slice and deletes the
- * objects of those that no chunk, trash or deletion list knows ({@link #sweepEnded}). Before,
+ * objects of those that no chunk, trash or deletion list knows ({@link #claimEnded}). Before,
  * they stayed until {@code partfs gc --delete}.
  *
  * <p>Off the write path: a slice is noted in memory as its first upload starts, and a
- * background thread writes the notes down, many per transaction, while the uploads run; a
- * commit drops them the same way. A process killed in the instant between an upload and the
- * write of its note leaks that slice, as all did before; a slice noted and committed before its
- * note was written is never written down. Hash {@value #SESSIONS_WITH_NOTES} lists the sessions
+ * background thread writes the notes down {@value #NOTE_DELAY_MS} ms later, many per
+ * transaction, while the uploads run; a commit drops them, in batches, seconds later. A slice
+ * committed before its note was due is never written down; a process killed within that time of
+ * an upload's start leaks the slice, as all did before. Hash {@value #SESSIONS_WITH_NOTES} lists the sessions
  * with notes: its value is empty while the session is registered, or the volume-clock
  * milliseconds at which a mount first saw it ended, from which the settle is counted.
  *

@@ -179,6 +179,62 @@ class StagingTest {
     }
 
     /**
+     * An unmount right after a restart waits for the metadata's answer about the blocks held
+     * back, so those it knows are uploaded before the unmount returns, as they were before
+     * the question was asked; only the ones it does not know stay for the next start.
+     */
+    @Test
+    void aDrainWaitsForTheMetadatasAnswerAboutHeldBlocks() throws Exception {
+        try (Staging staging = open(Duration.ofHours(1))) {
+            staging.stage("vol/chunks/0/0/7_0_10", new byte[10], new Staging.Owner(2, 0));
+            staging.stage("vol/chunks/0/0/8_0_10", new byte[10], new Staging.Owner(2, 0));
+        } // as a killed process leaves it
+        java.util.concurrent.CountDownLatch asked = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        Staging.SliceCheck slow = new Staging.SliceCheck() {
+            @Override
+            public String volume() {
+                return "vol";
+            }
+
+            @Override
+            public String volumeUuid() {
+                return "uuid";
+            }
+
+            @Override
+            public java.util.Set<Long> known(java.util.Map<Long, Staging.Owner> slices) throws IOException {
+                asked.countDown();
+                try {
+                    assertTrue(answer.await(30, java.util.concurrent.TimeUnit.SECONDS));
+                } catch (InterruptedException e) {
+                    throw new java.io.InterruptedIOException();
+                }
+                return java.util.Set.of(7L); // 8 was never committed
+            }
+
+            @Override
+            public Duration settle() {
+                return Duration.ofHours(1);
+            }
+        };
+        java.util.concurrent.ExecutorService unmount = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (Staging staging = open(Duration.ZERO)) {
+            assertEquals(2, staging.recover(slow));
+            assertTrue(asked.await(30, java.util.concurrent.TimeUnit.SECONDS));
+            java.util.concurrent.Future<Integer> drain = unmount.submit(staging::drain);
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> drain.get(300, java.util.concurrent.TimeUnit.MILLISECONDS),
+                    "the drain waits while the metadata has not answered");
+            answer.countDown();
+            assertEquals(1, drain.get(30, java.util.concurrent.TimeUnit.SECONDS), "the unknown block stays staged");
+            assertEquals(List.of("vol/chunks/0/0/7_0_10"), objects.listAll("").stream().map(o -> o.key()).toList(),
+                    "the known one is uploaded before the drain returns");
+        } finally {
+            unmount.shutdownNow();
+        }
+    }
+
+    /**
      * Blocks staged for a volume that was formatted again since under the same name (another
      * uuid) are not this volume's: a restart refuses them, touching nothing, rather than upload
      * them over its objects of the same keys; the volume they belong to still takes them.
