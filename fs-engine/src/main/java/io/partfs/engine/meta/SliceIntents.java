@@ -394,15 +394,17 @@ final class SliceIntents {
             return out;
         }
         long now = sessions.nowMillis();
-        for (String field : marks.keySet()) {
+        Set<Long> registered = sessions.all().keySet();
+        for (Map.Entry<String, byte[]> entry : marks.entrySet()) {
+            String field = entry.getKey();
             long sid;
             try {
                 sid = Long.parseLong(field);
             } catch (NumberFormatException e) {
                 continue;
             }
-            if (sid == sessions.id()) {
-                continue;
+            if (sid == sessions.id() || (registered.contains(sid) && entry.getValue().length == 0)) {
+                continue; // a mount's own, or a registered one's (the common case): nothing to write
             }
             byte[] since = kv.update(tx -> {
                 byte[] m = tx.hget(SESSIONS_WITH_NOTES, field);
