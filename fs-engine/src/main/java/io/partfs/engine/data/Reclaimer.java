@@ -149,13 +149,6 @@ public final class Reclaimer implements Closeable {
         this.uploadSettle = settle;
     }
 
-    /** Uncommitted uploads of ended sessions looked at so far (for tests). */
-    public long uploadSweeps() {
-        return uploadSweeps.get();
-    }
-
-    private final java.util.concurrent.atomic.AtomicLong uploadSweeps = new java.util.concurrent.atomic.AtomicLong();
-
     /**
      * Deletes, in the background, the objects of slices that mounts whose session has ended
      * (unmounted, or crashed) uploaded and never committed: writes cut short by a crash between
@@ -167,7 +160,6 @@ public final class Reclaimer implements Closeable {
             for (java.util.Map.Entry<Long, java.util.List<Long>> e : meta.claimUncommittedUploads(uploadSettle).entrySet()) {
                 deleteUncommitted(e.getKey(), e.getValue());
             }
-            uploadSweeps.incrementAndGet();
         });
     }
 
