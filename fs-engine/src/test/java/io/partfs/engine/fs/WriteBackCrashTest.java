@@ -59,7 +59,9 @@ class WriteBackCrashTest {
                 restart = restart.toBuilder().commitSettle(Duration.ZERO).build();
             }
             try (PartFs fs = volume.openAs(restart)) {
-                Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0, Duration.ofSeconds(60), "staging emptied");
+                // an uploaded block leaves the count before its file moves into the block cache
+                Poll.until(() -> fs.chunks().staging().pendingBlocks() == 0 && stagedFilesNow(staging).isEmpty(),
+                        Duration.ofSeconds(60), "staging emptied");
                 assertEquals(List.of(), stagedFiles(staging), "the uncommitted blocks are deleted, not uploaded");
                 assertEquals(COMMITTED_BLOCKS, countObjects(volume), "only the committed blocks are in the store: " + dataObjects(volume));
                 TestVolume.assertConsistent(volume, fs, "[" + meta + "]"); // no object leaked, none missing
@@ -126,6 +128,14 @@ class WriteBackCrashTest {
     private static List<String> stagedFiles(Path staging) throws Exception {
         try (var s = Files.list(staging)) {
             return s.map(f -> f.getFileName().toString()).filter(n -> !n.startsWith(".")).sorted().toList();
+        }
+    }
+
+    private static List<String> stagedFilesNow(Path staging) {
+        try {
+            return stagedFiles(staging);
+        } catch (Exception e) {
+            throw new AssertionError(e);
         }
     }
 
