@@ -1608,27 +1608,7 @@ public final class MetaEngine implements Closeable {
      * whole, and only when a chunk did not list some slice.
      */
     public java.util.Set<Long> knownSlices(java.util.Collection<WrittenSlice> written) throws IOException {
-        java.util.Set<Long> known = new java.util.HashSet<>();
-        Map<String, List<Long>> byChunk = new java.util.LinkedHashMap<>();
-        for (WrittenSlice w : written) {
-            byChunk.computeIfAbsent(chunkKey(w.ino(), w.chunk()), k -> new ArrayList<>()).add(w.id());
-        }
-        List<String> keys = new ArrayList<>(byChunk.keySet());
-        for (int from = 0; from < keys.size(); from += 1000) {
-            List<String> page = keys.subList(from, Math.min(keys.size(), from + 1000));
-            List<byte[]> lists = kv.read(r -> r.getAll(page));
-            for (int i = 0; i < page.size(); i++) {
-                java.util.Set<Long> ids = new java.util.HashSet<>();
-                for (Slice s : Slice.decodeList(lists.get(i))) {
-                    ids.add(s.id());
-                }
-                for (long id : byChunk.get(page.get(i))) {
-                    if (ids.contains(id)) {
-                        known.add(id);
-                    }
-                }
-            }
-        }
+        java.util.Set<Long> known = listedByTheirChunk(written);
         java.util.Set<Long> rest = new java.util.HashSet<>();
         written.forEach(w -> rest.add(w.id()));
         rest.removeAll(known);
@@ -1644,6 +1624,65 @@ public final class MetaEngine implements Closeable {
             forEachPendingSlice(found);
         }
         return known;
+    }
+
+    /** Of {@code written}, the ids of the slices the chunk each was written for lists now. */
+    private java.util.Set<Long> listedByTheirChunk(java.util.Collection<WrittenSlice> written) throws IOException {
+        java.util.Set<Long> listed = new java.util.HashSet<>();
+        Map<String, List<Long>> byChunk = new java.util.LinkedHashMap<>();
+        for (WrittenSlice w : written) {
+            byChunk.computeIfAbsent(chunkKey(w.ino(), w.chunk()), k -> new ArrayList<>()).add(w.id());
+        }
+        List<String> keys = new ArrayList<>(byChunk.keySet());
+        for (int from = 0; from < keys.size(); from += 1000) {
+            List<String> page = keys.subList(from, Math.min(keys.size(), from + 1000));
+            List<byte[]> lists = kv.read(r -> r.getAll(page));
+            for (int i = 0; i < page.size(); i++) {
+                java.util.Set<Long> ids = new java.util.HashSet<>();
+                for (Slice s : Slice.decodeList(lists.get(i))) {
+                    ids.add(s.id());
+                }
+                for (long id : byChunk.get(page.get(i))) {
+                    if (ids.contains(id)) {
+                        listed.add(id);
+                    }
+                }
+            }
+        }
+        return listed;
+    }
+
+    /**
+     * A slice whose commit was confirmed: its id and size (-1 when not known), and the chunk of
+     * the file it was committed to.
+     */
+    public record CommittedSlice(long id, int size, long ino, long chunk) {
+        WrittenSlice written() {
+            return new WrittenSlice(id, ino, chunk);
+        }
+    }
+
+    /**
+     * Of slices whose commit was confirmed, the ids of those freed since and past the trash:
+     * listed neither by their chunk nor in the trash, so on the deletion list or gone from it,
+     * their objects deleted or about to be. An object of one stored after that deletion (a
+     * write-back upload from another machine) is named by nothing and its writer deletes it. Read
+     * in the order a slice moves (chunk, then trash), so one moving on meanwhile is not taken for
+     * kept; the trash is looked up by field, a request per bucket and slice not in its chunk (read
+     * whole for a slice of unknown size).
+     */
+    public java.util.Set<Long> releasedSlices(java.util.Collection<CommittedSlice> committed) throws IOException {
+        java.util.Set<Long> listed = listedByTheirChunk(committed.stream().map(CommittedSlice::written).toList());
+        Map<Long, Integer> rest = new java.util.HashMap<>();
+        for (CommittedSlice c : committed) {
+            if (!listed.contains(c.id())) {
+                rest.put(c.id(), c.size());
+            }
+        }
+        if (!rest.isEmpty()) {
+            rest.keySet().removeAll(trashBuckets.holding(rest));
+        }
+        return rest.keySet();
     }
 
     static void visitFields(KvStore.Reader r, String hash, SliceVisitor each) throws IOException {

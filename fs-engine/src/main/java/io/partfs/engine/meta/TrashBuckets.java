@@ -114,6 +114,33 @@ final class TrashBuckets {
         });
     }
 
+    /**
+     * Of slices ({@code id -> size}), the ids some bucket of the trash holds: a request per bucket
+     * and slice; those of size -1 (not known) are looked for in the whole trash.
+     */
+    java.util.Set<Long> holding(Map<Long, Integer> slices) throws IOException {
+        java.util.Set<Long> held = kv.read(r -> {
+            java.util.Set<Long> found = new java.util.HashSet<>();
+            for (String hour : r.hgetAll(TRASH).keySet()) {
+                String bucket = key(Long.parseLong(hour));
+                for (Map.Entry<Long, Integer> s : slices.entrySet()) {
+                    if (s.getValue() >= 0 && !found.contains(s.getKey()) && r.hget(bucket, s.getKey() + "_" + s.getValue()) != null) {
+                        found.add(s.getKey());
+                    }
+                }
+            }
+            return found;
+        });
+        if (slices.containsValue(-1)) {
+            forEachSlice((id, size) -> {
+                if (slices.get(id) != null && slices.get(id) == -1) {
+                    held.add(id);
+                }
+            });
+        }
+        return held;
+    }
+
     /** Takes slices ({id, size, hour} each) out of the trash without deleting anything. */
     void untrash(List<long[]> slices) throws IOException {
         if (slices.isEmpty()) {

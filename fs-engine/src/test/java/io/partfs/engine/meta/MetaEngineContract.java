@@ -1638,10 +1638,11 @@ abstract class MetaEngineContract {
      * A slice a process that died had written is known while its chunk lists it, and after it
      * was freed into the trash or moved on to the deletion list; one never committed, or whose
      * objects were deleted, is not. Asked of the chunk it was written for: a slice id listed by
-     * another chunk does not count.
+     * another chunk does not count. Of slices whose commit was confirmed, those released are the
+     * ones past the trash: on the deletion list or gone from it.
      */
     @Test
-    void knownSlicesAreThoseAChunkTheTrashOrTheDeletionListHolds() throws Exception {
+    void knownSlicesAreThoseAChunkTheTrashOrTheDeletionListHoldsAndReleasedOnesThosePastTheTrash() throws Exception {
         meta.setTrashHours(1);
         Attr f = file(ROOT, "f");
         Attr g = file(ROOT, "g");
@@ -1658,11 +1659,18 @@ abstract class MetaEngineContract {
                 new MetaEngine.WrittenSlice(trashed.id(), f.ino(), 1), new MetaEngine.WrittenSlice(deleting.id(), g.ino(), 2),
                 new MetaEngine.WrittenSlice(neverCommitted, f.ino(), 0));
         assertEquals(java.util.Set.of(live.id(), trashed.id(), deleting.id()), meta.knownSlices(asked));
+        List<MetaEngine.CommittedSlice> committed = List.of(new MetaEngine.CommittedSlice(live.id(), live.size(), f.ino(), 0),
+                new MetaEngine.CommittedSlice(trashed.id(), trashed.size(), f.ino(), 1),
+                new MetaEngine.CommittedSlice(deleting.id(), deleting.size(), g.ino(), 2));
+        assertEquals(java.util.Set.of(deleting.id()), meta.releasedSlices(committed), "its objects may be deleted already");
+        assertEquals(java.util.Set.of(), meta.releasedSlices(List.of(new MetaEngine.CommittedSlice(trashed.id(), -1, f.ino(), 1))),
+                "of a size not known: found in the trash all the same");
         assertEquals(java.util.Set.of(), meta.knownSlices(List.of(new MetaEngine.WrittenSlice(live.id(), g.ino(), 0))),
                 "another file's chunk does not list it");
 
         meta.slicesDeleted(List.of(new long[] {deleting.id(), deleting.size()}));
         assertEquals(java.util.Set.of(live.id(), trashed.id()), meta.knownSlices(asked), "its objects are deleted: unknown");
+        assertEquals(java.util.Set.of(deleting.id()), meta.releasedSlices(committed));
     }
 
     /** Slices taken out of the trash (their objects never made) are neither kept nor deleted later. */
