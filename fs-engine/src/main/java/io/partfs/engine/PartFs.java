@@ -101,6 +101,9 @@ public final class PartFs implements Closeable {
                     staging::damagedBlocks);
             config.metrics().gauge("partfs_writeback_space_evicted_bytes", "Block cache bytes given back since the mount to keep "
                     + "room on the disk for new files the kernel writes itself (write passthrough).", staging::evictedForBackings);
+            config.metrics().gauge("partfs_writeback_freed_uploads_deleted", "Objects uploaded from write-back staging since the"
+                    + " mount whose slice another mount had freed and deleted meanwhile (its file deleted there before the upload):"
+                    + " deleted again, as nothing names them.", staging::uploadsOfFreedSlices);
         }
         registerCacheMetrics(config.metrics(), cache);
         config.metrics().gauge("partfs_reads_restarted", "Reads since the mount that found an object gone because another mount"

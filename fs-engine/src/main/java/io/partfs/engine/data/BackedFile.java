@@ -142,6 +142,7 @@ final class BackedFile {
                 slices.add(new MetaEngine.ChunkSlice(span.chunk(), new Slice(first + s, span.len(), 0, span.len(), span.pos())));
             }
             meta.commitWrite(ino, slices);
+            staging.committed(volume, blockSize, ino, slices);
         } catch (IOException | RuntimeException e) {
             synchronized (backing.blocks) {
                 backing.blocks.forget(); // what the metadata holds is not known: the next commit takes all of it

@@ -672,6 +672,13 @@ public final class ChunkStore implements Closeable {
         this.onNoSpace = r;
     }
 
+    /** Called by a flush once the metadata confirmed the commit of {@code slices} to {@code ino}: see {@link Staging#committed}. */
+    void committed(long ino, List<MetaEngine.ChunkSlice> slices) {
+        if (staging != null) {
+            staging.committed(volume, blockSize, ino, slices);
+        }
+    }
+
     /** Called by a flush after its blocks are stored and before it commits them. */
     void beforeCommit() throws IOException {
         if (writeBack) {
@@ -1034,8 +1041,8 @@ public final class ChunkStore implements Closeable {
         retrier.shutdownNow();
         try {
             flushAll();
-            if (staging != null && staging.pendingBlocks() > 0) {
-                staging.drain();
+            if (staging != null) {
+                staging.drain(); // with nothing staged, it still asks about the last uploads (UploadRecheck)
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

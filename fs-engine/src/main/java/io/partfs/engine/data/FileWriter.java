@@ -120,6 +120,7 @@ final class FileWriter {
             commit.add(new MetaEngine.ChunkSlice(s.chunk, new Slice(s.id, s.length, 0, s.length, s.pos)));
         }
         meta.commitWrite(ino, commit);
+        store.committed(ino, commit);
         List<Long> ids = new ArrayList<>(slices.size());
         for (PendingSlice s : slices) {
             ids.add(s.id);

@@ -76,7 +76,9 @@ import org.slf4j.LoggerFactory;
  * writes go on at the object store's pace and nothing fails for the local disk.
  *
  * <p>Until a block is uploaded only this machine can read it: another client of a shared
- * volume gets an error for it, as with JuiceFS's {@code --writeback}.
+ * volume gets an error for it, as with JuiceFS's {@code --writeback}. Another client may also
+ * delete its file meanwhile and its objects (none there yet): after the upload of a committed
+ * block {@link UploadRecheck} asks whether that happened and deletes the object again.
  *
  * <p>Concurrency: {@link #pending} is the index of staged blocks; the uploaders are a pool of
  * their own, so an object store that is down delays uploads (retried forever: the data is safe
@@ -449,7 +451,11 @@ public final class Staging implements Closeable {
         this.space = DiskSpace.keepFree(this.dir, freeRatio);
         this.uploaders = new ScheduledThreadPoolExecutor(threads, ChunkStore.daemon("partfs-writeback"));
         uploaders.setRemoveOnCancelPolicy(true);
+        this.recheck = new UploadRecheck(objects, cache, k -> pending.containsKey(k) || uploading.contains(k), uploaders);
     }
+
+    /** Asks, after an upload, whether another mount freed the block's slice meanwhile ({@link UploadRecheck}). */
+    private final UploadRecheck recheck;
 
     /** Held while this staging area is open: see {@link #lockDir}. */
     private final java.nio.channels.FileLock lock;
@@ -550,6 +556,15 @@ public final class Staging implements Closeable {
          */
         java.time.Duration settle();
 
+        /**
+         * Of slices committed from blocks staged here, those freed since past the trash
+         * ({@link io.partfs.engine.meta.MetaEngine#releasedSlices}): a block of one uploaded after
+         * that is deleted again ({@link UploadRecheck}). None by default.
+         */
+        default java.util.Set<Long> released(List<io.partfs.engine.meta.MetaEngine.CommittedSlice> slices) throws IOException {
+            return java.util.Set.of();
+        }
+
         /** Asks {@code meta}, the metadata of {@code volume} ({@link io.partfs.engine.meta.MetaEngine#knownSlices}). */
         static SliceCheck asking(io.partfs.engine.meta.MetaEngine meta, io.partfs.engine.VolumeFormat volume, java.time.Duration settle) {
             return new SliceCheck() {
@@ -568,6 +583,11 @@ public final class Staging implements Closeable {
                     List<io.partfs.engine.meta.MetaEngine.WrittenSlice> written = new ArrayList<>(slices.size());
                     slices.forEach((id, o) -> written.add(new io.partfs.engine.meta.MetaEngine.WrittenSlice(id, o.ino(), o.chunk())));
                     return meta.knownSlices(written);
+                }
+
+                @Override
+                public java.util.Set<Long> released(List<io.partfs.engine.meta.MetaEngine.CommittedSlice> slices) throws IOException {
+                    return meta.releasedSlices(slices);
                 }
 
                 @Override
@@ -606,6 +626,7 @@ public final class Staging implements Closeable {
         }
         if (check != null) {
             claim(check.volumeUuid(), found);
+            recheck.askWith(check::released);
         }
         int damagedKept = 0;
         int queued = 0;
@@ -806,6 +827,10 @@ public final class Staging implements Closeable {
             String key = e.getKey();
             if (known.contains(e.getValue().slice())) {
                 if (held.remove(key, e.getValue())) {
+                    Owner o = e.getValue().owner();
+                    // committed, maybe freed since: asked about again after the upload (size not known here)
+                    recheck.committed(new io.partfs.engine.meta.MetaEngine.CommittedSlice(e.getValue().slice(), -1, o.ino(),
+                            o.chunk()), List.of(key));
                     schedule(key, 0, 0);
                 }
             } else if (!settled) {
@@ -1414,6 +1439,7 @@ public final class Staging implements Closeable {
      */
     public boolean remove(String key) {
         held.remove(key);
+        recheck.forget(key);
         Staged st = pending.remove(key);
         if (st == null) {
             return false;
@@ -1517,6 +1543,7 @@ public final class Staging implements Closeable {
                 }
                 return;
             }
+            recheck.uploaded(key);
             if (was.in() == null) {
                 cache.adopt(key, f, data.length, was.sums() != null ? was.sums() : BlockSums.of(data));
             } else {
@@ -1671,8 +1698,9 @@ public final class Staging implements Closeable {
      * Waits until every staged block is uploaded, or until the drain stall given at
      * construction passes without one being uploaded; logs progress. Blocks held back until the
      * metadata says whether they were committed ({@link #recover}) are waited for until it was
-     * asked, then only those it knows: the others stay for the next start. Returns the blocks
-     * still staged.
+     * asked, then only those it knows: the others stay for the next start. Then asks about the
+     * last uploads whether another mount freed their slices meanwhile ({@link UploadRecheck}).
+     * Returns the blocks still staged.
      */
     public int drain() throws InterruptedException {
         long stallMs = drainStallMs;
@@ -1702,7 +1730,31 @@ public final class Staging implements Closeable {
                 }
             }
         }
+        try {
+            recheck.askNow(); // before the metadata engine closes: what was uploaded last is asked about too
+        } catch (IOException | RuntimeException e) {
+            log.warn("cannot ask the metadata whether slices uploaded from write-back staging were freed meanwhile: {}",
+                    e.toString());
+        }
         return pending.size();
+    }
+
+    /**
+     * The metadata confirmed the commit of {@code slices} to file {@code ino}, written in blocks
+     * of {@code blockSize} of {@code volume}: a block of theirs uploaded from here is asked about
+     * after its upload ({@link UploadRecheck}), or now when it was uploaded already.
+     */
+    public void committed(String volume, int blockSize, long ino, List<io.partfs.engine.meta.MetaEngine.ChunkSlice> slices) {
+        for (io.partfs.engine.meta.MetaEngine.ChunkSlice cs : slices) {
+            io.partfs.engine.meta.Slice s = cs.slice();
+            recheck.committed(new io.partfs.engine.meta.MetaEngine.CommittedSlice(s.id(), s.size(), ino, cs.index()),
+                    ChunkStore.blockKeys(volume, blockSize, s.id(), s.size()));
+        }
+    }
+
+    /** Objects deleted again as uploaded after another mount had freed their slice ({@link UploadRecheck}). */
+    public long uploadsOfFreedSlices() {
+        return recheck.deleted();
     }
 
     /**

@@ -179,6 +179,61 @@ class StagingTest {
     }
 
     /**
+     * A block the metadata knows at a restart is uploaded; when another mount frees its slice and
+     * deletes its objects (none yet) between that answer and the upload, the upload is deleted
+     * again, asked about as other committed blocks are (here of a size the restart does not know).
+     */
+    @Test
+    void aRecoveredBlockWhoseSliceIsFreedBeforeItsUploadIsDeletedAgain() throws Exception {
+        try (io.partfs.engine.meta.MetaEngine meta = new io.partfs.engine.meta.MetaEngine(
+                new io.partfs.engine.meta.RocksKvStore(tmp.resolve("meta")))) {
+            meta.format(io.partfs.engine.VolumeFormat.create("vol", 1 << 20, "file:///objects"), 0, 0);
+            long ino = meta.mknod(io.partfs.engine.meta.MetaEngine.ROOT, "f", io.partfs.engine.FileType.FILE, 0644, 0, 0, 0, null).ino();
+            meta.commitWrite(ino, List.of(new io.partfs.engine.meta.MetaEngine.ChunkSlice(0,
+                    new io.partfs.engine.meta.Slice(300, 10, 0, 10, 0))));
+            try (Staging staging = open(Duration.ofHours(1))) {
+                staging.stage("vol/chunks/0/0/300_0_10", new byte[10], new Staging.Owner(ino, 0));
+            } // as a killed process leaves it
+            Staging.SliceCheck asking = Staging.SliceCheck.asking(meta, meta.volumeFormat(), Duration.ZERO);
+            Staging.SliceCheck freedRightAfter = new Staging.SliceCheck() {
+                @Override
+                public String volume() {
+                    return asking.volume();
+                }
+
+                @Override
+                public String volumeUuid() {
+                    return asking.volumeUuid();
+                }
+
+                @Override
+                public java.util.Set<Long> known(java.util.Map<Long, Staging.Owner> slices) throws IOException {
+                    java.util.Set<Long> known = asking.known(slices);
+                    meta.truncate(ino, 0); // another mount, with the trash off: to the deletion list
+                    meta.slicesDeleted(meta.pendingSliceDeletions(10)); // and its objects deleted
+                    return known;
+                }
+
+                @Override
+                public java.util.Set<Long> released(List<io.partfs.engine.meta.MetaEngine.CommittedSlice> slices) throws IOException {
+                    return asking.released(slices);
+                }
+
+                @Override
+                public Duration settle() {
+                    return Duration.ZERO;
+                }
+            };
+            try (Staging staging = open(Duration.ZERO)) {
+                assertEquals(1, staging.recover(freedRightAfter));
+                assertEquals(0, staging.drain());
+                assertEquals(1, staging.uploadsOfFreedSlices());
+                assertEquals(List.of(), objects.listAll(""), "uploaded, then deleted again");
+            }
+        }
+    }
+
+    /**
      * An unmount right after a restart waits for the metadata's answer about the blocks held
      * back, so those it knows are uploaded before the unmount returns, as they were before
      * the question was asked; only the ones it does not know stay for the next start.

@@ -1324,6 +1324,49 @@ abstract class PartFsContract extends OnBackends {
     }
 
     /**
+     * On a shared volume a write-back mount's blocks wait staged while another mount deletes their
+     * file; with the trash off that mount deletes the objects before they exist, and the upload
+     * that follows would leave objects no file names. The writer asks after its uploads and
+     * deletes those again. A file freed into the trash keeps its uploads (a restored backup reads
+     * them), and so does a file still there.
+     */
+    @Test
+    void aWriteBackUploadOfASliceAnotherMountFreedMeanwhileIsDeletedAgain() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(meta() == TestVolume.Meta.REDIS, "one client at a time on RocksDB");
+        var store = reopenCounted(TestVolume.defaultConfig(dir).toBuilder().writeBack(true)
+                .uploadDelay(java.time.Duration.ofHours(1)).build());
+        int block = fs.format().blockSize();
+        byte[] kept = random(block + 1, 31);
+        writeFsynced("kept.bin", kept);
+        writeFsynced("trashed.bin", random(block + 1, 32));
+        writeFsynced("freed.bin", random(block + 1, 33));
+        try (PartFs other = volume.openAs(PartFsConfig.builder().ioThreads(2).build())) {
+            other.meta().setTrashHours(0);
+            other.unlink(ROOT, "freed.bin");
+            other.awaitReclaim();
+            assertEquals(0, other.meta().pendingSliceDeletions(10).size(), "freed.bin's slice is deleted, as far as the other mount knows");
+            other.meta().setTrashHours(24); // (turning it off would have emptied it)
+            other.unlink(ROOT, "trashed.bin");
+            other.awaitReclaim();
+            assertEquals(1, other.meta().trash().slices());
+        }
+        var staging = fs.chunks().staging();
+        assertEquals(6, staging.pendingBlocks(), "nothing uploaded before the delay");
+        fs.close(); // uploads all six, then asks
+        assertEquals(6, store.puts());
+        assertEquals(2, staging.uploadsOfFreedSlices(), "freed.bin's two blocks");
+        assertEquals(4, dataObjects().size(), "kept.bin's and trashed.bin's blocks");
+        fs = volume.open();
+        try (ObjectStore objects = volume.newObjectStore()) {
+            var r = new io.partfs.engine.data.VolumeCheck(fs.meta(), objects, (phase, n) -> { })
+                    .run(new io.partfs.engine.data.VolumeCheck.Options(true, false, 0));
+            assertEquals(0, r.leaked, "no object named by nothing");
+            assertEquals(0, r.missingBlocks);
+        }
+        assertArrayEquals(kept, readAll(ino("kept.bin")));
+    }
+
+    /**
      * A backup this machine completed seconds ago: what is staged after it is dropped when
      * deleted (one clock: a second's margin). After one another machine completed, blocks staged
      * within the minute allowed for two clocks' difference are kept, and uploaded.

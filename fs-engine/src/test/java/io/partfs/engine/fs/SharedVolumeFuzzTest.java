@@ -52,16 +52,17 @@ import org.junit.jupiter.params.provider.ValueSource;
  * fail the run only with {@code -Dpartfs.strictLeaks=true}. Before the compactor stopped being
  * interrupted at unmount, 3 of about 20 runs (four modes, 8,000-12,000 operations a client)
  * leaked one or two objects the size of merged slices; none in 20 runs since, which is not
- * proof. With write-back on a shared volume one cause remains: a block staged on one machine
- * whose slice another machine frees before the upload is uploaded after the deletion (README,
- * write-back). {@code partfs gc --delete} removes such objects.
+ * proof. With write-back on a shared volume a block staged on one machine whose slice another
+ * machine frees before the upload is uploaded after the deletion, then deleted again once the
+ * writer asked the metadata ({@code UploadRecheck}); a client killed before it asked leaves it
+ * for {@code partfs gc --delete}.
  */
 class SharedVolumeFuzzTest {
     private static final int OPS = Integer.getInteger("partfs.sharedOps", 4_000);
     /**
      * Whether an object left in the store with nothing naming it fails the run. Off by default:
-     * write-back on a shared volume can leak one by design (see the class comment); on, every PUT
-     * and DELETE is recorded and a leaked key's history printed.
+     * a write-back client on a shared volume can leak one in rare races (see the class comment); on,
+     * every PUT and DELETE is recorded and a leaked key's history printed.
      */
     private static final boolean STRICT_LEAKS = Boolean.getBoolean("partfs.strictLeaks");
     private static final String[] NAMES = {"a", "b", "c", "all_1_1_0", "tmp_insert_2"};

@@ -250,6 +250,38 @@ class SharedVolumeMountsTest {
     }
 
     /**
+     * B writes in write-back mode (uploads delayed an hour here): the new file's blocks wait in
+     * B's staging (the kernel writes it there itself where it can). A deletes the file, with the
+     * trash off, and deletes its objects: none there yet. B's unmount uploads the blocks, asks
+     * the metadata, and deletes them again: no object is left that nothing names.
+     */
+    @Test
+    void aFileTheOtherMountDeletesBeforeItsWriteBackUploadLeavesNoObject() throws Exception {
+        mounts.close();
+        mounts = null;
+        mounts = new TwoMounts(false, dirOfB -> io.partfs.engine.testing.TestVolume.defaultConfig(dirOfB).toBuilder()
+                .writeBack(true).uploadDelay(java.time.Duration.ofHours(1)).build());
+        a = mounts.a;
+        b = mounts.b;
+        mounts.fsA.meta().setTrashHours(0);
+        byte[] data = new byte[(3 << 20) + 5];
+        new java.util.Random(7).nextBytes(data);
+        Files.write(b.resolve("f.bin"), data);
+        var staging = mounts.fsB.chunks().staging();
+        int staged = staging.pendingBlocks();
+        assertTrue(staged > 0, "B's blocks are staged, not uploaded");
+        io.partfs.engine.testing.Poll.until(() -> Files.exists(a.resolve("f.bin")), "A sees the file");
+        Files.delete(a.resolve("f.bin"));
+        mounts.fsA.awaitReclaim();
+        assertEquals(staged, staging.pendingBlocks(), "still staged on B");
+        mounts.unmountB();
+        assertEquals(staged, staging.uploadsOfFreedSlices(), "each block uploaded, then deleted again");
+        try (var files = Files.walk(mounts.dir.resolve("objects"))) {
+            assertEquals(List.of(), files.filter(Files::isRegularFile).filter(f -> f.toString().contains("/chunks/")).toList());
+        }
+    }
+
+    /**
      * A file appended to on A and compacted there, with the trash off (each compaction deletes
      * the objects it merged at once), while B reads it in a loop through the kernel: no read of
      * B fails, and each reads a prefix of what A wrote. Each round A compacts once B holds the

@@ -58,6 +58,13 @@ final class TwoMounts implements AutoCloseable {
         return mnt;
     }
 
+    /** Unmounts B and closes its client (its write-back uploads done); A stays mounted. */
+    void unmountB() throws Exception {
+        FuseMount fuse = mounts.remove(1);
+        fuse.unmount();
+        fsB.close();
+    }
+
     @Override
     public void close() throws Exception {
         try {

@@ -1,0 +1,148 @@
+package io.partfs.engine.data;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.partfs.engine.meta.MetaEngine.CommittedSlice;
+import io.partfs.engine.object.LocalObjectStore;
+import io.partfs.engine.testing.Poll;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The bookkeeping of {@link UploadRecheck} on a real local object store. What the metadata says
+ * of a slice is a set the test fills (the question itself is {@code MetaEngine#releasedSlices},
+ * tested in the metadata contract; the whole gap on a shared volume in {@code PartFsContract}).
+ */
+class UploadRecheckTest {
+    private static final CommittedSlice SLICE = new CommittedSlice(42, 10, 7, 0);
+    private static final List<String> KEYS = List.of("v/chunks/0/0/42_0_5", "v/chunks/0/0/42_1_5");
+
+    @TempDir
+    Path tmp;
+    LocalObjectStore objects;
+    ScheduledThreadPoolExecutor timer;
+    /** Keys still staged, as the staging area would say. */
+    final Set<String> staged = ConcurrentHashMap.newKeySet();
+    /** Slices the metadata calls freed past the trash; null: the metadata does not answer. */
+    volatile Set<Long> freed = Set.of();
+    final List<List<CommittedSlice>> asked = new ArrayList<>();
+    UploadRecheck recheck;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        objects = new LocalObjectStore(tmp.resolve("objects"));
+        timer = new ScheduledThreadPoolExecutor(1);
+        recheck = new UploadRecheck(objects, BlockCache.disabled(), staged::contains, timer);
+        recheck.askWith(slices -> {
+            synchronized (asked) {
+                asked.add(slices);
+            }
+            if (freed == null) {
+                throw new IOException("connection refused");
+            }
+            return freed;
+        });
+        staged.addAll(KEYS);
+    }
+
+    @AfterEach
+    void tearDown() throws IOException {
+        timer.shutdownNow();
+        objects.close();
+    }
+
+    /** Stores block {@code key} as an upload from staging does, then tells the recheck. */
+    private void upload(String key) throws IOException {
+        objects.put(key, new byte[5]);
+        staged.remove(key);
+        recheck.uploaded(key);
+    }
+
+    private boolean stored(String key) {
+        try {
+            return objects.listAll(key).stream().anyMatch(o -> o.key().equals(key));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Test
+    void aBlockUploadedAfterItsSliceWasFreedIsDeletedAndTheSliceForgottenOnceAllAreAsked() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        freed = Set.of(42L);
+        upload(KEYS.get(0));
+        assertEquals(1, recheck.askNow());
+        assertFalse(stored(KEYS.get(0)), "deleted again");
+        assertEquals(1, recheck.remembered(), "its other block is still staged");
+
+        upload(KEYS.get(1));
+        assertEquals(1, recheck.askNow());
+        assertFalse(stored(KEYS.get(1)));
+        assertEquals(0, recheck.remembered());
+        assertEquals(2, recheck.deleted());
+    }
+
+    @Test
+    void aSliceStillListedKeepsItsObjects() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        upload(KEYS.get(0));
+        upload(KEYS.get(1));
+        assertEquals(0, recheck.askNow());
+        assertTrue(stored(KEYS.get(0)) && stored(KEYS.get(1)));
+        assertEquals(1, asked.size(), "both blocks in one question");
+        assertEquals(0, recheck.remembered());
+    }
+
+    @Test
+    void aBlockUploadedBeforeTheCommitWasConfirmedIsAskedAboutOnlyOnceItIs() throws IOException {
+        freed = Set.of(42L);
+        upload(KEYS.get(0));
+        assertEquals(0, recheck.askNow());
+        assertTrue(asked.isEmpty(), "a slice not committed yet is not asked about: unknown is not freed");
+        assertTrue(stored(KEYS.get(0)));
+
+        recheck.committed(SLICE, KEYS);
+        assertEquals(1, recheck.askNow());
+        assertFalse(stored(KEYS.get(0)));
+    }
+
+    @Test
+    void aQuestionTheMetadataDoesNotAnswerIsAskedAgain() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        upload(KEYS.get(0));
+        freed = null;
+        assertThrows(IOException.class, recheck::askNow);
+        assertTrue(stored(KEYS.get(0)));
+        freed = Set.of(42L);
+        assertEquals(1, recheck.askNow());
+        assertFalse(stored(KEYS.get(0)));
+    }
+
+    @Test
+    void anUploadIsAskedAboutInTheBackground() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        freed = Set.of(42L);
+        upload(KEYS.get(0));
+        Poll.until(() -> !stored(KEYS.get(0)), Duration.ofSeconds(30), "the upload deleted without an askNow");
+    }
+
+    @Test
+    void aSliceThisMountFreedIsForgotten() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        recheck.forget(KEYS.get(0));
+        assertEquals(0, recheck.remembered());
+    }
+}
