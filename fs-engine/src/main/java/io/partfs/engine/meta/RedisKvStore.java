@@ -366,6 +366,11 @@ public final class RedisKvStore implements KvStore {
                     + rootMessage(e).trim() + " (after a restart Redis answers nothing until its data is loaded; raise"
                     + " ?timeout= in the URL to wait longer)", e);
         }
+        if (onReplica(e)) {
+            return new IOException("Redis at " + description + " refused " + op + " as a read-only replica, and no master answered"
+                    + " there within " + seconds(timeout) + " (nothing was written): after a failover the URL must lead to the new"
+                    + " master (a primary endpoint, or redis-sentinel://)", e);
+        }
         if (e instanceof RedisCommandExecutionException) {
             String m = String.valueOf(e.getMessage());
             if (m.contains("NOAUTH") || m.contains("WRONGPASS") || m.contains("invalid password")) {
@@ -816,11 +821,11 @@ public final class RedisKvStore implements KvStore {
      */
     private Outcome refused(RedisCommandExecutionException e, String queueError) {
         String m = e.getMessage() + " " + queueError;
-        if (m.contains(OUT_OF_MEMORY)) {
+        if (m.contains(OUT_OF_MEMORY) || m.contains(REPLICA_REFUSAL)) {
             if (!queueError.isEmpty()) {
                 e.addSuppressed(new RedisCommandExecutionException(queueError));
             }
-            throw e; // the script ran into maxmemory at its first write, so it wrote nothing
+            throw e; // the script ran into maxmemory, or a replica, at its first write, so it wrote nothing
         }
         if (m.contains("NOPERM") || m.contains("unknown command") || m.contains("not allowed") || m.contains("disabled")) {
             if (scripts) {
@@ -1236,6 +1241,19 @@ public final class RedisKvStore implements KvStore {
                         }
                         continue; // not applied: all again, on fresh reads
                     }
+                    if (onReplica(e)) { // refused, nothing applied: all again on a new connection, to the new master
+                        deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                        masterMoved();
+                        discard(conn);
+                        conn = null;
+                        if (System.nanoTime() > deadline) {
+                            throw wrap("EXEC", e);
+                        }
+                        java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // the pace, while the name still leads to the replica
+                        conn = borrow();
+                        cmd = conn.sync();
+                        continue;
+                    }
                     throw wrap("EXEC", e);
                 }
                 if (outcome == Outcome.COMMITTED) {
@@ -1256,10 +1274,67 @@ public final class RedisKvStore implements KvStore {
         } finally {
             if (healthy) {
                 pool.offer(conn);
-            } else {
-                created.decrementAndGet();
-                reconnects.remove(conn);
-                conn.closeAsync();
+            } else if (conn != null) {
+                discard(conn);
+            }
+        }
+    }
+
+    /** Closes a transaction connection for good: it leaves the pool's count. */
+    private void discard(StatefulRedisConnection<byte[], byte[]> conn) {
+        created.decrementAndGet();
+        reconnects.remove(conn);
+        conn.closeAsync();
+    }
+
+    /**
+     * Whether {@code e} (or the queued command's error it carries) is Redis refusing a write
+     * because it is a replica now: a failover demoted it and left it running, and the name in
+     * the URL leads elsewhere (a managed Redis's endpoint) or Sentinel names another master.
+     * Nothing of the request was applied.
+     */
+    static boolean onReplica(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof RedisCommandExecutionException && String.valueOf(c.getMessage()).contains(REPLICA_REFUSAL)) {
+                return true;
+            }
+            for (Throwable s : c.getSuppressed()) {
+                if (onReplica(s)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** How a replica refuses a write: "READONLY You can't write against a read only replica." */
+    private static final String REPLICA_REFUSAL = "READONLY You can't write";
+
+    private final io.partfs.engine.LogLimit replicaLog = new io.partfs.engine.LogLimit(java.time.Duration.ofSeconds(10));
+    /** When {@link #masterMoved} last cut the reads connection (nanoTime), so that many refusals at once cut it once. */
+    private final java.util.concurrent.atomic.AtomicLong sharedCutAt = new java.util.concurrent.atomic.AtomicLong(System.nanoTime() - 1_000_000_000L);
+
+    /**
+     * The server answered as a replica: every connection to it is dropped, so that the next
+     * connect finds the master (the name resolved again, or Sentinel asked). Idle pooled
+     * connections are closed; the reads connection is killed from its own side (CLIENT KILL),
+     * which lettuce reconnects, as after a drop. Reads there would otherwise miss this
+     * client's writes to the new master.
+     */
+    private void masterMoved() {
+        replicaLog.warn(log, "Redis at {} refused a write as a read-only replica (READONLY): a failover moved the master;"
+                + " connecting again to reach the new one", description);
+        StatefulRedisConnection<byte[], byte[]> c;
+        while ((c = pool.poll()) != null) {
+            discard(c);
+        }
+        long at = sharedCutAt.get();
+        if (System.nanoTime() - at > 1_000_000_000L && sharedCutAt.compareAndSet(at, System.nanoTime())) {
+            try {
+                RedisCommands<byte[], byte[]> sync = shared.sync();
+                sync.clientKill(io.lettuce.core.KillArgs.Builder.id(sync.clientId()).skipme(false));
+            } catch (RedisException gone) {
+                // dropped already: lettuce connects it again
             }
         }
     }
@@ -1317,10 +1392,14 @@ public final class RedisKvStore implements KvStore {
             } catch (RedisException e) {
                 // refused as not ready: not applied; cut off: perhaps applied, and sent again all the
                 // same (the counter may grow twice: ids are skipped, never given twice; see KvStore)
-                if (closed || !(notReady(e) || cutOff(e))) {
+                boolean replica = onReplica(e); // refused: not applied
+                if (closed || !(notReady(e) || cutOff(e) || replica)) {
                     throw wrap("INCRBY", e);
                 }
                 deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                if (replica) {
+                    masterMoved();
+                }
                 if (!awaitReconnect(shared, deadline)) {
                     throw wrap("INCRBY", e);
                 }

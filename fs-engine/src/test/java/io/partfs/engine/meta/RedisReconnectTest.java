@@ -283,7 +283,8 @@ class RedisReconnectTest {
         enum Cut { BEFORE, AFTER }
 
         private final java.net.ServerSocket server = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
-        private final int target;
+        /** Where new connections go: {@link #retarget} moves it, as a failover moves a name to another server. */
+        private volatile int target;
         private final java.util.concurrent.atomic.AtomicReference<Cut> next = new java.util.concurrent.atomic.AtomicReference<>();
         private final AtomicInteger cuts = new AtomicInteger();
         private final java.util.Set<Socket> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -297,6 +298,11 @@ class RedisReconnectTest {
 
         int port() {
             return server.getLocalPort();
+        }
+
+        /** Sends new connections to {@code port}; those open stay where they are. */
+        void retarget(int port) {
+            target = port;
         }
 
         void cutAtNextExec(Cut cut) {
@@ -399,6 +405,41 @@ class RedisReconnectTest {
                         .filter(n -> n.startsWith("before-") || n.startsWith("after-")).distinct().count(), "40 files, every one once");
             } catch (AssertionError | IOException e) {
                 throw new AssertionError(e.getMessage() + "\nsentinel log:\n" + sentinel.log(), e);
+            }
+        }
+    }
+
+    /**
+     * A failover that leaves the old master running as a replica of the new one, while the name
+     * in the URL leads to the new master from then on (a managed Redis's primary endpoint; here a
+     * proxy sending new connections there): open connections stay with the old one, which
+     * refuses writes (READONLY). The engine connects again and carries on against the new
+     * master, its reads seeing its writes; before, every write failed until the mount restarted.
+     */
+    @Test
+    void aMasterDemotedToAReplicaIsLeftForTheNewOne() throws Exception {
+        try (RedisServer master = RedisServer.start();
+             RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", String.valueOf(master.port()));
+             CutProxy endpoint = new CutProxy(master.port())) {
+            try (MetaEngine meta = new MetaEngine(MetaUrl.parse("redis://127.0.0.1:" + endpoint.port() + "/0").open())) {
+                meta.format(VolumeFormat.create("ha", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
+                for (int i = 0; i < 10; i++) {
+                    meta.mknod(MetaEngine.ROOT, "before-" + i, FileType.FILE, 0644, 0, 0, 0, null);
+                }
+                awaitReplicated(master);
+                replica.command("REPLICAOF NO ONE");
+                endpoint.retarget(replica.port());
+                master.command("REPLICAOF 127.0.0.1 " + replica.port());
+                for (int i = 0; i < 10; i++) {
+                    meta.mknod(MetaEngine.ROOT, "after-" + i, FileType.FILE, 0644, 0, 0, 0, null);
+                    assertTrue(meta.lookup(MetaEngine.ROOT, "after-" + i).ino() > 0, "a read finds the write just made");
+                }
+                assertEquals(20, meta.readdir(MetaEngine.ROOT).stream().map(e -> e.name())
+                        .filter(n -> n.startsWith("before-") || n.startsWith("after-")).distinct().count());
+            }
+            try (MetaEngine direct = new MetaEngine(MetaUrl.parse("redis://127.0.0.1:" + replica.port() + "/0").open())) {
+                direct.load();
+                assertTrue(direct.lookup(MetaEngine.ROOT, "after-9").ino() > 0, "the writes went to the new master");
             }
         }
     }
