@@ -51,6 +51,11 @@ public abstract class ForwardingWriter implements KvStore.Writer {
     }
 
     @Override
+    public List<byte[]> hmget(String hash, List<String> fields) throws IOException {
+        return tx.hmget(hash, fields);
+    }
+
+    @Override
     public List<byte[]> getAll(List<String> keys) throws IOException {
         return tx.getAll(keys);
     }

@@ -77,6 +77,15 @@ public interface KvStore extends java.io.Closeable {
         /** One field of a hash, or null. */
         byte[] hget(String hash, String field) throws IOException;
 
+        /** Fields of one hash (null where missing), in the order asked, in one request where the store allows. */
+        default java.util.List<byte[]> hmget(String hash, java.util.List<String> fields) throws IOException {
+            java.util.List<byte[]> out = new java.util.ArrayList<>(fields.size());
+            for (String f : fields) {
+                out.add(hget(hash, f));
+            }
+            return out;
+        }
+
         /** All fields of a hash (empty when none), in no particular order. */
         Map<String, byte[]> hgetAll(String hash) throws IOException;
 

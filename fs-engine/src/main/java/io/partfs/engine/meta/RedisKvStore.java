@@ -521,6 +521,24 @@ public final class RedisKvStore implements KvStore {
             return call("HGET", () -> watched(cmd.hget(key(hash), b(field))));
         }
 
+        @Override
+        public java.util.List<byte[]> hmget(String hash, java.util.List<String> fields) throws IOException {
+            if (fields.isEmpty()) {
+                return java.util.List.of();
+            }
+            byte[][] fs = new byte[fields.size()][];
+            for (int i = 0; i < fs.length; i++) {
+                fs[i] = b(fields.get(i));
+            }
+            return call("HMGET", () -> {
+                java.util.List<byte[]> out = new java.util.ArrayList<>(fs.length);
+                for (io.lettuce.core.KeyValue<byte[], byte[]> kv : watched(cmd.hmget(key(hash), fs))) {
+                    out.add(kv.hasValue() ? kv.getValue() : null);
+                }
+                return out;
+            });
+        }
+
         /** Both commands go out together (after their WATCHes): one round trip. */
         @Override
         public byte[][] getAndHget(String key, String hash, String field) throws IOException {

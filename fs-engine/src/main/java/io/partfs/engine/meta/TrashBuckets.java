@@ -115,17 +115,27 @@ final class TrashBuckets {
     }
 
     /**
-     * Of slices ({@code id -> size}), the ids some bucket of the trash holds: a request per bucket
-     * and slice; those of size -1 (not known) are looked for in the whole trash.
+     * Of slices ({@code id -> size}), the ids some bucket of the trash holds: a request per bucket;
+     * those of size -1 (not known) are looked for in the whole trash.
      */
     java.util.Set<Long> holding(Map<Long, Integer> slices) throws IOException {
+        List<Long> ids = new java.util.ArrayList<>();
+        List<String> fields = new java.util.ArrayList<>();
+        slices.forEach((id, size) -> {
+            if (size >= 0) {
+                ids.add(id);
+                fields.add(id + "_" + size);
+            }
+        });
         java.util.Set<Long> held = kv.read(r -> {
             java.util.Set<Long> found = new java.util.HashSet<>();
-            for (String hour : r.hgetAll(TRASH).keySet()) {
-                String bucket = key(Long.parseLong(hour));
-                for (Map.Entry<Long, Integer> s : slices.entrySet()) {
-                    if (s.getValue() >= 0 && !found.contains(s.getKey()) && r.hget(bucket, s.getKey() + "_" + s.getValue()) != null) {
-                        found.add(s.getKey());
+            if (!fields.isEmpty()) {
+                for (String hour : r.hgetAll(TRASH).keySet()) {
+                    List<byte[]> in = r.hmget(key(Long.parseLong(hour)), fields);
+                    for (int i = 0; i < in.size(); i++) {
+                        if (in.get(i) != null) {
+                            found.add(ids.get(i));
+                        }
                     }
                 }
             }

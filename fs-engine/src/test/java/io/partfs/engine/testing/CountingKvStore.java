@@ -162,6 +162,12 @@ public final class CountingKvStore implements KvStore {
         }
 
         @Override
+        public List<byte[]> hmget(String hash, List<String> fields) throws IOException {
+            count("hmget");
+            return tx.hmget(hash, fields);
+        }
+
+        @Override
         public List<byte[]> getAll(List<String> keys) throws IOException {
             count("getAll");
             return tx.getAll(keys);
@@ -229,6 +235,12 @@ public final class CountingKvStore implements KvStore {
             public List<Map<String, byte[]>> hgetAllMany(List<String> hashes) throws IOException {
                 count("hgetAllMany", hashes.isEmpty() ? "" : hashes.get(0));
                 return r.hgetAllMany(hashes);
+            }
+
+            @Override
+            public List<byte[]> hmget(String hash, List<String> fields) throws IOException {
+                count("hmget", hash);
+                return r.hmget(hash, fields);
             }
 
             @Override
