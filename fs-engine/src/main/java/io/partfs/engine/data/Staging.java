@@ -1730,13 +1730,25 @@ public final class Staging implements Closeable {
                 }
             }
         }
+        // an upload leaves the pending blocks before it is done: the last ones are asked about once done
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(stallMs);
+        while (!uploading.isEmpty() && System.nanoTime() < until) {
+            synchronized (drained) {
+                drained.wait(10);
+            }
+        }
+        askAboutUploads(); // before the metadata engine closes
+        return pending.size();
+    }
+
+    /** Asks now about the blocks uploaded and not asked about yet ({@link UploadRecheck}). */
+    private void askAboutUploads() {
         try {
-            recheck.askNow(); // before the metadata engine closes: what was uploaded last is asked about too
+            recheck.askNow();
         } catch (IOException | RuntimeException e) {
             log.warn("cannot ask the metadata whether slices uploaded from write-back staging were freed meanwhile: {}",
                     e.toString());
         }
-        return pending.size();
     }
 
     /**
@@ -1775,6 +1787,7 @@ public final class Staging implements Closeable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        askAboutUploads(); // an upload that ended after the drain: its question was scheduled on the uploaders
         // every spare this process made and did not use (also of a batch cut short by the shutdown)
         spares.clear();
         try (Stream<Path> s = Files.list(dir)) {
