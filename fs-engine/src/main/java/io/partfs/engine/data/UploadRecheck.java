@@ -203,12 +203,8 @@ final class UploadRecheck {
         }
         synchronized (this) {
             deleted += keys.size();
-            for (long id : asking.keySet()) {
-                Confirmed kept = confirmed.get(id);
-                if (kept != null && !due.containsKey(id) && kept.keys().stream().noneMatch(staged)) {
-                    confirmed.remove(id); // every block of it is uploaded and asked about
-                }
-            }
+            // slices with no block staged any more (uploaded and asked about, or set aside) are done with
+            confirmed.entrySet().removeIf(c -> !due.containsKey(c.getKey()) && c.getValue().keys().stream().noneMatch(staged));
         }
         return keys.size();
     }

@@ -140,6 +140,18 @@ class UploadRecheckTest {
     }
 
     @Test
+    void aSliceWhoseBlocksLeftStagingWithoutAnUploadIsForgottenAtTheNextQuestion() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        staged.removeAll(KEYS); // set aside as damaged, say: never uploaded
+        String key = "v/chunks/0/0/43_0_5";
+        staged.add(key);
+        recheck.committed(new CommittedSlice(43, 5, 7, 1), List.of(key));
+        upload(key);
+        assertEquals(0, recheck.askNow());
+        assertEquals(0, recheck.remembered());
+    }
+
+    @Test
     void aSliceThisMountFreedIsForgotten() throws IOException {
         recheck.committed(SLICE, KEYS);
         recheck.forget(KEYS.get(0));
