@@ -128,6 +128,7 @@ final class UploadRecheck {
         long id = ChunkStore.sliceIdOf(key);
         confirmed.remove(id);
         early.remove(id);
+        due.remove(id);
     }
 
     private void dueFor(CommittedSlice slice, List<String> keys) {
@@ -181,20 +182,20 @@ final class UploadRecheck {
             return 0;
         }
         Set<Long> freed;
+        List<String> keys = new ArrayList<>();
         try {
             freed = ask.of(asking.values().stream().map(Confirmed::slice).toList());
+            for (long id : freed) {
+                keys.addAll(asking.get(id).keys());
+            }
+            objects.deleteAll(keys);
         } catch (IOException | RuntimeException e) {
-            synchronized (this) {
+            synchronized (this) { // asked again later (asking or deleting twice is harmless)
                 asking.forEach((id, c) -> dueFor(c.slice(), c.keys()));
             }
             throw e;
         }
-        List<String> keys = new ArrayList<>();
-        for (long id : freed) {
-            keys.addAll(asking.get(id).keys());
-        }
         if (!keys.isEmpty()) {
-            objects.deleteAll(keys);
             for (String k : keys) {
                 cache.remove(k);
             }

@@ -32,7 +32,7 @@ class UploadRecheckTest {
 
     @TempDir
     Path tmp;
-    LocalObjectStore objects;
+    io.partfs.engine.testing.CountingObjectStore objects;
     ScheduledThreadPoolExecutor timer;
     /** Keys still staged, as the staging area would say. */
     final Set<String> staged = ConcurrentHashMap.newKeySet();
@@ -43,7 +43,7 @@ class UploadRecheckTest {
 
     @BeforeEach
     void setUp() throws IOException {
-        objects = new LocalObjectStore(tmp.resolve("objects"));
+        objects = new io.partfs.engine.testing.CountingObjectStore(new LocalObjectStore(tmp.resolve("objects")));
         timer = new ScheduledThreadPoolExecutor(1);
         recheck = new UploadRecheck(objects, BlockCache.disabled(), staged::contains, timer);
         recheck.askWith(slices -> {
@@ -132,6 +132,19 @@ class UploadRecheckTest {
     }
 
     @Test
+    void aDeletionTheStoreRefusesIsTriedAgainWithTheNextQuestion() throws IOException {
+        recheck.committed(SLICE, KEYS);
+        freed = Set.of(42L);
+        upload(KEYS.get(0));
+        objects.failDeletes(true);
+        assertThrows(IOException.class, recheck::askNow);
+        assertTrue(stored(KEYS.get(0)));
+        objects.failDeletes(false);
+        assertEquals(1, recheck.askNow());
+        assertFalse(stored(KEYS.get(0)));
+    }
+
+    @Test
     void anUploadIsAskedAboutInTheBackground() throws IOException {
         recheck.committed(SLICE, KEYS);
         freed = Set.of(42L);
@@ -152,9 +165,13 @@ class UploadRecheckTest {
     }
 
     @Test
-    void aSliceThisMountFreedIsForgotten() throws IOException {
+    void aSliceThisMountFreedIsForgottenAndNotAskedAbout() throws IOException {
         recheck.committed(SLICE, KEYS);
-        recheck.forget(KEYS.get(0));
+        freed = Set.of(42L);
+        upload(KEYS.get(0));
+        recheck.forget(KEYS.get(0)); // its own reclaimer deletes the objects
         assertEquals(0, recheck.remembered());
+        assertEquals(0, recheck.askNow());
+        assertTrue(asked.isEmpty());
     }
 }

@@ -83,6 +83,13 @@ public final class CountingObjectStore implements ObjectStore {
         return !unreachable;
     }
 
+    /** From now on every deleteAll of some keys fails (true) or goes through again (false). */
+    public void failDeletes(boolean fail) {
+        failDeletes = fail;
+    }
+
+    private volatile boolean failDeletes;
+
     /** From now on every PUT fails (true) or goes through again (false). */
     public void failPuts(boolean fail) {
         failPuts = fail;
@@ -139,6 +146,9 @@ public final class CountingObjectStore implements ObjectStore {
 
     @Override
     public void deleteAll(List<String> keys) throws IOException {
+        if (failDeletes && !keys.isEmpty()) {
+            throw new IOException("delete of " + keys.size() + " objects failed: the test store refuses deletions");
+        }
         if (!keys.isEmpty()) {
             deletes.addAndGet(keys.size());
             deleteRequests.incrementAndGet();
