@@ -1351,6 +1351,10 @@ public final class RedisKvStore implements KvStore {
             try {
                 RedisCommands<byte[], byte[]> sync = shared.sync();
                 sync.clientKill(io.lettuce.core.KillArgs.Builder.id(sync.clientId()).skipme(false));
+            } catch (RedisCommandExecutionException refused) { // a user without CLIENT (NOPERM)
+                log.warn("cannot drop the reads connection to {}, now a replica ({}): reads go on there, a little behind"
+                        + " this mount's writes, until that connection drops; allow +client|kill and +client|id to the"
+                        + " PartFS user, or restart the mount", description, refused.getMessage());
             } catch (RedisException gone) {
                 // dropped already: lettuce connects it again
             }

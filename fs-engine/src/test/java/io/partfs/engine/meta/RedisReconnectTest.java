@@ -415,13 +415,23 @@ class RedisReconnectTest {
      * proxy sending new connections there): open connections stay with the old one, which
      * refuses writes (READONLY). The engine connects again and carries on against the new
      * master, its reads seeing its writes; before, every write failed until the mount restarted.
+     * Also as a user that may not use CLIENT (its reads connection stays on the old master, now
+     * a replica of the new one, until it drops): the writes go on all the same.
      */
-    @Test
-    void aMasterDemotedToAReplicaIsLeftForTheNewOne() throws Exception {
+    @ParameterizedTest(name = "user allowed CLIENT: {0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+    void aMasterDemotedToAReplicaIsLeftForTheNewOne(boolean clientAllowed) throws Exception {
         try (RedisServer master = RedisServer.start();
              RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", String.valueOf(master.port()));
              CutProxy endpoint = new CutProxy(master.port())) {
-            try (MetaEngine meta = new MetaEngine(MetaUrl.parse("redis://127.0.0.1:" + endpoint.port() + "/0").open())) {
+            String user = "";
+            if (!clientAllowed) {
+                for (RedisServer r : new RedisServer[] {master, replica}) {
+                    assertEquals("+OK", r.command("ACL SETUSER partfs on >secret ~* &* +@all -client"));
+                }
+                user = "partfs:secret@";
+            }
+            try (MetaEngine meta = new MetaEngine(MetaUrl.parse("redis://" + user + "127.0.0.1:" + endpoint.port() + "/0").open())) {
                 meta.format(VolumeFormat.create("ha", VolumeFormat.DEFAULT_BLOCK_SIZE, "file:///objects"), 0, 0);
                 for (int i = 0; i < 10; i++) {
                     meta.mknod(MetaEngine.ROOT, "before-" + i, FileType.FILE, 0644, 0, 0, 0, null);
@@ -432,8 +442,11 @@ class RedisReconnectTest {
                 master.command("REPLICAOF 127.0.0.1 " + replica.port());
                 for (int i = 0; i < 10; i++) {
                     meta.mknod(MetaEngine.ROOT, "after-" + i, FileType.FILE, 0644, 0, 0, 0, null);
-                    assertTrue(meta.lookup(MetaEngine.ROOT, "after-" + i).ino() > 0, "a read finds the write just made");
+                    if (clientAllowed) {
+                        assertTrue(meta.lookup(MetaEngine.ROOT, "after-" + i).ino() > 0, "a read finds the write just made");
+                    }
                 }
+                awaitReplicated(replica); // (for the user without CLIENT, whose reads still go to the old master)
                 assertEquals(20, meta.readdir(MetaEngine.ROOT).stream().map(e -> e.name())
                         .filter(n -> n.startsWith("before-") || n.startsWith("after-")).distinct().count());
             }
