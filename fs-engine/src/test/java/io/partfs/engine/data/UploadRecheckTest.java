@@ -121,25 +121,23 @@ class UploadRecheckTest {
 
     @Test
     void aQuestionTheMetadataDoesNotAnswerIsAskedAgain() throws IOException {
-        recheck.committed(SLICE, KEYS);
-        upload(KEYS.get(0));
-        freed = null;
-        assertThrows(IOException.class, recheck::askNow);
-        assertTrue(stored(KEYS.get(0)));
-        freed = Set.of(42L);
-        assertEquals(1, recheck.askNow());
-        assertFalse(stored(KEYS.get(0)));
+        askedAgainAfterAFailure(() -> freed = null, () -> freed = Set.of(42L));
     }
 
     @Test
     void aDeletionTheStoreRefusesIsTriedAgainWithTheNextQuestion() throws IOException {
-        recheck.committed(SLICE, KEYS);
         freed = Set.of(42L);
+        askedAgainAfterAFailure(() -> objects.failDeletes(true), () -> objects.failDeletes(false));
+    }
+
+    /** An upload of a freed slice whose question fails while {@code breakIt} holds is deleted by the next one after {@code mendIt}. */
+    private void askedAgainAfterAFailure(Runnable breakIt, Runnable mendIt) throws IOException {
+        recheck.committed(SLICE, KEYS);
         upload(KEYS.get(0));
-        objects.failDeletes(true);
+        breakIt.run();
         assertThrows(IOException.class, recheck::askNow);
         assertTrue(stored(KEYS.get(0)));
-        objects.failDeletes(false);
+        mendIt.run();
         assertEquals(1, recheck.askNow());
         assertFalse(stored(KEYS.get(0)));
     }
