@@ -154,8 +154,7 @@ public final class PartFs implements Closeable {
                     compactor::compacted);
         }
         if (!config.readOnly()) {
-            reclaimer.resumePending();
-            reclaimer.sweepUncommittedUploads();
+            reclaimer.resumePending(); // uploads ended sessions never committed are swept once this one started (startSession)
         }
     }
 
@@ -782,8 +781,9 @@ public final class PartFs implements Closeable {
      * Registers this filesystem as a mount of the volume ({@code info} shows in
      * {@code partfs status}) and keeps the session alive: a heartbeat every
      * {@link MetaEngine#HEARTBEAT}; every third one also looks for sessions of crashed mounts,
-     * and if there are any removes them and deletes the unlinked files they held open; the
-     * first and every {@value #TRASH_TICKS}th deletes what has been in the trash long enough. A
+     * and if there are any removes them and deletes the unlinked files they held open, and
+     * deletes what ended sessions uploaded and never committed (also at once, here); the first
+     * and every {@value #TRASH_TICKS}th deletes what has been in the trash long enough. A
      * writable mount also backs the metadata up, every {@link PartFsConfig#metaBackupInterval}.
      */
     public synchronized void startSession(String info) throws IOException {
@@ -791,6 +791,10 @@ public final class PartFs implements Closeable {
             throw new IllegalStateException("session already started");
         }
         meta.registerSession(info);
+        if (!config.readOnly()) {
+            // after registering: the notes it takes over stay this session's until their objects are deleted
+            reclaimer.sweepUncommittedUploads();
+        }
         String durability = meta.store().durabilityProblem();
         if (durability != null) {
             log.warn("{}", durability);

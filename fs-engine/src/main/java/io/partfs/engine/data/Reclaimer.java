@@ -169,6 +169,7 @@ public final class Reclaimer implements Closeable {
         for (int i = 0; i < ids.size(); i++) {
             try {
                 objects += chunks.deleteSliceObjects(ids.get(i));
+                meta.uploadsSettled(java.util.List.of(ids.get(i))); // its note, now this mount's, is dropped
             } catch (IOException | RuntimeException e) {
                 java.util.List<Long> rest = java.util.List.copyOf(ids.subList(i, ids.size()));
                 failures.warn(log, "cannot delete the objects of {} slices that ended session {} uploaded and never committed,"

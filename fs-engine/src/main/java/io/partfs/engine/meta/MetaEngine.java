@@ -2313,8 +2313,10 @@ public final class MetaEngine implements Closeable {
      * Takes the notes of the sessions that ended (unmounted, or removed as crashed) at least
      * {@code settle} ago, and returns, by session, the slices among them that the volume does not
      * know ({@link #knownSlices}): uploaded, never committed, their objects named by nothing. The
-     * caller deletes those objects. {@code settle} is how long a commit the ended process sent
-     * may still be on its way: nothing on an engine only one process opens.
+     * caller deletes those objects, then calls {@link #uploadsSettled} with them: until then a
+     * mount's session keeps their notes as its own, so that they are claimed again should it die
+     * first. {@code settle} is how long a commit the ended process sent may still be on its way:
+     * nothing on an engine only one process opens.
      */
     public Map<Long, List<Long>> claimUncommittedUploads(java.time.Duration settle) throws IOException {
         Map<Long, List<Long>> out = new java.util.TreeMap<>();
@@ -2326,6 +2328,7 @@ public final class MetaEngine implements Closeable {
                     unknown.add(w.id());
                 }
             }
+            uploads.settled(known); // committed after all: nothing to delete
             out.put(c.session(), unknown);
         }
         return out;

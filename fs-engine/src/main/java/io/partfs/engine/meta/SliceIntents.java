@@ -376,6 +376,16 @@ final class SliceIntents {
         });
     }
 
+    /** A note ({@code <slice id>} -> {@code "<inode> <chunk>"}), or null when it cannot be read. */
+    private static MetaEngine.WrittenSlice parse(String field, byte[] value) {
+        String[] owner = new String(value, StandardCharsets.US_ASCII).split(" ");
+        try {
+            return new MetaEngine.WrittenSlice(Long.parseLong(field), Long.parseLong(owner[0]), Long.parseLong(owner[1]));
+        } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+            return null;
+        }
+    }
+
     /** Slices a session uploaded and never committed, claimed for deletion: by session. */
     record Claimed(long session, List<MetaEngine.WrittenSlice> slices) {
     }
@@ -383,9 +393,14 @@ final class SliceIntents {
     /**
      * Claims the notes of every session that ended at least {@code settleMillis} ago (by the
      * volume's clock, counted from when a mount first saw it ended, which this call records for
-     * those it sees first): they are taken out of the metadata, so no other mount sweeps them too,
-     * and a mount whose session comes back after this learns that they are gone. A session that
-     * registered again keeps its notes.
+     * those it sees first): they are taken out of that session's notes, so no other mount sweeps
+     * them too, and a mount whose session comes back after this learns that they are gone. A
+     * session that registered again keeps its notes.
+     *
+     * <p>A mount (a session of its own) moves the notes into its own, in the same transaction,
+     * until the caller has deleted what they name and {@link #settled} them: should it die
+     * before, its notes are claimed in turn once its session has ended, and the objects are not
+     * left behind. Without a session (a tool) they are dropped at once.
      */
     List<Claimed> claimEnded(long settleMillis) throws IOException {
         Map<String, byte[]> marks = kv.read(r -> r.hgetAll(SESSIONS_WITH_NOTES));
@@ -426,12 +441,33 @@ final class SliceIntents {
             if (since == null || now - Long.parseLong(new String(since, StandardCharsets.US_ASCII)) < settleMillis) {
                 continue;
             }
+            long own = sessions.id();
+            boolean adopt;
+            boolean hadWritten;
+            synchronized (lock) {
+                adopt = own != 0 && !closed && !closing;
+                hadWritten = !inMeta.isEmpty();
+            }
             Map<String, byte[]> notes = kv.update(tx -> {
                 byte[] m = tx.hget(SESSIONS_WITH_NOTES, field);
                 if (m == null || !java.util.Arrays.equals(m, since) || Sessions.registered(tx, sid)) {
                     return null; // claimed by another mount, or the session came back meanwhile
                 }
                 Map<String, byte[]> all = tx.hgetAll(key(sid));
+                if (adopt) {
+                    byte[] mine = tx.hget(SESSIONS_WITH_NOTES, String.valueOf(own));
+                    if (mine == null && hadWritten) {
+                        return null; // this mount's own notes were swept: it is fenced at its next heartbeat, claims nothing
+                    }
+                    for (Map.Entry<String, byte[]> n : all.entrySet()) {
+                        if (parse(n.getKey(), n.getValue()) != null) { // an unreadable one would never be dropped
+                            tx.hset(key(own), n.getKey(), n.getValue());
+                        }
+                    }
+                    if (mine == null || mine.length > 0) {
+                        tx.hset(SESSIONS_WITH_NOTES, String.valueOf(own), REGISTERED);
+                    }
+                }
                 tx.hdelAll(key(sid));
                 tx.hdel(SESSIONS_WITH_NOTES, field);
                 return all;
@@ -441,12 +477,19 @@ final class SliceIntents {
             }
             List<MetaEngine.WrittenSlice> slices = new ArrayList<>();
             for (Map.Entry<String, byte[]> n : notes.entrySet()) {
-                String[] owner = new String(n.getValue(), StandardCharsets.US_ASCII).split(" ");
-                try {
-                    slices.add(new MetaEngine.WrittenSlice(Long.parseLong(n.getKey()), Long.parseLong(owner[0]),
-                            Long.parseLong(owner[1])));
-                } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+                MetaEngine.WrittenSlice w = parse(n.getKey(), n.getValue());
+                if (w != null) {
+                    slices.add(w);
+                } else {
                     log.warn("ignored an unreadable note of an upload of session {}: {}", sid, n.getKey());
+                }
+            }
+            if (adopt) {
+                synchronized (lock) {
+                    for (MetaEngine.WrittenSlice w : slices) {
+                        written.add(w.id());
+                        inMeta.add(w.id());
+                    }
                 }
             }
             out.add(new Claimed(sid, slices));

@@ -18,6 +18,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -48,11 +49,10 @@ class UncommittedUploadsCrashTest {
                     "uploaded at the kill: " + WriteBackCrashTest.dataObjects(volume));
 
             PartFsConfig config = TestVolume.defaultConfig(tmp.resolve("restart"));
-            try (PartFs fs = volume.openAs(config.toBuilder().commitSettle(Duration.ZERO).build())) {
-                fs.awaitReclaim(); // the start's sweep is done before the session is removed
+            try (PartFs fs = mounted(volume, config.toBuilder().commitSettle(Duration.ZERO).build())) {
                 // the dead client's session still counts as alive: its uploads are its own
-                assertEquals(1, fs.meta().sessions().size());
-                long dead = fs.meta().sessions().keySet().iterator().next();
+                assertEquals(2, fs.meta().sessions().size());
+                long dead = fs.meta().sessions().keySet().stream().filter(s -> s != fs.meta().session()).findFirst().orElseThrow();
                 assertEquals(1, fs.meta().uploadsRecorded(dead).size(), "one slice uploaded and not committed");
                 VolumeCheck.Report r = check(volume, fs);
                 assertEquals(UNCOMMITTED_BLOCKS, r.uploadingObjects, "gc leaves a registered session's uploads alone");
@@ -64,20 +64,36 @@ class UncommittedUploadsCrashTest {
             assertEquals(COMMITTED_BLOCKS + UNCOMMITTED_BLOCKS, WriteBackCrashTest.countObjects(volume), "nothing deleted yet");
             if (meta == TestVolume.Meta.REDIS) {
                 // a commit the dead process sent may still be on its way to Redis: nothing is deleted before the settle
-                volume.openAs(config.toBuilder().commitSettle(Duration.ofHours(1)).build()).close();
+                mounted(volume, config.toBuilder().commitSettle(Duration.ofHours(1)).build()).close();
                 assertEquals(COMMITTED_BLOCKS + UNCOMMITTED_BLOCKS, WriteBackCrashTest.countObjects(volume), "held for the settle");
             }
-            try (PartFs fs = volume.openAs(config.toBuilder().commitSettle(Duration.ZERO).build())) {
-                fs.awaitReclaim(); // the start's sweep is done
+            try (PartFs fs = mounted(volume, config.toBuilder().commitSettle(Duration.ZERO).build())) {
                 assertEquals(COMMITTED_BLOCKS, WriteBackCrashTest.countObjects(volume),
                         "only the committed blocks are left: " + WriteBackCrashTest.dataObjects(volume));
                 TestVolume.assertConsistent(volume, fs, "[" + meta + "]"); // no object leaked, none missing
+            }
+            try (PartFs fs = volume.openAs(config)) {
+                // the sweeping mount held the dead one's notes as its own until the objects were gone
+                assertEquals(List.of(), fs.meta().uploadNotes(), "and dropped them then");
             }
             try (PartFs fromStore = volume.openAs(PartFsConfig.builder().ioThreads(4).build())) { // no local cache
                 assertArrayEquals(WriteBackCrashTest.ChildMain.committed(), WriteBackCrashTest.readAll(fromStore, "committed.bin"),
                         "the fsynced file reads back from the store");
             }
         }
+    }
+
+    /** The volume opened as a mount does, its session started, and the sweep its start runs done. */
+    private static PartFs mounted(TestVolume volume, PartFsConfig config) throws IOException {
+        PartFs fs = volume.openAs(config);
+        try {
+            fs.startSession("test mount");
+            fs.awaitReclaim();
+        } catch (IOException | RuntimeException e) {
+            fs.close();
+            throw e;
+        }
+        return fs;
     }
 
     /** What {@code partfs gc} finds, objects of any age counted. */

@@ -858,6 +858,46 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * A mount that claimed a crashed mount's uploads keeps their notes as its own until it has
+     * deleted their objects: should it die first, the next mount claims them from its notes, and
+     * the objects are not left behind. Once deleted they are dropped.
+     */
+    @Test
+    void uploadsClaimedByAMountThatDiesBeforeDeletingThemAreClaimedAgain() throws Exception {
+        Attr f = file(ROOT, "f");
+        MetaEngine b = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // sharing meta's store: not closed
+        b.load();
+        MetaEngine c = new MetaEngine(meta.store(), () -> clock.addAndGet(1000));
+        c.load();
+        long sa = meta.registerSession("a");
+        long sb = b.registerSession("b");
+        long sc = c.registerSession("c");
+        long lost = meta.nextSliceId();
+        meta.uploading(lost, f.ino(), 0);
+        io.partfs.engine.testing.Poll.until(() -> recorded(meta, sa) == 1, "a's note written down");
+
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1); // a stops beating
+        assertTrue(b.heartbeat() && c.heartbeat());
+        assertEquals(List.of(sa), b.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        assertEquals(java.util.Map.of(sa, List.of(lost)), b.claimUncommittedUploads(java.time.Duration.ZERO));
+        assertEquals(java.util.Set.of(lost), c.uploadsRecorded(sb), "b holds the note until it has deleted the objects");
+
+        clock.addAndGet(MetaEngine.SESSION_TIMEOUT.toNanos() + 1); // b dies before deleting them
+        assertTrue(c.heartbeat());
+        assertEquals(List.of(sb), c.removeStaleSessions().stream().map(MetaEngine.Session::id).toList());
+        assertEquals(java.util.Map.of(sb, List.of(lost)), c.claimUncommittedUploads(java.time.Duration.ZERO),
+                "claimed again, from b's notes");
+        assertEquals(java.util.Set.of(lost), c.uploadsRecorded(sc));
+
+        c.uploadsSettled(List.of(lost)); // c deleted the objects
+        c.unregisterSession(sc); // writes the drop at once
+        assertEquals(0, recorded(c, sc));
+        MetaEngine tool = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // no session: takes any ended one's
+        tool.load();
+        assertEquals(java.util.Map.of(), tool.claimUncommittedUploads(java.time.Duration.ZERO), "nothing left to claim");
+    }
+
+    /**
      * A mount back before the settle ran out keeps its notes, as does a live one; those its
      * commits settle are dropped, and a clean unmount with none left leaves nothing behind. A
      * write whose flush never succeeded before the unmount is claimed once the session ended.
