@@ -544,10 +544,11 @@ public final class Staging implements Closeable {
         String volumeUuid();
 
         /**
-         * Of slices by id, each with the file and chunk it was written for, the ids the volume
-         * still knows: listed by that chunk, or freed into the trash or the deletion list.
+         * Of slices by id, each with the file and chunk it was written for, those the volume
+         * still knows, with their sizes: listed by that chunk, or freed into the trash or the
+         * deletion list.
          */
-        java.util.Set<Long> known(Map<Long, Owner> slices) throws IOException;
+        Map<Long, Integer> known(Map<Long, Owner> slices) throws IOException;
 
         /**
          * How long a commit the earlier process sent may still apply after it stopped (a
@@ -579,10 +580,10 @@ public final class Staging implements Closeable {
                 }
 
                 @Override
-                public java.util.Set<Long> known(Map<Long, Owner> slices) throws IOException {
+                public Map<Long, Integer> known(Map<Long, Owner> slices) throws IOException {
                     List<io.partfs.engine.meta.MetaEngine.WrittenSlice> written = new ArrayList<>(slices.size());
                     slices.forEach((id, o) -> written.add(new io.partfs.engine.meta.MetaEngine.WrittenSlice(id, o.ino(), o.chunk())));
-                    return meta.knownSlices(written);
+                    return meta.knownSliceSizes(written);
                 }
 
                 @Override
@@ -809,7 +810,7 @@ public final class Staging implements Closeable {
             signal();
             return;
         }
-        java.util.Set<Long> known;
+        Map<Long, Integer> known;
         try {
             known = check.known(slices);
         } catch (IOException | RuntimeException e) {
@@ -825,11 +826,12 @@ public final class Staging implements Closeable {
         long deletedBytes = 0;
         for (Map.Entry<String, Held> e : held.entrySet()) {
             String key = e.getKey();
-            if (known.contains(e.getValue().slice())) {
+            Integer size = known.get(e.getValue().slice());
+            if (size != null) {
                 if (held.remove(key, e.getValue())) {
                     Owner o = e.getValue().owner();
-                    // committed, maybe freed since: asked about again after the upload (size not known here)
-                    recheck.committed(new io.partfs.engine.meta.MetaEngine.CommittedSlice(e.getValue().slice(), -1, o.ino(),
+                    // committed, maybe freed since: asked about again after the upload
+                    recheck.committed(new io.partfs.engine.meta.MetaEngine.CommittedSlice(e.getValue().slice(), size, o.ino(),
                             o.chunk()), List.of(key));
                     schedule(key, 0, 0);
                 }

@@ -1608,13 +1608,18 @@ public final class MetaEngine implements Closeable {
      * whole, and only when a chunk did not list some slice.
      */
     public java.util.Set<Long> knownSlices(java.util.Collection<WrittenSlice> written) throws IOException {
-        java.util.Set<Long> known = listedByTheirChunk(written);
+        return knownSliceSizes(written).keySet();
+    }
+
+    /** {@link #knownSlices}, each with its size (bytes), as the chunk, the trash or the deletion list has it. */
+    public Map<Long, Integer> knownSliceSizes(java.util.Collection<WrittenSlice> written) throws IOException {
+        Map<Long, Integer> known = listedByTheirChunk(written);
         java.util.Set<Long> rest = new java.util.HashSet<>();
         written.forEach(w -> rest.add(w.id()));
-        rest.removeAll(known);
+        rest.removeAll(known.keySet());
         SliceVisitor found = (id, size) -> {
             if (rest.remove(id)) {
-                known.add(id);
+                known.put(id, (int) size);
             }
         };
         if (!rest.isEmpty()) {
@@ -1626,9 +1631,9 @@ public final class MetaEngine implements Closeable {
         return known;
     }
 
-    /** Of {@code written}, the ids of the slices the chunk each was written for lists now. */
-    private java.util.Set<Long> listedByTheirChunk(java.util.Collection<WrittenSlice> written) throws IOException {
-        java.util.Set<Long> listed = new java.util.HashSet<>();
+    /** Of {@code written}, the slices the chunk each was written for lists now: id and size. */
+    private Map<Long, Integer> listedByTheirChunk(java.util.Collection<WrittenSlice> written) throws IOException {
+        Map<Long, Integer> listed = new java.util.HashMap<>();
         Map<String, List<Long>> byChunk = new java.util.LinkedHashMap<>();
         for (WrittenSlice w : written) {
             byChunk.computeIfAbsent(chunkKey(w.ino(), w.chunk()), k -> new ArrayList<>()).add(w.id());
@@ -1638,13 +1643,14 @@ public final class MetaEngine implements Closeable {
             List<String> page = keys.subList(from, Math.min(keys.size(), from + 1000));
             List<byte[]> lists = kv.read(r -> r.getAll(page));
             for (int i = 0; i < page.size(); i++) {
-                java.util.Set<Long> ids = new java.util.HashSet<>();
+                Map<Long, Integer> sizes = new java.util.HashMap<>();
                 for (Slice s : Slice.decodeList(lists.get(i))) {
-                    ids.add(s.id());
+                    sizes.put(s.id(), s.size());
                 }
                 for (long id : byChunk.get(page.get(i))) {
-                    if (ids.contains(id)) {
-                        listed.add(id);
+                    Integer size = sizes.get(id);
+                    if (size != null) {
+                        listed.put(id, size);
                     }
                 }
             }
@@ -1672,10 +1678,10 @@ public final class MetaEngine implements Closeable {
      * whole for a slice of unknown size).
      */
     public java.util.Set<Long> releasedSlices(java.util.Collection<CommittedSlice> committed) throws IOException {
-        java.util.Set<Long> listed = listedByTheirChunk(committed.stream().map(CommittedSlice::written).toList());
+        Map<Long, Integer> listed = listedByTheirChunk(committed.stream().map(CommittedSlice::written).toList());
         Map<Long, Integer> rest = new java.util.HashMap<>();
         for (CommittedSlice c : committed) {
-            if (!listed.contains(c.id())) {
+            if (!listed.containsKey(c.id())) {
                 rest.put(c.id(), c.size());
             }
         }

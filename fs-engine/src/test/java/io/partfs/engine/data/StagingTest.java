@@ -181,7 +181,7 @@ class StagingTest {
     /**
      * A block the metadata knows at a restart is uploaded; when another mount frees its slice and
      * deletes its objects (none yet) between that answer and the upload, the upload is deleted
-     * again, asked about as other committed blocks are (here of a size the restart does not know).
+     * again, asked about as other committed blocks are, with the size the metadata's answer gave.
      */
     @Test
     void aRecoveredBlockWhoseSliceIsFreedBeforeItsUploadIsDeletedAgain() throws Exception {
@@ -195,6 +195,7 @@ class StagingTest {
                 staging.stage("vol/chunks/0/0/300_0_10", new byte[10], new Staging.Owner(ino, 0));
             } // as a killed process leaves it
             Staging.SliceCheck asking = Staging.SliceCheck.asking(meta, meta.volumeFormat(), Duration.ZERO);
+            List<Integer> sizesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
             Staging.SliceCheck freedRightAfter = new Staging.SliceCheck() {
                 @Override
                 public String volume() {
@@ -207,8 +208,8 @@ class StagingTest {
                 }
 
                 @Override
-                public java.util.Set<Long> known(java.util.Map<Long, Staging.Owner> slices) throws IOException {
-                    java.util.Set<Long> known = asking.known(slices);
+                public java.util.Map<Long, Integer> known(java.util.Map<Long, Staging.Owner> slices) throws IOException {
+                    java.util.Map<Long, Integer> known = asking.known(slices);
                     meta.truncate(ino, 0); // another mount, with the trash off: to the deletion list
                     meta.slicesDeleted(meta.pendingSliceDeletions(10)); // and its objects deleted
                     return known;
@@ -216,6 +217,7 @@ class StagingTest {
 
                 @Override
                 public java.util.Set<Long> released(List<io.partfs.engine.meta.MetaEngine.CommittedSlice> slices) throws IOException {
+                    slices.forEach(sl -> sizesAsked.add(sl.size()));
                     return asking.released(slices);
                 }
 
@@ -229,6 +231,7 @@ class StagingTest {
                 assertEquals(0, staging.drain());
                 assertEquals(1, staging.uploadsOfFreedSlices());
                 assertEquals(List.of(), objects.listAll(""), "uploaded, then deleted again");
+                assertEquals(List.of(10), sizesAsked, "asked about with the size its chunk gave: the trash is looked up, not read whole");
             }
         }
     }
@@ -258,14 +261,14 @@ class StagingTest {
             }
 
             @Override
-            public java.util.Set<Long> known(java.util.Map<Long, Staging.Owner> slices) throws IOException {
+            public java.util.Map<Long, Integer> known(java.util.Map<Long, Staging.Owner> slices) throws IOException {
                 asked.countDown();
                 try {
                     assertTrue(answer.await(30, java.util.concurrent.TimeUnit.SECONDS));
                 } catch (InterruptedException e) {
                     throw new java.io.InterruptedIOException();
                 }
-                return java.util.Set.of(7L); // 8 was never committed
+                return java.util.Map.of(7L, 10); // 8 was never committed
             }
 
             @Override

@@ -1687,8 +1687,8 @@ abstract class MetaEngineContract {
         Attr f = file(ROOT, "f");
         Attr g = file(ROOT, "g");
         Slice live = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
-        Slice trashed = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
-        Slice deleting = new Slice(meta.nextSliceId(), 10, 0, 10, 0);
+        Slice trashed = new Slice(meta.nextSliceId(), 20, 0, 20, 0);
+        Slice deleting = new Slice(meta.nextSliceId(), 30, 0, 30, 0);
         long neverCommitted = meta.nextSliceId();
         meta.commitWrite(f.ino(), List.of(new MetaEngine.ChunkSlice(0, live), new MetaEngine.ChunkSlice(1, trashed)));
         meta.commitWrite(g.ino(), List.of(new MetaEngine.ChunkSlice(2, deleting)));
@@ -1699,6 +1699,8 @@ abstract class MetaEngineContract {
                 new MetaEngine.WrittenSlice(trashed.id(), f.ino(), 1), new MetaEngine.WrittenSlice(deleting.id(), g.ino(), 2),
                 new MetaEngine.WrittenSlice(neverCommitted, f.ino(), 0));
         assertEquals(java.util.Set.of(live.id(), trashed.id(), deleting.id()), meta.knownSlices(asked));
+        assertEquals(java.util.Map.of(live.id(), 10, trashed.id(), 20, deleting.id(), 30), meta.knownSliceSizes(asked),
+                "with the sizes the chunk, the trash and the deletion list give");
         List<MetaEngine.CommittedSlice> committed = List.of(new MetaEngine.CommittedSlice(live.id(), live.size(), f.ino(), 0),
                 new MetaEngine.CommittedSlice(trashed.id(), trashed.size(), f.ino(), 1),
                 new MetaEngine.CommittedSlice(deleting.id(), deleting.size(), g.ino(), 2));
