@@ -78,7 +78,9 @@ import org.slf4j.LoggerFactory;
  * <p>Until a block is uploaded only this machine can read it: another client of a shared
  * volume gets an error for it, as with JuiceFS's {@code --writeback}. Another client may also
  * delete its file meanwhile and its objects (none there yet): after the upload of a committed
- * block {@link UploadRecheck} asks whether that happened and deletes the object again.
+ * block {@link UploadRecheck} asks whether that happened and deletes the object again; what it
+ * has still to ask about is written down ({@link UploadJournal}, {@code .uploaded}), so the next
+ * start asks if this process dies first.
  *
  * <p>Concurrency: {@link #pending} is the index of staged blocks; the uploaders are a pool of
  * their own, so an object store that is down delays uploads (retried forever: the data is safe
@@ -451,8 +453,20 @@ public final class Staging implements Closeable {
         this.space = DiskSpace.keepFree(this.dir, freeRatio);
         this.uploaders = new ScheduledThreadPoolExecutor(threads, ChunkStore.daemon("partfs-writeback"));
         uploaders.setRemoveOnCancelPolicy(true);
-        this.recheck = new UploadRecheck(objects, cache, k -> pending.containsKey(k) || uploading.contains(k), uploaders);
+        UploadJournal journal;
+        try {
+            journal = new UploadJournal(this.dir);
+        } catch (IOException | RuntimeException e) {
+            lock.channel().close();
+            throw e;
+        }
+        this.journal = journal;
+        this.recheck = new UploadRecheck(objects, cache, k -> pending.containsKey(k) || uploading.contains(k), uploaders,
+                journal);
     }
+
+    /** The uploads {@link #recheck} has still to ask about, written down for the next start should this process die. */
+    private final UploadJournal journal;
 
     /** Asks, after an upload, whether another mount freed the block's slice meanwhile ({@link UploadRecheck}). */
     private final UploadRecheck recheck;
@@ -628,6 +642,7 @@ public final class Staging implements Closeable {
         if (check != null) {
             claim(check.volumeUuid(), found);
             recheck.askWith(check::released);
+            askAboutEarlierUploads(check.volume());
         }
         int damagedKept = 0;
         int queued = 0;
@@ -642,7 +657,11 @@ public final class Staging implements Closeable {
                 damagedKept++;
                 continue;
             }
-            if (name.equals(LOCK) || name.startsWith(VOLUME)) {
+            if (name.equals(LOCK) || name.startsWith(VOLUME) || name.equals(UploadJournal.FILE)) {
+                continue;
+            }
+            if (name.equals(UploadJournal.FILE + ".tmp")) {
+                Files.deleteIfExists(p); // a process died while writing the journal again: the old one holds it all
                 continue;
             }
             if (name.startsWith(SPARE_PREFIX)) {
@@ -698,6 +717,29 @@ public final class Staging implements Closeable {
                     + " delete them once looked at", damagedKept, dir, DAMAGED_PREFIX);
         }
         return queued;
+    }
+
+    /**
+     * Uploads an earlier process made from here and had not asked about when it stopped
+     * ({@link UploadJournal}): asked about now, as this process's own are. Those of another
+     * volume (the directory was claimed for this one) are dropped.
+     */
+    private void askAboutEarlierUploads(String volume) {
+        List<UploadJournal.Entry> ours = new ArrayList<>();
+        List<String> others = new ArrayList<>();
+        for (UploadJournal.Entry e : journal.unanswered()) {
+            if (e.key().startsWith(volume + "/chunks/")) {
+                ours.add(e);
+            } else {
+                others.add(e.key());
+            }
+        }
+        journal.answered(others);
+        if (!ours.isEmpty()) {
+            log.info("{} block(s) an earlier mount uploaded from write-back staging and had not asked about yet: asking"
+                    + " whether another mount freed their slices meanwhile", ours.size());
+            recheck.uploadedEarlier(ours);
+        }
     }
 
     /**
@@ -1790,6 +1832,7 @@ public final class Staging implements Closeable {
             Thread.currentThread().interrupt();
         }
         askAboutUploads(); // an upload that ended after the drain: its question was scheduled on the uploaders
+        journal.close(); // what was not asked about stays written down for the next start
         // every spare this process made and did not use (also of a batch cut short by the shutdown)
         spares.clear();
         try (Stream<Path> s = Files.list(dir)) {

@@ -27,7 +27,10 @@ import org.slf4j.LoggerFactory;
  * forgotten after {@value #FORGET_UNCOMMITTED_MS} ms; its objects are gc's.
  *
  * <p>Questions are asked in batches, {@value #DELAY_MS} ms after the first upload of a batch, on
- * {@code timer}; a failed question is asked again later. Thread-safe: the maps are guarded by this.
+ * {@code timer}; a failed question is asked again later. An upload to ask about is written down
+ * first ({@link UploadJournal}, when given one) until it was asked about: a process killed before
+ * leaves it to the next start ({@link #uploadedEarlier}). Thread-safe: the maps are guarded by
+ * this.
  */
 final class UploadRecheck {
     private static final Logger log = LoggerFactory.getLogger(UploadRecheck.class);
@@ -65,11 +68,20 @@ final class UploadRecheck {
     private boolean scheduled;
     private long deleted;
 
+    /** Where the uploads still to ask about are written down, so a kill does not lose them; or null. */
+    private final UploadJournal journal;
+
     UploadRecheck(ObjectStore objects, BlockCache cache, Predicate<String> staged, ScheduledExecutorService timer) {
+        this(objects, cache, staged, timer, null);
+    }
+
+    UploadRecheck(ObjectStore objects, BlockCache cache, Predicate<String> staged, ScheduledExecutorService timer,
+                  UploadJournal journal) {
         this.objects = objects;
         this.cache = cache;
         this.staged = staged;
         this.timer = timer;
+        this.journal = journal;
     }
 
     /** Starts asking {@code released}; until then (and without it) uploads are not asked about. */
@@ -123,15 +135,36 @@ final class UploadRecheck {
         early.values().removeIf(e -> e.sinceNanos() - before < 0);
     }
 
+    /**
+     * Uploads an earlier process made and did not ask about before it stopped ({@link
+     * UploadJournal}): asked about as this process's own.
+     */
+    synchronized void uploadedEarlier(List<UploadJournal.Entry> uploads) {
+        if (released == null) {
+            return;
+        }
+        for (UploadJournal.Entry e : uploads) {
+            dueFor(e.slice(), List.of(e.key()));
+        }
+    }
+
     /** This mount freed the slice of {@code key}: its objects are deleted by this mount's own reclaimer. */
     synchronized void forget(String key) {
         long id = ChunkStore.sliceIdOf(key);
         confirmed.remove(id);
         early.remove(id);
-        due.remove(id);
+        Confirmed d = due.remove(id);
+        if (d != null && journal != null) {
+            journal.answered(d.keys());
+        }
     }
 
     private void dueFor(CommittedSlice slice, List<String> keys) {
+        if (journal != null) {
+            for (String k : keys) {
+                journal.add(k, slice); // before the question: a kill meanwhile leaves it to the next start
+            }
+        }
         due.computeIfAbsent(slice.id(), x -> new Confirmed(slice, new ArrayList<>())).keys().addAll(keys);
         if (!scheduled) {
             scheduled = true;
@@ -201,6 +234,11 @@ final class UploadRecheck {
             }
             log.info("deleted {} object(s) of {} slice(s) uploaded from write-back staging after another mount had freed"
                     + " them and deleted their objects", keys.size(), freed.size());
+        }
+        if (journal != null) {
+            List<String> asked = new ArrayList<>();
+            asking.values().forEach(c -> asked.addAll(c.keys()));
+            journal.answered(asked);
         }
         synchronized (this) {
             deleted += keys.size();

@@ -43,7 +43,9 @@ class StagingTest {
 
     private List<String> names() throws IOException {
         try (Stream<Path> s = Files.list(dir)) {
-            return s.map(p -> p.getFileName().toString()).filter(n -> !n.equals(Staging.LOCK) && !n.equals(Staging.VOLUME)).sorted().toList();
+            return s.map(p -> p.getFileName().toString())
+                    .filter(n -> !n.equals(Staging.LOCK) && !n.equals(Staging.VOLUME) && !n.equals(UploadJournal.FILE)) // not blocks
+                    .sorted().toList();
         }
     }
 
@@ -233,6 +235,46 @@ class StagingTest {
                 assertEquals(List.of(), objects.listAll(""), "uploaded, then deleted again");
                 assertEquals(List.of(10), sizesAsked, "asked about with the size its chunk gave: the trash is looked up, not read whole");
             }
+        }
+    }
+
+    /**
+     * A process killed after an upload and before its question leaves the upload written down
+     * in the staging directory: the next start asks about it, and deletes the object when
+     * another mount freed the slice meanwhile; one still listed keeps its object. Either way the
+     * journal is emptied.
+     */
+    @Test
+    void anUploadAKilledProcessHadNotAskedAboutIsAskedAboutAtTheNextStart() throws Exception {
+        try (io.partfs.engine.meta.MetaEngine meta = new io.partfs.engine.meta.MetaEngine(
+                new io.partfs.engine.meta.RocksKvStore(tmp.resolve("meta")))) {
+            meta.format(io.partfs.engine.VolumeFormat.create("vol", 1 << 20, "file:///objects"), 0, 0);
+            long freed = meta.mknod(io.partfs.engine.meta.MetaEngine.ROOT, "freed", io.partfs.engine.FileType.FILE, 0644, 0, 0, 0,
+                    null).ino();
+            long kept = meta.mknod(io.partfs.engine.meta.MetaEngine.ROOT, "kept", io.partfs.engine.FileType.FILE, 0644, 0, 0, 0,
+                    null).ino();
+            meta.commitWrite(freed, List.of(new io.partfs.engine.meta.MetaEngine.ChunkSlice(0,
+                    new io.partfs.engine.meta.Slice(300, 10, 0, 10, 0))));
+            meta.commitWrite(kept, List.of(new io.partfs.engine.meta.MetaEngine.ChunkSlice(0,
+                    new io.partfs.engine.meta.Slice(301, 10, 0, 10, 0))));
+            Files.createDirectories(dir);
+            try (UploadJournal journal = new UploadJournal(dir)) { // as the killed process left it
+                journal.add("vol/chunks/0/0/300_0_10", new io.partfs.engine.meta.MetaEngine.CommittedSlice(300, 10, freed, 0));
+                journal.add("vol/chunks/0/0/301_0_10", new io.partfs.engine.meta.MetaEngine.CommittedSlice(301, 10, kept, 0));
+            }
+            objects.put("vol/chunks/0/0/300_0_10", new byte[10]);
+            objects.put("vol/chunks/0/0/301_0_10", new byte[10]);
+            meta.truncate(freed, 0); // another mount, with the trash off: to the deletion list
+            meta.slicesDeleted(meta.pendingSliceDeletions(10)); // and its objects deleted (none there yet)
+
+            try (Staging staging = open(Duration.ZERO)) {
+                assertEquals(0, staging.recover(Staging.SliceCheck.asking(meta, meta.volumeFormat(), Duration.ZERO)));
+                assertEquals(0, staging.drain());
+                assertEquals(1, staging.uploadsOfFreedSlices());
+                assertEquals(List.of("vol/chunks/0/0/301_0_10"), objects.listAll("").stream().map(o -> o.key()).toList(),
+                        "the freed slice's upload deleted, the listed one's kept");
+            }
+            assertFalse(Files.exists(dir.resolve(UploadJournal.FILE)), "nothing left to ask about");
         }
     }
 

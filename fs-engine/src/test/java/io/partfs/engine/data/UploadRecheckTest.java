@@ -95,6 +95,65 @@ class UploadRecheckTest {
         assertEquals(2, recheck.deleted());
     }
 
+    /**
+     * An upload to ask about is written down until it was asked about; a process killed before
+     * (here: the metadata never answered it) leaves it to the next, which asks and deletes.
+     */
+    @Test
+    void anUploadIsWrittenDownUntilAskedAboutAndTheNextProcessAsksAboutOneLeftBehind() throws IOException {
+        Path dir = tmp.resolve("staging");
+        java.nio.file.Files.createDirectories(dir);
+        UploadJournal journal = new UploadJournal(dir);
+        UploadRecheck dying = new UploadRecheck(objects, BlockCache.disabled(), staged::contains, timer, journal);
+        dying.askWith(slices -> {
+            throw new IOException("connection refused"); // nothing answers before the kill
+        });
+        dying.committed(SLICE, KEYS);
+        objects.put(KEYS.get(0), new byte[5]);
+        staged.remove(KEYS.get(0));
+        dying.uploaded(KEYS.get(0));
+        assertThrows(IOException.class, dying::askNow);
+        timer.shutdownNow(); // killed: its retries never run
+        journal.close();
+
+        freed = Set.of(42L);
+        ScheduledThreadPoolExecutor nextTimer = new ScheduledThreadPoolExecutor(1);
+        try (UploadJournal next = new UploadJournal(dir)) {
+            assertEquals(List.of(new UploadJournal.Entry(KEYS.get(0), SLICE)), next.unanswered(), "the block and its slice");
+            UploadRecheck restarted = new UploadRecheck(objects, BlockCache.disabled(), staged::contains, nextTimer, next);
+            restarted.askWith(slices -> freed);
+            restarted.uploadedEarlier(next.unanswered());
+            assertEquals(1, restarted.askNow());
+            assertFalse(stored(KEYS.get(0)), "deleted by the next process");
+            assertEquals(List.of(), next.unanswered());
+        } finally {
+            nextTimer.shutdownNow();
+        }
+        assertFalse(java.nio.file.Files.exists(dir.resolve(UploadJournal.FILE)), "emptied once all were asked about");
+    }
+
+    /** A journal holding mostly answered lines is written again; a line a kill cut short is not read. */
+    @Test
+    void theJournalIsWrittenAgainWhenMostOfItIsAnsweredAndIgnoresACutLine() throws IOException {
+        Path dir = tmp.resolve("staging");
+        java.nio.file.Files.createDirectories(dir);
+        int n = UploadJournal.SLACK_LINES + 100;
+        List<String> keys = new ArrayList<>();
+        try (UploadJournal j = new UploadJournal(dir)) {
+            for (int i = 0; i < n; i++) {
+                keys.add("v/chunks/0/0/" + (1000 + i) + "_0_5");
+                j.add(keys.get(i), new CommittedSlice(1000 + i, 5, 7, 0));
+            }
+            assertEquals(n, j.lines());
+            j.answered(keys.subList(10, n));
+            assertEquals(10, j.lines(), "written again with the 10 left");
+        }
+        java.nio.file.Files.writeString(dir.resolve(UploadJournal.FILE), "v/chunks/0/0/9_0_5 5 7", java.nio.file.StandardOpenOption.APPEND);
+        try (UploadJournal j = new UploadJournal(dir)) {
+            assertEquals(keys.subList(0, 10), j.unanswered().stream().map(UploadJournal.Entry::key).toList());
+        }
+    }
+
     @Test
     void aSliceStillListedKeepsItsObjects() throws IOException {
         recheck.committed(SLICE, KEYS);

@@ -55,7 +55,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * proof. With write-back on a shared volume a block staged on one machine whose slice another
  * machine frees before the upload is uploaded after the deletion, then deleted again once the
  * writer asked the metadata ({@code UploadRecheck}); a client killed before it asked leaves it
- * for {@code partfs gc --delete}.
+ * written down in its staging directory, and its restart asks ({@code UploadJournal}). A
+ * write-back block uploaded before its slice's commit, which a killed client never made, is
+ * still left for {@code partfs gc --delete}.
  */
 class SharedVolumeFuzzTest {
     private static final int OPS = Integer.getInteger("partfs.sharedOps", 4_000);
@@ -203,6 +205,7 @@ class SharedVolumeFuzzTest {
             // what it staged or uploaded and never committed is deleted at once
             try (PartFs restarted = volume.openAs(client(tmp.resolve("b"), writeBack, meta).toBuilder()
                     .commitSettle(Duration.ZERO).build())) {
+                restarted.startSession("B restarted"); // as its mount does: the start's sweep runs in the session
                 restarted.awaitReclaim();
             }
             String where = " [" + mode + ", seeds " + seed + " and " + (seed + 1) + ", B killed at its step " + killAt + survivor + "]";
