@@ -49,7 +49,8 @@ final class UploadJournal implements AutoCloseable {
     UploadJournal(Path dir) throws IOException {
         this.file = dir.resolve(FILE);
         if (Files.exists(file)) {
-            for (String line : Files.readAllLines(file, StandardCharsets.US_ASCII)) {
+            // Latin-1 decodes any byte: a damaged line fails to parse, and the file does not stop the mount
+            for (String line : Files.readAllLines(file, StandardCharsets.ISO_8859_1)) {
                 Entry e = parse(line);
                 if (e != null) { // a line cut short by the kill is not one
                     unanswered.put(e.key(), e);

@@ -132,7 +132,7 @@ class UploadRecheckTest {
         assertFalse(java.nio.file.Files.exists(dir.resolve(UploadJournal.FILE)), "emptied once all were asked about");
     }
 
-    /** A journal holding mostly answered lines is written again; a line a kill cut short is not read. */
+    /** A journal holding mostly answered lines is written again; a damaged line, or one a kill cut short, is not read. */
     @Test
     void theJournalIsWrittenAgainWhenMostOfItIsAnsweredAndIgnoresACutLine() throws IOException {
         Path dir = tmp.resolve("staging");
@@ -148,6 +148,8 @@ class UploadRecheckTest {
             j.answered(keys.subList(10, n));
             assertEquals(10, j.lines(), "written again with the 10 left");
         }
+        java.nio.file.Files.write(dir.resolve(UploadJournal.FILE), new byte[] {'v', (byte) 0xe9, ' ', '5', '\n'},
+                java.nio.file.StandardOpenOption.APPEND); // damaged
         java.nio.file.Files.writeString(dir.resolve(UploadJournal.FILE), "v/chunks/0/0/9_0_5 5 7", java.nio.file.StandardOpenOption.APPEND);
         try (UploadJournal j = new UploadJournal(dir)) {
             assertEquals(keys.subList(0, 10), j.unanswered().stream().map(UploadJournal.Entry::key).toList());
