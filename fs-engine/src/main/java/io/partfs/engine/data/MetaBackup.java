@@ -2,6 +2,7 @@ package io.partfs.engine.data;
 
 import io.partfs.engine.meta.KvStore;
 import io.partfs.engine.meta.MetaDump;
+import io.partfs.engine.meta.MetaEngine;
 import io.partfs.engine.object.ObjectStore;
 import java.io.BufferedWriter;
 import java.io.ByteArrayOutputStream;
@@ -121,7 +122,11 @@ public final class MetaBackup {
             store.put(base + COMPLETE, marker.getBytes(StandardCharsets.UTF_8));
             byte[] done = Long.toString(System.currentTimeMillis()).getBytes(StandardCharsets.UTF_8);
             String clock = thisClock();
+            String uuid = c.format().uuid();
             kv.update(tx -> {
+                if (!uuid.equals(MetaEngine.volumeUuid(tx))) {
+                    return null; // the volume's metadata went away after the dump (a Redis restarted empty): this backup restores it
+                }
                 tx.put(LAST_BACKUP_DONE, done);
                 if (clock != null) {
                     tx.put(LAST_BACKUP_CLOCK, clock.getBytes(StandardCharsets.UTF_8));
@@ -282,10 +287,14 @@ public final class MetaBackup {
     /**
      * True when this caller is to make the backup due at {@code now}: no backup was claimed
      * within {@code every}. Moves the volume's last backup time to {@code now} in the same
-     * transaction, so of several mounts only one makes it.
+     * transaction, so of several mounts only one makes it. False, writing nothing, when the
+     * metadata holds no volume any more (a Redis that restarted empty under the mount).
      */
     public boolean claim(Duration every, Instant now) throws IOException {
         return kv.update(tx -> {
+            if (MetaEngine.volumeUuid(tx) == null) {
+                return false; // no volume to back up here (a Redis restarted empty): nothing is written into it
+            }
             byte[] v = tx.get(LAST_BACKUP);
             long last = v == null ? 0 : Long.parseLong(new String(v, StandardCharsets.UTF_8));
             if (now.toEpochMilli() - last < every.toMillis() && now.toEpochMilli() >= last) {

@@ -363,6 +363,17 @@ public final class MetaEngine implements Closeable {
         }
     }
 
+    /**
+     * The uuid of the volume {@code r} holds, or null when it holds none (a Redis that restarted
+     * empty, or was flushed) or another program's value: what a background write of a mount
+     * checks in its own transaction, so it never puts anything into metadata that is not its
+     * volume's (the heartbeat then tells the operator).
+     */
+    public static String volumeUuid(KvStore.Reader r) throws IOException {
+        byte[] b = r.get(SETTING);
+        return b == null || !VolumeFormat.looksLikeOne(b) ? null : VolumeFormat.decode(b).uuid();
+    }
+
     /** Whether {@code kv} holds a volume ({@link #format} recorded one). */
     public static boolean isFormatted(KvStore kv) throws IOException {
         return kv.read(r -> r.get(SETTING)) != null;
@@ -1747,7 +1758,8 @@ public final class MetaEngine implements Closeable {
     /**
      * Appends written slices to their chunks and grows the file to cover them, in one
      * transaction: the step that makes uploaded data part of the file. When the inode no longer
-     * exists the slices are handed straight to deletion.
+     * exists the slices are handed straight to deletion; when the volume's metadata is gone with
+     * it, the commit fails and writes nothing.
      */
     public Attr commitWrite(long ino, List<ChunkSlice> slices) throws IOException {
         java.util.concurrent.atomic.AtomicReference<Map<Long, byte[]>> written = new java.util.concurrent.atomic.AtomicReference<>();
@@ -1761,6 +1773,10 @@ public final class MetaEngine implements Closeable {
             byte[] raw = stored.get(0);
             long now = clock.nowNanos();
             if (raw == null) {
+                String gone = sessionTable.goneFrom(tx);
+                if (gone != null) {
+                    throw new IOException(gone); // the file is missing as the whole volume is (a Redis restarted empty): nothing written
+                }
                 byte[] stamp = String.valueOf(now).getBytes(StandardCharsets.US_ASCII);
                 for (ChunkSlice cs : slices) {
                     tx.hset(DELSLICES, cs.slice().id() + "_" + cs.slice().size(), stamp);

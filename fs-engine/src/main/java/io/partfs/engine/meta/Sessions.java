@@ -144,7 +144,7 @@ final class Sessions {
             String[] refused = {null};
             boolean known = kv.update(tx -> {
                 lost.clear(); // a retried transaction starts over
-                gone[0] = volume == null ? null : gone(tx.get(MetaEngine.SETTING));
+                gone[0] = goneFrom(tx);
                 if (gone[0] != null) {
                     return true; // nothing written into metadata that is not the volume's
                 }
@@ -198,6 +198,15 @@ final class Sessions {
     void expectVolume(io.partfs.engine.VolumeFormat format, String metaDescription) {
         this.volumeAt = metaDescription;
         this.volume = format;
+    }
+
+    /**
+     * Why the metadata {@code r} reads is not this mount's volume any more, or null when it is (or
+     * no volume is expected): checked by each transaction a mount writes in the background, so
+     * none writes into metadata that restarted empty before a heartbeat finds it gone.
+     */
+    String goneFrom(KvStore.Reader r) throws IOException {
+        return volume == null ? null : gone(r.get(MetaEngine.SETTING));
     }
 
     /** Why the metadata holding {@code setting} is not this mount's volume any more, or null when it is. */

@@ -192,8 +192,13 @@ final class SliceIntents {
                 written.addAll(adds.keySet());
             }
             String field = String.valueOf(sid);
+            String[] gone = {null};
             try {
                 boolean swept = kv.update(tx -> {
+                    gone[0] = sessions.goneFrom(tx);
+                    if (gone[0] != null) {
+                        return true; // the volume's metadata is gone (a Redis restarted empty): nothing is written into it
+                    }
                     byte[] mark = tx.hget(SESSIONS_WITH_NOTES, field);
                     if (mark == null && hadWritten) {
                         return true;
@@ -210,7 +215,7 @@ final class SliceIntents {
                     return false;
                 });
                 if (swept) {
-                    sessions.fence(sweptMessage(sid));
+                    sessions.fence(gone[0] != null ? gone[0] : sweptMessage(sid));
                     synchronized (lock) {
                         toWrite.clear();
                         toDrop.clear();

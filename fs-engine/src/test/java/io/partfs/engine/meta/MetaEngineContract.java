@@ -1000,6 +1000,46 @@ abstract class MetaEngineContract {
     }
 
     /**
+     * The metadata restarts empty under a mount, and before its next heartbeat finds that, work
+     * under way writes: the note of an upload, the commit of a write to a file that is now
+     * missing, a backup's claim. None may put anything into the empty metadata, or a restore of
+     * the volume's backup there is refused as foreign data (a CI run met it: the backup's record
+     * of completion written just after the restart).
+     */
+    @Test
+    void workUnderWayWritesNothingIntoMetadataThatRestartedEmptyBeforeTheHeartbeatSeesIt() throws Exception {
+        Attr f = file(ROOT, "f");
+        long sid = meta.registerSession("a");
+        long noted = meta.nextSliceId();
+        meta.uploading(noted, f.ino(), 0);
+        io.partfs.engine.testing.Poll.until(() -> recorded(meta, sid) == 1, "the note written down");
+        List<String> hashes = List.of("sessions", "sessionBeats", SliceIntents.SESSIONS_WITH_NOTES, SliceIntents.key(sid),
+                MetaEngine.DELSLICES);
+        meta.store().update(tx -> { // what a Redis restarted without anything to load holds of what this test looks at
+            tx.delete(MetaEngine.SETTING);
+            tx.delete(MetaEngine.inodeKey(f.ino()));
+            hashes.forEach(tx::hdelAll);
+            return null;
+        });
+
+        meta.uploadsSettled(List.of(noted));
+        meta.uploading(meta.nextSliceId(), f.ino(), 0);
+        IOException commit = assertThrows(IOException.class, () -> meta.commitWrite(f.ino(),
+                List.of(new MetaEngine.ChunkSlice(0, new Slice(meta.nextSliceId(), 4096, 0, 4096, 0)))));
+        assertTrue(commit.getMessage().contains("is gone from"), commit.getMessage());
+        io.partfs.engine.testing.Poll.until(() -> meta.fenced() != null, "the notes' writer finds the volume gone");
+        assertTrue(meta.fenced().contains("is gone from"), meta.fenced());
+        assertFalse(new io.partfs.engine.data.MetaBackup(meta.store(), null, "test").claim(java.time.Duration.ofHours(1),
+                java.time.Instant.now()), "no backup of metadata holding no volume");
+        meta.unregisterSession(sid);
+        for (String h : hashes) {
+            assertEquals(java.util.Map.of(), meta.store().read(r -> r.hgetAll(h)), h + ": nothing written into the empty metadata");
+        }
+        assertNull(meta.store().read(r -> r.get("lastBackup")));
+        assertNull(meta.store().read(r -> r.get(MetaEngine.inodeKey(f.ino()))));
+    }
+
+    /**
      * A mount whose lease lapsed while the engine did not answer renews before each change;
      * when that renewal fails, the changes queued behind it fail at once rather than each wait
      * out a timeout of its own (eight FUSE threads would wait eight timeouts one after the other).
