@@ -33,7 +33,10 @@ import org.slf4j.LoggerFactory;
  * whole block names the file and chunk it was written for ({@value #OWNER_XATTR}), so the
  * metadata can say whether the dead process committed its slice: if not, it is deleted rather
  * than uploaded into an object no file names. The directory is one process's at a time
- * ({@link #lockDir}).
+ * ({@link #lockDir}). A block uploaded before its slice's commit (no upload delay, a file still
+ * being written) has left the directory: it is noted for the mount's session as an upload
+ * without write-back is ({@link SliceCheck#uploadingUncommitted}), so a process killed before
+ * the commit does not leak its object.
  *
  * <p>Spare files: a new file's name is durable only after an fsync of the directory (0.13-0.15
  * ms here, on top of the file's own fsync). So blocks are written into empty files created
@@ -139,10 +142,15 @@ public final class Staging implements Closeable {
      * Kept here rather than read from the file's time, which a cache directory on a network
      * filesystem would take from the server's clock.
      */
-    private record Staged(int size, long at, Backing in, long offset, boolean whole, int commit, byte[] sums) {
+    private record Staged(int size, long at, Backing in, long offset, boolean whole, int commit, byte[] sums, Owner owner) {
         /** A block in a file of its own, with the {@link BlockSums} of its bytes (null: none known). */
         Staged(int size, long at, byte[] sums) {
-            this(size, at, null, 0, false, 0, sums);
+            this(size, at, sums, null);
+        }
+
+        /** A block in a file of its own, written by this process for {@code owner}'s file and chunk. */
+        Staged(int size, long at, byte[] sums, Owner owner) {
+            this(size, at, null, 0, false, 0, sums, owner);
         }
     }
 
@@ -580,6 +588,14 @@ public final class Staging implements Closeable {
             return java.util.Set.of();
         }
 
+        /**
+         * A block of slice {@code slice}, written for {@code owner}, is uploaded before its commit:
+         * noted for this mount's session ({@link io.partfs.engine.meta.MetaEngine#uploading}), so
+         * its objects are deleted should the commit never come. Nothing by default.
+         */
+        default void uploadingUncommitted(long slice, Owner owner) {
+        }
+
         /** Asks {@code meta}, the metadata of {@code volume} ({@link io.partfs.engine.meta.MetaEngine#knownSlices}). */
         static SliceCheck asking(io.partfs.engine.meta.MetaEngine meta, io.partfs.engine.VolumeFormat volume, java.time.Duration settle) {
             return new SliceCheck() {
@@ -609,9 +625,17 @@ public final class Staging implements Closeable {
                 public java.time.Duration settle() {
                     return settle;
                 }
+
+                @Override
+                public void uploadingUncommitted(long slice, Owner owner) {
+                    meta.uploading(slice, owner.ino(), owner.chunk());
+                }
             };
         }
     }
+
+    /** The metadata {@link #recover} was given; null before, or without one. */
+    private volatile SliceCheck check;
 
     /** A block an earlier process staged whose commit {@link #recover} is asking about: not uploaded meanwhile. */
     private record Held(long slice, Owner owner) {
@@ -641,6 +665,7 @@ public final class Staging implements Closeable {
         }
         if (check != null) {
             claim(check.volumeUuid(), found);
+            this.check = check;
             recheck.askWith(check::released);
             askAboutEarlierUploads(check.volume());
         }
@@ -1199,7 +1224,7 @@ public final class Staging implements Closeable {
                 String key = ChunkStore.blockKey(volume, firstId + s, i, size);
                 b.use(number);
                 boolean wholeFile = f.length == 4 && offset == 0 && size == to;
-                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, wholeFile, number, null)) == null) {
+                if (pending.putIfAbsent(key, new Staged(size, at, b, offset, wholeFile, number, null, null)) == null) {
                     Held hold = ino == null ? null : holdFor(check, key, new Owner(ino, span.chunk()));
                     if (hold != null) {
                         held.put(key, hold);
@@ -1282,7 +1307,7 @@ public final class Staging implements Closeable {
         if (full.compareAndSet(true, false)) {
             log.info("write-back staging in {} has room again: blocks are staged, not uploaded before fsync returns", dir);
         }
-        if (pending.put(key, new Staged(data.length, System.currentTimeMillis(), sums)) == null) {
+        if (pending.put(key, new Staged(data.length, System.currentTimeMillis(), sums, owner)) == null) {
             schedule(key, uploadDelayMs, 0);
         }
         return true;
@@ -1575,6 +1600,12 @@ public final class Staging implements Closeable {
             if (staged.sums() != null && !BlockSums.matches(staged.sums(), data.length, 0, ByteBuffer.wrap(data))) {
                 setAsideDamaged(key, staged, f);
                 return;
+            }
+            SliceCheck notes = check;
+            if (staged.owner() != null && notes != null) {
+                // uploaded before its commit (no upload delay, a file still being written): noted
+                // like an upload without write-back, so a kill before the commit does not leak it
+                recheck.unlessCommitted(key, () -> notes.uploadingUncommitted(ChunkStore.sliceIdOf(key), staged.owner()));
             }
             objects.put(key, data);
             Staged was = pending.remove(key);

@@ -113,6 +113,19 @@ final class UploadRecheck {
         }
     }
 
+    /**
+     * Runs {@code note} unless the commit of {@code key}'s slice was confirmed ({@link
+     * #committed}) while the block is staged or being uploaded. Under this lock, so a
+     * confirmation comes either before the note (none is made) or after it (then the caller's
+     * settle of the committed slice drops the note). Nothing runs before {@link #askWith}.
+     */
+    synchronized void unlessCommitted(String key, Runnable note) {
+        long id = ChunkStore.sliceIdOf(key);
+        if (released != null && !confirmed.containsKey(id) && !due.containsKey(id)) {
+            note.run();
+        }
+    }
+
     /** Block {@code key} was uploaded (and is no longer staged). */
     synchronized void uploaded(String key) {
         if (released == null) {
