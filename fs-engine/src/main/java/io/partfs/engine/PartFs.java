@@ -466,11 +466,13 @@ public final class PartFs implements Closeable {
                 throw new FsException.Exists(name + " (a " + a.type().name().toLowerCase(java.util.Locale.ROOT) + ")");
             }
         }
-        long fh = open(a.ino(), openFlags);
+        // a file this call made is opened as its own transaction left it: asking the store again
+        // whether another client deleted it (open's check) would cost a shared volume a round trip
+        long fh = isNew ? openHandle(new Handle(a.ino(), openFlags), a) : open(a.ino(), openFlags);
         if (partFlushes != null && partFlushes.tracks(parent)) {
             handles.get(fh).partDir = parent;
         }
-        return new Created(getattr(a.ino()), fh, isNew);
+        return new Created(isNew ? a : getattr(a.ino()), fh, isNew);
     }
 
     public long open(long ino, int flags) throws IOException {
@@ -492,6 +494,13 @@ public final class PartFs implements Closeable {
         } else {
             a = meta.getattr(ino);
         }
+        return openHandle(h, a);
+    }
+
+    /** Opens handle {@code h} on its inode, whose attributes are {@code a}. */
+    private long openHandle(Handle h, Attr a) throws IOException {
+        long ino = h.ino;
+        int flags = h.flags;
         if (a.isDirectory() && h.canWrite()) {
             throw new FsException.IsDirectory("inode " + ino);
         }

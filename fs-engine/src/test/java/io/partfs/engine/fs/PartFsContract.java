@@ -1544,6 +1544,11 @@ abstract class PartFsContract extends OnBackends {
         fs.release(w);
     }
 
+    /**
+     * A new file costs its one transaction and nothing else: no truncate, and on a shared volume
+     * no read of the inode the transaction just made (an open for writing of an existing file
+     * asks the store whether another client deleted it; a create's own file needs no asking).
+     */
     @Test
     void creatingAFileWithOTruncIsOneMetadataTransaction() throws IOException {
         fs.close();
@@ -1551,9 +1556,15 @@ abstract class PartFsContract extends OnBackends {
         fs = volume.open(o -> o, k -> kv[0] = new io.partfs.engine.testing.CountingKvStore(k));
         fs.release(create("first.txt")); // takes a batch of inode numbers (one increment)
         kv[0].reset();
-        long fh = fs.create(ROOT, "new.txt", 0644, RW | PartFs.O_TRUNC, 0, 0).fh();
+        PartFs.Created c = fs.create(ROOT, "new.txt", 0644, RW | PartFs.O_TRUNC, 0, 0);
         assertEquals(1, kv[0].transactions(), "the create, and no truncate of the file it made");
-        fs.release(fh);
+        java.util.Map<String, Long> fileReads = new java.util.TreeMap<>(kv[0].readsByKind());
+        fileReads.keySet().removeIf(kind -> !kind.matches("[a-zA-Z]+:[idcsx]")); // not the background's deletions
+        assertEquals(java.util.Map.of(), fileReads, "no inode, directory, chunk or xattr read besides the create's transaction");
+        assertTrue(c.isNew());
+        assertEquals(0, c.attr().size());
+        assertEquals(0644, c.attr().mode() & 07777);
+        fs.release(c.fh());
     }
 
     @Test
