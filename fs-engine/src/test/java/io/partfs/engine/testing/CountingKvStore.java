@@ -78,9 +78,18 @@ public final class CountingKvStore implements KvStore {
         return transactions.get();
     }
 
+    private final Map<Long, AtomicLong> transactionsByThread = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Transactions run on the calling thread since the last {@link #reset}: not the background's. */
+    public long transactionsOnThisThread() {
+        AtomicLong n = transactionsByThread.get(Thread.currentThread().getId());
+        return n == null ? 0 : n.get();
+    }
+
     public void reset() {
         byKind.clear();
         txnReads.clear();
+        transactionsByThread.clear();
         reads.set(0);
         transactions.set(0);
     }
@@ -104,6 +113,7 @@ public final class CountingKvStore implements KvStore {
             throw new IOException("the metadata engine does not answer (CountingKvStore.failUpdates)");
         }
         transactions.incrementAndGet();
+        transactionsByThread.computeIfAbsent(Thread.currentThread().getId(), k -> new AtomicLong()).incrementAndGet();
         T result = real.update(tx -> body.run(new CountingWriter(tx)));
         afterCommit.run();
         return result;
