@@ -1551,16 +1551,10 @@ abstract class PartFsContract extends OnBackends {
      */
     @Test
     void creatingAFileWithOTruncIsOneMetadataTransaction() throws IOException {
-        fs.close();
-        io.partfs.engine.testing.CountingKvStore[] kv = new io.partfs.engine.testing.CountingKvStore[1];
-        fs = volume.open(o -> o, k -> kv[0] = new io.partfs.engine.testing.CountingKvStore(k));
-        fs.release(create("first.txt")); // takes a batch of inode numbers (one increment)
-        kv[0].reset();
+        io.partfs.engine.testing.CountingKvStore kv = reopenCounting();
         PartFs.Created c = fs.create(ROOT, "new.txt", 0644, RW | PartFs.O_TRUNC, 0, 0);
-        assertEquals(1, kv[0].transactions(), "the create, and no truncate of the file it made");
-        java.util.Map<String, Long> fileReads = new java.util.TreeMap<>(kv[0].readsByKind());
-        fileReads.keySet().removeIf(kind -> !kind.matches("[a-zA-Z]+:[idcsx]")); // not the background's deletions
-        assertEquals(java.util.Map.of(), fileReads, "no inode, directory, chunk or xattr read besides the create's transaction");
+        assertEquals(1, kv.transactions(), "the create, and no truncate of the file it made");
+        assertEquals(java.util.Map.of(), fileKeyReads(kv), "no inode, directory, chunk or xattr read besides the create's transaction");
         assertTrue(c.isNew());
         assertEquals(0, c.attr().size());
         assertEquals(0644, c.attr().mode() & 07777);
@@ -1575,23 +1569,37 @@ abstract class PartFsContract extends OnBackends {
      */
     @Test
     void aSmallFileCreatedWrittenAndFsyncedCostsTwoTransactionsAndNoReads() throws IOException {
-        fs.close();
-        io.partfs.engine.testing.CountingKvStore[] kv = new io.partfs.engine.testing.CountingKvStore[1];
-        fs = volume.open(o -> o, k -> kv[0] = new io.partfs.engine.testing.CountingKvStore(k));
-        fs.release(create("first.txt")); // takes a batch of inode numbers (one increment)
-        fs.meta().nextSliceId(); // and of slice ids
         byte[] data = random(128 << 10, 52);
-        kv[0].reset();
+        io.partfs.engine.testing.CountingKvStore kv = reopenCounting();
         long fh = fs.create(ROOT, "count.txt", 0644, RW | PartFs.O_TRUNC, 0, 0).fh();
         fs.write(fh, 0, data, 0, data.length);
         fs.fsync(fh);
         fs.flush(fh);
         fs.release(fh);
-        java.util.Map<String, Long> fileReads = new java.util.TreeMap<>(kv[0].readsByKind());
-        fileReads.keySet().removeIf(kind -> !kind.matches("[a-zA-Z]+:[idcsx]")); // not the background's deletions
-        assertEquals(java.util.Map.of(), fileReads, "no inode, directory, chunk or xattr read");
-        assertEquals(2, kv[0].transactionsOnThisThread(), "the create and the commit of its data");
+        assertEquals(java.util.Map.of(), fileKeyReads(kv), "no inode, directory, chunk or xattr read");
+        assertEquals(2, kv.transactionsOnThisThread(), "the create and the commit of its data");
         assertArrayEquals(data, readAll(ino("count.txt")));
+    }
+
+    /**
+     * Opens the volume again on a store that counts its requests, with a batch of inode numbers
+     * and of slice ids taken (one increment each, not counted), and the counts reset.
+     */
+    private io.partfs.engine.testing.CountingKvStore reopenCounting() throws IOException {
+        fs.close();
+        io.partfs.engine.testing.CountingKvStore[] kv = new io.partfs.engine.testing.CountingKvStore[1];
+        fs = volume.open(o -> o, k -> kv[0] = new io.partfs.engine.testing.CountingKvStore(k));
+        fs.release(create("first.txt"));
+        fs.meta().nextSliceId();
+        kv[0].reset();
+        return kv[0];
+    }
+
+    /** The reads of files' own keys (inode, directory, chunk, symlink, xattr): not the background's deletions. */
+    private static java.util.Map<String, Long> fileKeyReads(io.partfs.engine.testing.CountingKvStore kv) {
+        java.util.Map<String, Long> reads = new java.util.TreeMap<>(kv.readsByKind());
+        reads.keySet().removeIf(kind -> !kind.matches("[a-zA-Z]+:[idcsx]"));
+        return reads;
     }
 
     @Test
