@@ -1553,7 +1553,7 @@ abstract class PartFsContract extends OnBackends {
     void creatingAFileWithOTruncIsOneMetadataTransaction() throws IOException {
         io.partfs.engine.testing.CountingKvStore kv = reopenCounting();
         PartFs.Created c = fs.create(ROOT, "new.txt", 0644, RW | PartFs.O_TRUNC, 0, 0);
-        assertEquals(1, kv.transactions(), "the create, and no truncate of the file it made");
+        assertEquals(1, kv.transactionsOnThisThread(), "the create, and no truncate of the file it made");
         assertEquals(java.util.Map.of(), fileKeyReads(kv), "no inode, directory, chunk or xattr read besides the create's transaction");
         assertTrue(c.isNew());
         assertEquals(0, c.attr().size());
