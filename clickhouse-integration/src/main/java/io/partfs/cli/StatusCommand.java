@@ -169,8 +169,10 @@ final class StatusCommand implements Callable<Integer> {
         if (live == 0 && ended == 0) {
             return null;
         }
-        // a note outlives its slice's commit by a few seconds: "not committed" is as of the note
-        String underWay = live + " slice(s) uploaded by mounts before their commit (writes under way)";
+        // a note outlives its slice's commit by a few seconds: said, so that a mount with nothing
+        // being written does not look as if it had writes in flight
+        String underWay = live + " slice(s) uploaded by mounts before their commit (writes under way, or committed in the"
+                + " last seconds: a note is dropped a few seconds after its commit)";
         String left = ended + " slice(s) that " + endedSessions + " ended session(s) uploaded before their commit: a mount deletes"
                 + " the objects of those never committed once no commit of theirs can arrive (" + io.partfs.engine.PartFsConfig.SHARED_LIVE_COMMIT_SETTLE.toMinutes()
                 + " min after their end on Redis, at once on RocksDB)";

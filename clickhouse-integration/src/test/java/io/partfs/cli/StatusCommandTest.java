@@ -30,11 +30,13 @@ class StatusCommandTest {
         java.util.Map<Long, MetaEngine.Session> sessions = java.util.Map.of(1L, new MetaEngine.Session(1, "a", 0));
         assertEquals(null, StatusCommand.uploadNotes(java.util.List.of(), sessions));
         assertEquals(null, StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(1, 0, 0)), sessions));
-        assertEquals("2 slice(s) uploaded by mounts before their commit (writes under way)",
+        assertEquals("2 slice(s) uploaded by mounts before their commit (writes under way, or committed in the last seconds:"
+                + " a note is dropped a few seconds after its commit)",
                 StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(1, 2, 0)), sessions));
         String both = StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(1, 2, 0),
                 new MetaEngine.UploadNotes(7, 3, 1_700_000_000_000L), new MetaEngine.UploadNotes(8, 1, 0)), sessions);
-        assertTrue(both.startsWith("2 slice(s) uploaded by mounts before their commit (writes under way); 4 slice(s) that 2"
+        assertTrue(both.startsWith("2 slice(s) uploaded by mounts before their commit (writes under way, or committed in the last"
+                + " seconds: a note is dropped a few seconds after its commit); 4 slice(s) that 2"
                 + " ended session(s) uploaded before their commit: a mount deletes the objects of those never committed once no"
                 + " commit of theirs can arrive (20 min"), both);
         String ended = StatusCommand.uploadNotes(java.util.List.of(new MetaEngine.UploadNotes(7, 3, 0)), sessions);
