@@ -38,4 +38,12 @@ class BenchOptionsTest {
         assertEquals("scan-bench: --runs and --rows must be at least 1", err.toString().trim());
         assertFalse(err.toString().contains("\tat "), "no stack trace");
     }
+
+    @Test
+    void aNegativeWarmupIsRefusedBeforeAnythingStarts() {
+        StringWriter err = new StringWriter();
+        int exit = Procs.commandLine(new FsBench()).setErr(new PrintWriter(err, true)).execute("--warmup-small-files", "-1");
+        assertEquals(2, exit);
+        assertEquals("fs-bench: --warmup-small-files must be 0 or more", err.toString().trim());
+    }
 }
