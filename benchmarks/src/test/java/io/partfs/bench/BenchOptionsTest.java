@@ -32,18 +32,21 @@ class BenchOptionsTest {
 
     @Test
     void aBadOptionIsOneLineAndExitTwo() {
-        StringWriter err = new StringWriter();
-        int exit = Procs.commandLine(new ScanBench()).setErr(new PrintWriter(err, true)).execute("--runs", "0");
-        assertEquals(2, exit);
-        assertEquals("scan-bench: --runs and --rows must be at least 1", err.toString().trim());
-        assertFalse(err.toString().contains("\tat "), "no stack trace");
+        String err = refused(new ScanBench(), "--runs", "0");
+        assertEquals("scan-bench: --runs and --rows must be at least 1", err);
+        assertFalse(err.contains("\tat "), "no stack trace");
     }
 
     @Test
     void aNegativeWarmupIsRefusedBeforeAnythingStarts() {
+        assertEquals("fs-bench: --warmup-small-files must be 0 or more", refused(new FsBench(), "--warmup-small-files", "-1"));
+    }
+
+    /** What a benchmark run with {@code args} prints to stderr, once it exited with 2 (bad input). */
+    private static String refused(Object bench, String... args) {
         StringWriter err = new StringWriter();
-        int exit = Procs.commandLine(new FsBench()).setErr(new PrintWriter(err, true)).execute("--warmup-small-files", "-1");
-        assertEquals(2, exit);
-        assertEquals("fs-bench: --warmup-small-files must be 0 or more", err.toString().trim());
+        int exit = Procs.commandLine(bench).setErr(new PrintWriter(err, true)).execute(args);
+        assertEquals(2, exit, err.toString());
+        return err.toString().trim();
     }
 }
