@@ -106,7 +106,9 @@ final class VolumeOptions {
             throw new IllegalArgumentException("give both the S3 access key and the secret key (--access-key and "
                     + "$PARTFS_SECRET_KEY), or neither to use the AWS default credential chain");
         }
-        return (hasKey ? new StorageUrl.Credentials(accessKey, secretKey) : StorageUrl.Credentials.DEFAULT_CHAIN).withCaBundle(caBundle);
+        // $AWS_CA_BUNDLE set but empty means none, as for the keys (it would otherwise read as the current directory)
+        Path ca = caBundle == null || caBundle.toString().isBlank() ? null : caBundle;
+        return (hasKey ? new StorageUrl.Credentials(accessKey, secretKey) : StorageUrl.Credentials.DEFAULT_CHAIN).withCaBundle(ca);
     }
 
     /** Opens the metadata read-only (works while the volume is mounted) and checks it is formatted. */
