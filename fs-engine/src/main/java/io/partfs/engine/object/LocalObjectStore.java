@@ -111,7 +111,8 @@ public final class LocalObjectStore implements ObjectStore {
             } catch (NoSuchFileException | FileAlreadyExistsException e) {
                 // FileAlreadyExists: createDirectories found the directory, and a delete removed
                 // it before createDirectories could check that it is one
-                if (attempt == 10) {
+                // each attempt takes microseconds; ten were lost in a row on a loaded CI host
+                if (attempt == 200) {
                     throw e;
                 }
             }
