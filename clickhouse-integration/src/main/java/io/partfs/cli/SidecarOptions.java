@@ -6,18 +6,49 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import picocli.CommandLine.Option;
 
 /** Where the running sidecar's HTTP endpoint is ({@code partfs mount --http-address}), and a small client for it. */
 final class SidecarOptions {
-    @Option(names = "--sidecar", paramLabel = "URL", defaultValue = "http://127.0.0.1:9569",
-            description = {"HTTP endpoint of the running mount (its --http-address) (default: ${DEFAULT-VALUE}).",
+    /** Where a mount serves HTTP unless told otherwise ({@code partfs mount --http-address}). */
+    static final String DEFAULT_URL = "http://127.0.0.1:9569";
+
+    @Option(names = "--sidecar", paramLabel = "URL",
+            description = {"HTTP endpoint of the running mount (its --http-address) (default: " + DEFAULT_URL + ").",
                     "A token, if the mount requires one, is read from $" + MountCommand.HTTP_TOKEN_ENV + "."})
     String url;
 
+    /**
+     * The HTTP endpoint the process serving the PartFS mount at {@code mountPoint} recorded under
+     * the data home {@code home}. A path that is no PartFS mount, or a mount that recorded none
+     * (mounted with {@code --http-address none} or another home), is an IllegalArgumentException
+     * saying what to give instead.
+     */
+    static String recordedFor(Path mountPoint, Path home) throws IOException {
+        Path mp = requireMount(mountPoint);
+        String url = new RunFiles(home).liveHttp(mp);
+        if (url == null) {
+            throw new IllegalArgumentException("the mount at " + mp + " recorded no HTTP endpoint under " + home
+                    + " (mounted with --http-address none, or another --home): pass its --sidecar");
+        }
+        return url;
+    }
+
+    /** {@code mountPoint}, absolute and normalized, if a PartFS mount is there; else an IllegalArgumentException. */
+    static Path requireMount(Path mountPoint) throws IOException {
+        Path mp = mountPoint.toAbsolutePath().normalize();
+        String type = io.partfs.engine.fuse.Mounts.typeAt(mp);
+        if (!"fuse.partfs".equals(type)) {
+            throw new IllegalArgumentException(mp + " is not a PartFS mount point (" + (type == null ? "nothing is mounted there"
+                    : "a " + type + " mount") + "): give the path 'partfs mount' was given");
+        }
+        return mp;
+    }
+
     URI base() {
-        String u = url.trim();
+        String u = (url == null ? DEFAULT_URL : url).trim();
         if (!u.contains("://")) {
             u = "http://" + u;
         }

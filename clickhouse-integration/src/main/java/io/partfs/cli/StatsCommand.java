@@ -29,7 +29,7 @@ final class StatsCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        loop.every(1); // bad options fail before the header
+        loop.prepare(sidecar, 1); // bad options fail before the header
         out.println(" fuse ops/s  ms/op | obj get/s  MiB/s  put/s  MiB/s  ms/req | meta txn/s  ms/txn | cache hit |  buffered    staged |       rss");
         loop.run(sidecar, 1, (before, after, seconds) -> {
             out.println(line(new Delta(before, after, seconds)));

@@ -1,7 +1,6 @@
 package io.partfs.cli;
 
 import io.partfs.engine.VolumeFormat;
-import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.meta.MetaEngine;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -70,16 +69,12 @@ final class StatusCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--timeout must be at least 1 second, not " + timeoutSeconds);
         }
         Path mp = mountPoint.toAbsolutePath().normalize();
-        String type = Mounts.typeAt(mp);
-        if (!"fuse.partfs".equals(type)) {
-            throw new IllegalArgumentException(mp + " is not a PartFS mount point (" + (type == null ? "nothing is mounted there"
-                    : "a " + type + " mount") + "): give the path 'partfs mount' was given, or --meta/--name");
-        }
         SidecarOptions endpoint = new SidecarOptions();
-        endpoint.url = sidecar != null ? sidecar : new RunFiles(volume.home()).liveHttp(mp);
-        if (endpoint.url == null) {
-            throw new IllegalArgumentException("the mount at " + mp + " recorded no HTTP endpoint under " + volume.home()
-                    + " (mounted with --http-address none, or another --home): pass its --sidecar, or use --meta/--name");
+        try {
+            endpoint.url = sidecar != null ? sidecar : SidecarOptions.recordedFor(mp, volume.home());
+            SidecarOptions.requireMount(mp);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(e.getMessage() + ", or use --meta/--name", e);
         }
         // the parent's real path, not the mount point's: a stat of the mount would wait on a mount that answers nothing
         Path real = mp.getParent() == null ? mp : mp.getParent().toRealPath().resolve(mp.getFileName());

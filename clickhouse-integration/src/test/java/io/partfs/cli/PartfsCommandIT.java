@@ -105,7 +105,8 @@ class PartfsCommandIT {
         Partfs.Result stats;
         Partfs.Result profile;
         try {
-            stats = partfs.run("stats", "--sidecar", "127.0.0.1:" + port, "--count", "2", "--interval", "0.5");
+            // as juicefs stats: the mount point, whose endpoint the mount recorded in its run files
+            stats = partfs.run("stats", mnt.toString(), "--count", "2", "--interval", "0.5");
             profile = partfs.run("profile", "--sidecar", "127.0.0.1:" + port, "--count", "1", "--interval", "0.5");
         } finally {
             writing.set(false);
@@ -120,6 +121,9 @@ class PartfsCommandIT {
         }
         assertEquals(0, profile.exit(), profile.all());
         assertTrue(profile.out().lines().anyMatch(l -> l.startsWith("fuse   write ")), "the writer's writes profiled: " + profile.out());
+        Partfs.Result both = partfs.run("profile", mnt.toString(), "--sidecar", "127.0.0.1:" + port, "--count", "1");
+        assertEquals(1, both.exit(), both.all());
+        assertTrue(both.err().contains("give a MOUNTPOINT or --sidecar, not both"), both.err());
         assertEquals(0, partfs.run("umount", mnt.toString()).exit());
     }
 
@@ -251,6 +255,8 @@ class PartfsCommandIT {
                 new String[] {"status", "--sidecar", "127.0.0.1:1"},
                 new String[] {"fsck", "--name", "never-made"},
                 new String[] {"stats", "--sidecar", "127.0.0.1:" + RedisServer.freePort(), "--count", "1"},
+                new String[] {"stats", dir.resolve("full").toString(), "--count", "1"},
+                new String[] {"profile", "--home", dir.toString(), "--count", "1"},
                 new String[] {"gc", "--meta", "redis://user:topsecret@127.0.0.1:1/0"});
         for (String[] args : cases) {
             Partfs.Result r = partfs.run(args);
