@@ -41,7 +41,7 @@ final class CompactCommand implements Callable<Integer> {
         int failed = 0;
         for (Path given : paths) {
             Path real = InfoCommand.locate(given);
-            Map<String, String> done = sidecar.job("/compact?path=" + SidecarOptions.enc(real.toString()), "compact", real,
+            Map<String, String> done = sidecar.forPath(real).job("/compact?path=" + SidecarOptions.enc(real.toString()), "compact", real,
                     CompactCommand::describe, err);
             out.println("compacted " + real + ": " + describe(done));
             if (WarmupCommand.number(done, "skipped") > 0) {

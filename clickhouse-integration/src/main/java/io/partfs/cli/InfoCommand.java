@@ -50,7 +50,7 @@ final class InfoCommand implements Callable<Integer> {
             Path onMount = locate(given);
             // a directory's tree is walked, and a check sends a HEAD a block: either may take minutes on a large table
             boolean slow = check || java.nio.file.Files.isDirectory(onMount, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-            String answer = sidecar.call("GET", "/info?path=" + SidecarOptions.enc(onMount.toString()) + (check ? "&check=1" : ""),
+            String answer = sidecar.forPath(onMount).call("GET", "/info?path=" + SidecarOptions.enc(onMount.toString()) + (check ? "&check=1" : ""),
                     slow ? LONG_ANSWER : SidecarOptions.ANSWER_TIMEOUT);
             int missing = print(out, onMount, answer);
             if (missing > 0) {

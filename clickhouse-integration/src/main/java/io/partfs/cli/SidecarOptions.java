@@ -36,6 +36,22 @@ final class SidecarOptions {
         return url;
     }
 
+    /**
+     * The endpoint to ask about {@code real}, a path on a mount: {@code --sidecar} when given;
+     * else the one the PartFS mount holding it recorded under the default data home; else the
+     * default. So a command about a file on a mount with another {@code --http-address} needs no
+     * {@code --sidecar}, as {@code juicefs warmup PATH} needs none.
+     */
+    SidecarOptions forPath(Path real) throws IOException {
+        SidecarOptions o = new SidecarOptions();
+        o.url = url;
+        if (url == null) {
+            Path mp = io.partfs.engine.fuse.Mounts.partfsMountHolding(real);
+            o.url = mp == null ? null : new RunFiles(EmbeddedVolume.defaultHome()).liveHttp(mp);
+        }
+        return o;
+    }
+
     /** {@code mountPoint}, absolute and normalized, if a PartFS mount is there; else an IllegalArgumentException. */
     static Path requireMount(Path mountPoint) throws IOException {
         Path mp = mountPoint.toAbsolutePath().normalize();

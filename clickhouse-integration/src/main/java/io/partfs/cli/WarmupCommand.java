@@ -67,11 +67,12 @@ final class WarmupCommand implements Callable<Integer> {
             } catch (java.nio.file.NoSuchFileException e) {
                 throw new IllegalArgumentException("no such file or directory: " + given);
             }
-            Map<String, String> last = sidecar.job("/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads
+            SidecarOptions endpoint = sidecar.forPath(real);
+            Map<String, String> last = endpoint.job("/warmup?path=" + SidecarOptions.enc(real.toString()) + "&threads=" + threads
                     + (check ? "&check=1" : "") + (verify ? "&verify=1" : ""), "warmup", real,
                     f -> (check ? describeCheck(f) : describe(f)) + (verify ? verified(f) : ""), err);
             if (verify && !last.containsKey("verified")) {
-                throw new IllegalStateException("the sidecar at " + sidecar.base() + " does not verify checksums: it runs an older"
+                throw new IllegalStateException("the sidecar at " + endpoint.base() + " does not verify checksums: it runs an older"
                         + " partfs; restart the mount with this version");
             }
             if (number(last, "damaged") > 0) {

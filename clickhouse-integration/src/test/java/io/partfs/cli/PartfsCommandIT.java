@@ -705,13 +705,14 @@ class PartfsCommandIT {
                     dir.resolve("cache2").toString(), "--http-address", sidecar);
             assertEquals(0, m.exit(), m.all());
             double before = objectGets(sidecar);
-            Partfs.Result cold = partfs.run("warmup", "--sidecar", sidecar, "--check", mnt.resolve("db").toString());
+            // no --sidecar: the endpoint the mount holding the path recorded in its run files
+            Partfs.Result cold = partfs.run("warmup", "--check", mnt.resolve("db").toString());
             assertEquals(0, cold.exit(), cold.all());
             assertTrue(cold.out().contains("checked " + mnt.resolve("db").toRealPath() + ": 2 files (3.0 MiB), 5 blocks (3.0 MiB):"
                     + " 0 on local disk (0 B, 0.0%), 5 only in the object store"), cold.out());
             assertEquals(before, objectGets(sidecar), "a check fetches nothing");
             String cBin = mnt.resolve("db/t/all_1_1_0/c.bin").toString();
-            Partfs.Result stored = partfs.run("info", "--sidecar", sidecar, "--check", cBin);
+            Partfs.Result stored = partfs.run("info", "--check", cBin);
             assertEquals(0, stored.exit(), stored.all());
             assertTrue(stored.out().contains("data: 1 extent, 4 blocks (3.0 MiB): 4 in the object store (checked)"), stored.out());
             assertTrue(stored.out().lines().anyMatch(l -> l.matches(" +3145728 +5 +\\d+ +in the object store \\(checked\\) +warm/chunks/\\S+_3_5")),

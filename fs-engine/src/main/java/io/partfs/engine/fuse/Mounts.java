@@ -32,6 +32,26 @@ public final class Mounts {
         return found;
     }
 
+    /**
+     * The mount point of the PartFS mount {@code path} is on (the innermost one, when mounts are
+     * nested), or null when it is on none. {@code path} should be real (symlinks resolved).
+     */
+    public static Path partfsMountHolding(Path path) throws IOException {
+        Path p = path.toAbsolutePath().normalize();
+        Path best = null;
+        for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+            String[] f = line.split(" ");
+            int dash = java.util.Arrays.asList(f).indexOf("-");
+            if (f.length > 4 && dash > 0 && dash + 1 < f.length && f[dash + 1].equals("fuse.partfs")) {
+                Path mp = Path.of(unescape(f[4]));
+                if (p.startsWith(mp) && (best == null || mp.getNameCount() >= best.getNameCount())) {
+                    best = mp;
+                }
+            }
+        }
+        return best;
+    }
+
     public static boolean isMounted(Path dir) throws IOException {
         return typeAt(dir) != null;
     }
@@ -123,6 +143,21 @@ public final class Mounts {
             }
         }
         Files.writeString(conn.resolve("abort"), "1");
+    }
+
+    /** The path a mountinfo field names ({@link #escape} undone). */
+    static String unescape(String s) {
+        StringBuilder b = new StringBuilder(s.length());
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\\' && i + 3 < s.length() && s.substring(i + 1, i + 4).chars().allMatch(d -> d >= '0' && d <= '7')) {
+                b.append((char) Integer.parseInt(s.substring(i + 1, i + 4), 8));
+                i += 3;
+            } else {
+                b.append(c);
+            }
+        }
+        return b.toString();
     }
 
     /** mountinfo escapes space, tab, newline and backslash as octal. */
