@@ -32,9 +32,32 @@ public final class Main {
             }
             return 1;
         });
+        cl.setExecutionStrategy(parsed -> {
+            if (!verbose) {
+                quietOutagesUnlessServing(parsed);
+            }
+            return new CommandLine.RunLast().execute(parsed);
+        });
         configFile(args).ifPresent(f -> cl.setDefaultValueProvider(new CommandLine.PropertiesDefaultProvider(f.toFile())));
         reflow(cl);
         return outOfMemoryIsOneLine(() -> cl.execute(args), cl.getErr());
+    }
+
+    /** The commands that serve a mount for as long as it lasts, whose log says when the object store comes and goes. */
+    private static final java.util.Set<String> SERVING = java.util.Set.of("mount", "demo");
+
+    /**
+     * A command that is not a mount ({@code format}, {@code gc}, {@code objbench}, ...) fails
+     * with one line when the object store cannot be reached; the outage tracker's own warning,
+     * which a mount's log wants, would come before it as a second one ({@code --verbose} keeps it).
+     */
+    private static void quietOutagesUnlessServing(CommandLine.ParseResult parsed) {
+        CommandLine.ParseResult sub = parsed.subcommand();
+        if (sub != null && !SERVING.contains(sub.commandSpec().name())
+                && org.slf4j.LoggerFactory.getLogger("io.partfs.engine.object.StoreOutage")
+                        instanceof ch.qos.logback.classic.Logger l && l.getLevel() == null) {
+            l.setLevel(ch.qos.logback.classic.Level.ERROR);
+        }
     }
 
     /**

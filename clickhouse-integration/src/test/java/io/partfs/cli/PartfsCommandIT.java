@@ -275,6 +275,15 @@ class PartfsCommandIT {
             assertTrue(r.err().contains(meta.endsWith("#main") ? "cannot reach Redis" : "#master"), r.err());
             assertFalse(r.all().contains("topsecret"), r.all());
         }
+        // an object store that cannot be reached: the error line alone, not the outage tracker's warning before it
+        partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
+        Partfs.Result unreachable = partfs.run("format", "--meta", dir.resolve("meta-unreached").toString(), "--storage",
+                "s3://bkt?endpoint=http://127.0.0.1:1", "unreached");
+        assertEquals(1, unreachable.exit(), unreachable.all());
+        assertEquals(List.of("cannot reach"), unreachable.err().lines().filter(l -> !l.startsWith("partfs: preparing")
+                && !l.startsWith("partfs: building")).map(l -> l.contains("cannot reach s3://bkt/") ? "cannot reach" : l).toList(),
+                unreachable.err());
+        assertFalse(Files.exists(dir.resolve("meta-unreached")), "a format that cannot reach the store creates no metadata");
         assertFalse(Files.exists(dir.resolve("no-such-meta")), "a mistyped --meta creates nothing");
         assertFalse(Files.exists(Path.of("s3:")) || Files.exists(Path.of("rediss:")), "a URL with one slash is no relative directory");
         assertFalse(Files.exists(partfs.home().resolve("unreached")), "a format that cannot reach Redis leaves no object directory");
