@@ -71,8 +71,12 @@ final class StatusCommand implements Callable<Integer> {
         Path mp = mountPoint.toAbsolutePath().normalize();
         SidecarOptions endpoint = new SidecarOptions();
         try {
-            endpoint.url = sidecar != null ? sidecar : SidecarOptions.recordedFor(mp, volume.home());
-            SidecarOptions.requireMount(mp);
+            if (sidecar != null) {
+                SidecarOptions.requireMount(mp);
+                endpoint.url = sidecar;
+            } else {
+                endpoint.url = SidecarOptions.recordedFor(mp, volume.home()); // which requires a mount there too
+            }
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(e.getMessage() + ", or use --meta/--name", e);
         }
