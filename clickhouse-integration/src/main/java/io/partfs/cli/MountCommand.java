@@ -113,6 +113,12 @@ final class MountCommand implements Callable<Integer> {
                     "not affected. Set as root only (read_ahead_kb of the mount in /sys/class/bdi)."})
     String readahead;
 
+    @Option(names = "--unmount-grace", paramLabel = "SECONDS", defaultValue = "30",
+            description = {"How long a mount still in use when stopped (partfs umount, SIGTERM) stays attached and serving",
+                    "while it waits for the files open there to close (default: ${DEFAULT-VALUE}). After it the mount is",
+                    "detached lazily: open files keep working as long again at most, new opens no longer reach PartFS."})
+    long unmountGrace;
+
     @Option(names = "--attr-cache", paramLabel = "SECONDS",
             description = "Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse, "
                     + "whose path API gives each hard link its own kernel inode, so nlink would drift after ln).")
@@ -351,7 +357,7 @@ final class MountCommand implements Callable<Integer> {
         FuseOptions.Builder b = FuseOptions.builder().entryTimeout(entryCache).dirEntryTimeout(dirEntryCache)
                 .negativeTimeout(Math.min(entryCache, dirEntryCache)).allowOther(Ids.uid() == 0)
                 .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough).writePassthrough(!noWritePassthrough)
-                .readahead(Sizes.parse(readahead, "readahead"));
+                .readahead(Sizes.parse(readahead, "readahead")).unmountGrace(java.time.Duration.ofSeconds(unmountGrace));
         if (fuseDriver != null) {
             b.driver(FuseOptions.Driver.parse(fuseDriver));
         }
@@ -477,9 +483,11 @@ final class MountCommand implements Callable<Integer> {
                     log.error("unmounting {}: {}; those writes ({} KiB) are lost (the writer never saw them durable: "
                             + "ClickHouse re-fetches or re-merges such parts)", mp, e.getMessage(), dropped >> 10);
                 }
-                fuse.unmount();
-                if (guard != null && !Mounts.isMounted(mp)) {
+                boolean ended = fuse.unmount();
+                if (guard != null && ended && !Mounts.isMounted(mp)) {
                     guard.lift();
+                } else if (guard != null) {
+                    log.warn("{} keeps mode 000 beneath the mount: files were still open on it, so ClickHouse may still run", mp);
                 }
                 fs.endSession();
             } finally {

@@ -64,8 +64,16 @@ final class UmountCommand implements Callable<Integer> {
         run.takeLost(mp); // a line left by an earlier mount is not about this one
         ProcessHandle h = ProcessHandle.of(pid.getAsLong()).orElseThrow();
         h.destroy(); // SIGTERM: the mount flushes, uploads, unmounts and exits
-        long deadline = System.nanoTime() + timeout * 1_000_000_000L;
+        long start = System.nanoTime();
+        long deadline = start + timeout * 1_000_000_000L;
+        boolean told = false;
         while (running(h)) {
+            if (!told && System.nanoTime() - start > 3_000_000_000L) {
+                told = true;
+                out.printf("partfs: waiting for mount process %d to upload buffered writes and unmount (files open on %s keep it "
+                        + "attached for up to its --unmount-grace: lsof %s)%n", pid.getAsLong(), mp, mp);
+                out.flush();
+            }
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("mount process " + pid.getAsLong() + " still runs after " + timeout
                         + " s (uploads pending?): see its log " + (otherHome ? "in the data home it was started with" : run.logFile(mp)));

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.object.S3ObjectStore;
+import io.partfs.engine.testing.Poll;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import io.partfs.engine.testing.TempDirs;
@@ -208,19 +209,39 @@ class PartfsCommandIT {
         var ch = java.nio.channels.FileChannel.open(mnt.resolve("open.bin"),
                 java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
         ch.write(java.nio.ByteBuffer.wrap("still open".getBytes()));
-        p.destroy(); // SIGTERM while a file is open with a buffered write
-        // the mount flushes, then detaches lazily (the open file keeps it busy) and keeps serving
-        // the open file until it is closed, for 30 s at most
-        Partfs.awaitMounted(mnt, false);
-        assertTrue(p.isAlive(), "still serves the open file on the detached mount");
+        // SIGTERM (from partfs umount) while a file is open with a buffered write
+        Process umount = partfs.builder("umount", mnt.toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("umount.out").toFile()).start();
+        // the mount flushes, finds itself busy (the open file) and stays attached, serving, until
+        // the file is closed (for --unmount-grace at most): new opens still reach PartFS, not the
+        // directory beneath the mount
+        Poll.until(() -> fileHolds(dir.resolve("fg.log"), "is busy"), "the mount waits for the open file");
+        assertTrue(p.isAlive(), "still serves the open file");
+        assertTrue(Mounts.isMounted(mnt), "still attached");
+        Files.writeString(mnt.resolve("while-stopping"), "by path");
+        Poll.until(() -> fileHolds(dir.resolve("umount.out"), "waiting for mount process"), "umount says what it waits for");
         ch.close();
+        assertTrue(umount.waitFor(60, TimeUnit.SECONDS), "umount returns once the file is closed");
+        String said = Files.readString(dir.resolve("umount.out"));
+        assertEquals(0, umount.exitValue(), said);
+        assertTrue(said.endsWith("partfs: unmounted " + mnt + "\n"), said);
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), "mount exits after SIGTERM");
         String log = Files.readString(dir.resolve("fg.log"));
         assertEquals(0, p.exitValue(), log);
-        assertTrue(log.contains("detaching it lazily"), log);
-        assertFalse(log.contains("files are still open on the detached mount"), "it ended when the file closed: " + log);
+        assertTrue(log.contains("the files open there were closed; unmounted"), log);
+        assertFalse(log.contains("detaching it lazily"), "it ended when the file closed: " + log);
+        assertFalse(Files.exists(mnt.resolve("while-stopping")), "nothing written beneath the mount");
         assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
         assertEquals("still open", Files.readString(mnt.resolve("open.bin")), "the buffered write was flushed");
+        assertEquals("by path", Files.readString(mnt.resolve("while-stopping")));
+    }
+
+    private static boolean fileHolds(Path file, String text) {
+        try {
+            return Files.readString(file).contains(text);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Test
@@ -239,6 +260,7 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--cache-items", "0"},
                 new String[] {"mount", mnt.toString(), "--upload-delay", "5"},
                 new String[] {"mount", mnt.toString(), "--io-timeout", "0"},
+                new String[] {"mount", mnt.toString(), "--unmount-grace", "-1"},
                 new String[] {"mount", mnt.toString(), "--meta-cache-entries", "10"},
                 new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},

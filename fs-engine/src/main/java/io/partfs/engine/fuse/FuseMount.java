@@ -20,10 +20,13 @@ public interface FuseMount {
     void awaitUnmounted() throws InterruptedException;
 
     /**
-     * Unmounts and waits until the driver has stopped. If files are still open the kernel detaches
-     * the mount lazily: it disappears from the namespace now and ends when the last file closes.
+     * Unmounts and waits until the driver has stopped. A mount with files still open stays
+     * attached, serving, while the unmount is retried for {@link FuseOptions#unmountGrace()}; then
+     * it is detached lazily (it disappears from the namespace and ends when its last file closes)
+     * and its open files are served as long again at most. Returns whether the mount has ended;
+     * false when files were still open on the detached mount at the end.
      */
-    void unmount() throws IOException;
+    boolean unmount() throws IOException;
 
     /** The driver {@code options} ask for, serving {@code fs} (and {@code observer}, may be null). */
     static FuseMount create(PartFs fs, PathObserver observer, FuseOptions options) {

@@ -42,6 +42,8 @@ public final class FuseOptions {
     /** The kernel readahead window a mount gets unless told otherwise (see {@link KernelReadahead}). */
     public static final long DEFAULT_READAHEAD = 16L << 20;
     private static final long MAX_READAHEAD = 1L << 30;
+    /** How long a busy mount keeps serving, once asked to unmount, before it is detached lazily (see {@link BusyUnmount}). */
+    public static final java.time.Duration DEFAULT_UNMOUNT_GRACE = java.time.Duration.ofSeconds(30);
 
     private final Driver driver;
     private final boolean prefetchParts;
@@ -53,6 +55,7 @@ public final class FuseOptions {
     private final double negativeTimeout;
     private final boolean allowOther;
     private final long readahead;
+    private final java.time.Duration unmountGrace;
     private final List<String> extra;
 
     private FuseOptions(Builder b) {
@@ -66,6 +69,7 @@ public final class FuseOptions {
         this.negativeTimeout = b.negativeTimeout;
         this.allowOther = b.allowOther;
         this.readahead = b.readahead;
+        this.unmountGrace = b.unmountGrace;
         this.extra = List.copyOf(b.extra);
     }
 
@@ -112,6 +116,15 @@ public final class FuseOptions {
         return readahead;
     }
 
+    /**
+     * How long a mount still in use when asked to unmount stays attached, serving, while the
+     * unmount is retried; after it the mount is detached lazily and its open files are served as
+     * long again at most.
+     */
+    public java.time.Duration unmountGrace() {
+        return unmountGrace;
+    }
+
     /** The options given with {@link Builder#option}, as given. */
     public List<String> extra() {
         return extra;
@@ -156,6 +169,7 @@ public final class FuseOptions {
         private double negativeTimeout = 1;
         private boolean allowOther = true;
         private long readahead = DEFAULT_READAHEAD;
+        private java.time.Duration unmountGrace = DEFAULT_UNMOUNT_GRACE;
         private final List<String> extra = new ArrayList<>();
 
         /** The FUSE driver; default {@link Driver#preferred()}. */
@@ -187,6 +201,9 @@ public final class FuseOptions {
         /** Kernel readahead window in bytes (default {@link #DEFAULT_READAHEAD}; 0: the kernel's own). */
         public Builder readahead(long bytes) { this.readahead = bytes; return this; }
 
+        /** How long a busy mount keeps serving once asked to unmount (default {@link #DEFAULT_UNMOUNT_GRACE}). */
+        public Builder unmountGrace(java.time.Duration d) { this.unmountGrace = d; return this; }
+
         /** Another libfuse {@code -o} option, passed as given. */
         public Builder option(String o) { this.extra.add(o); return this; }
 
@@ -198,6 +215,9 @@ public final class FuseOptions {
                 if (t < 0 || Double.isNaN(t) || t > 86400) {
                     throw new IllegalArgumentException("cache timeouts must be between 0 and 86400 seconds, not " + t);
                 }
+            }
+            if (unmountGrace.isNegative() || unmountGrace.compareTo(java.time.Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("--unmount-grace must be between 0 and 3600 seconds, not " + unmountGrace.toSeconds());
             }
             if (readahead < 0 || readahead > MAX_READAHEAD) {
                 throw new IllegalArgumentException("--readahead must be between 0 and 1G (e.g. 16M), not " + readahead + " bytes");

@@ -170,6 +170,7 @@ public final class KernelFuse implements FuseMount {
     private volatile FuseOptions options;
     private volatile int fd = -1;
     private volatile Path mountedAt;
+    private volatile java.time.Duration unmountGrace = FuseOptions.DEFAULT_UNMOUNT_GRACE;
     /** The protocol minor version agreed with the kernel. */
     private volatile int minor = MINOR;
     /** Read-only opens of files held in one local block, served by the kernel itself. */
@@ -239,6 +240,7 @@ public final class KernelFuse implements FuseMount {
         }
         fd = dev;
         mountedAt = mp;
+        unmountGrace = options.unmountGrace();
         if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
             prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2,
                     dirs -> fs.meta().prefetchListings(dirs), (path, ino) -> {
@@ -276,30 +278,23 @@ public final class KernelFuse implements FuseMount {
     }
 
     @Override
-    public void unmount() throws IOException {
+    public boolean unmount() throws IOException {
         Path mp = mountedAt;
         if (mp == null) {
-            return;
+            return true;
         }
         PartPrefetcher p = prefetcher;
         if (p != null) {
             p.close(); // its listings hold the mount busy
             prefetcher = null;
         }
+        boolean lazily = BusyUnmount.unmount(mp, unmountGrace, () -> umount2(mp, 0), () -> umount2(mp, LibC.MNT_DETACH));
         expiry.shutdownNow();
         if (flockWaits != null) {
             flockWaits.close(); // the kernel fails what still waits when the mount goes
         }
-        if (Mounts.isMounted(mp) && C.umount2(mp.toString(), 0) != 0) {
-            int e = LibC.errno();
-            if (e != LibC.EINVAL) { // EINVAL: no longer mounted
-                log.warn("{} is busy ({}); detaching it lazily", mp, LibC.error());
-                if (C.umount2(mp.toString(), LibC.MNT_DETACH) != 0 && LibC.errno() != LibC.EINVAL) {
-                    throw new IOException("cannot unmount " + mp + ": " + LibC.error() + "; close what uses it (lsof " + mp + ")");
-                }
-            }
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        // a mount detached lazily ends when its last file closes: serve those files a while longer
+        long deadline = System.nanoTime() + (lazily ? unmountGrace.toNanos() : TimeUnit.SECONDS.toNanos(30));
         try {
             for (Thread t : List.copyOf(threads)) {
                 t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
@@ -308,13 +303,30 @@ public final class KernelFuse implements FuseMount {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while unmounting " + mp);
         }
-        if (threads.stream().noneMatch(Thread::isAlive)) {
-            C.close(fd);
-            fd = -1;
-        } else {
-            log.warn("{}: files are still open on the detached mount; it ends when they close", mp);
-        }
         mountedAt = null;
+        if (threads.stream().anyMatch(Thread::isAlive)) {
+            log.warn("{}: files are still open on the detached mount; it ends when they close", mp);
+            return false;
+        }
+        C.close(fd);
+        fd = -1;
+        return true;
+    }
+
+    /** umount2(2) of {@code mp}: null once it is not mounted (EINVAL: no longer was), else why not. */
+    private static String umount2(Path mp, int flags) throws IOException {
+        if (C.umount2(mp.toString(), flags) == 0) {
+            return null;
+        }
+        int e = LibC.errno();
+        String error = LibC.error();
+        if (e == LibC.EINVAL) {
+            return null;
+        }
+        if (e != LibC.EBUSY) {
+            throw new IOException("cannot unmount " + mp + ": " + error);
+        }
+        return error;
     }
 
     // ---- the request loop ----

@@ -522,6 +522,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
 
     private volatile Thread fuseThread;
     private volatile Path mountedAt;
+    private volatile java.time.Duration unmountGrace = FuseOptions.DEFAULT_UNMOUNT_GRACE;
 
     /**
      * Mounts at {@code mountPoint} and returns once the kernel serves it (polling
@@ -562,6 +563,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
             java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
         }
         mountedAt = mp;
+        unmountGrace = options.unmountGrace();
         KernelReadahead.apply(mp, options.readahead());
         log.info("mounted volume {} at {}", fs.format().name(), mp);
     }
@@ -575,39 +577,32 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
     }
 
     @Override
-    public void unmount() throws IOException {
+    public boolean unmount() throws IOException {
         Path mp = mountedAt;
         Thread t = fuseThread;
         if (mp == null || t == null) {
-            return;
+            return true;
         }
-        if (Mounts.isMounted(mp) && run("fusermount", "-u", mp.toString()) != 0) {
-            log.warn("{} is busy; detaching it lazily", mp);
-            if (run("fusermount", "-u", "-z", mp.toString()) != 0) {
-                throw new IOException("cannot unmount " + mp + ": fusermount failed; close what uses it (lsof " + mp + ")");
-            }
-        }
+        boolean lazily = BusyUnmount.unmount(mp, unmountGrace, () -> fusermount("-u", mp), () -> fusermount("-uz", mp));
         try {
-            t.join(30_000);
+            t.join(lazily ? Math.max(1, unmountGrace.toMillis()) : 30_000); // a mount detached lazily ends when its last file closes
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while unmounting " + mp);
         }
         mountedAt = null;
+        return !t.isAlive();
     }
 
-    private static int run(String... cmd) throws IOException {
+    /** fusermount {@code flags} {@code mp}: null once done, else what fusermount said. */
+    private static String fusermount(String flags, Path mp) throws IOException {
         try {
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            Process p = new ProcessBuilder("fusermount", flags, mp.toString()).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            int code = p.waitFor();
-            if (code != 0) {
-                log.debug("{} exited {}: {}", String.join(" ", cmd), code, out);
-            }
-            return code;
+            return p.waitFor() == 0 ? null : out.isEmpty() ? "fusermount " + flags + " failed" : out;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted running " + cmd[0]);
+            throw new java.io.InterruptedIOException("interrupted running fusermount");
         }
     }
 }
