@@ -25,6 +25,12 @@ final class UmountCommand implements Callable<Integer> {
     @Option(names = "--home", paramLabel = "DIR", description = "Data home the mount was started with (default: $PARTFS_HOME or ~/.partfs).")
     Path home;
 
+    @Option(names = {"-f", "--force"},
+            description = {"Detach a busy mount at once (lazily, as umount -l) instead of the mount keeping it attached",
+                    "while it waits up to its --unmount-grace for the files open there to close. Open files keep",
+                    "working until closed; new opens of paths there no longer reach PartFS."})
+    boolean force;
+
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "300",
             description = "How long to wait for uploads to finish (default: ${DEFAULT-VALUE}).")
     long timeout;
@@ -62,6 +68,9 @@ final class UmountCommand implements Callable<Integer> {
             return 0;
         }
         run.takeLost(mp); // a line left by an earlier mount is not about this one
+        if (force) {
+            detach(mp); // before the SIGTERM: the mount process then finds nothing left to wait for in the namespace
+        }
         ProcessHandle h = ProcessHandle.of(pid.getAsLong()).orElseThrow();
         h.destroy(); // SIGTERM: the mount flushes, uploads, unmounts and exits
         long start = System.nanoTime();
@@ -113,15 +122,29 @@ final class UmountCommand implements Callable<Integer> {
         return aborted;
     }
 
+    /** Detaches the live mount {@code mp} lazily (umount -l): it ends when its last file is closed. */
+    private static void detach(Path mp) throws java.io.IOException, InterruptedException {
+        String failed = detachLazily(mp);
+        if (failed != null) {
+            throw new IllegalStateException("cannot detach " + mp + " (" + failed + "): as root, umount -l " + mp);
+        }
+    }
+
+    /** fusermount -u -z {@code mp}: null once it is gone from the namespace, else what fusermount said. */
+    private static String detachLazily(Path mp) throws java.io.IOException, InterruptedException {
+        Process p = new ProcessBuilder("fusermount", "-u", "-z", mp.toString()).redirectErrorStream(true).start();
+        String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+        return p.waitFor() != 0 || Mounts.isMounted(mp) ? (said.isEmpty() ? "still mounted" : said) : null;
+    }
+
     /**
      * Takes down a PartFS mount whose process is gone (it answers ENOTCONN): lazily (MNT_DETACH),
      * since ClickHouse may still hold files open there, which a plain unmount refuses as busy.
      * Nothing is left to flush.
      */
     static void detachDeadMount(Path mp) throws java.io.IOException, InterruptedException {
-        Process p = new ProcessBuilder("fusermount", "-u", "-z", mp.toString()).redirectErrorStream(true).start();
-        String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
-        if (p.waitFor() != 0 || Mounts.isMounted(mp)) {
+        String said = detachLazily(mp);
+        if (said != null) {
             throw new IllegalStateException(mp + " holds a PartFS mount whose process exited, and fusermount -u -z failed ("
                     + said + "): unmount it as root with umount -l " + mp);
         }

@@ -236,6 +236,31 @@ class PartfsCommandIT {
         assertEquals("by path", Files.readString(mnt.resolve("while-stopping")));
     }
 
+    @Test
+    void umountForceDetachesABusyMountAtOnce() throws Exception {
+        Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("fg.log").toFile()).start();
+        Partfs.awaitMounted(mnt, true);
+        Process umount;
+        try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("held.bin"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            umount = partfs.builder("umount", "--force", mnt.toString()).redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("umount.out").toFile()).start();
+            Partfs.awaitMounted(mnt, false); // gone from the namespace while the file is still open
+            ch.write(ByteBuffer.wrap("written after the detach".getBytes(StandardCharsets.UTF_8)));
+            assertTrue(umount.isAlive(), "umount waits for the mount process, which serves the open file");
+        }
+        assertTrue(umount.waitFor(60, TimeUnit.SECONDS), "umount returns once the file is closed");
+        String said = Files.readString(dir.resolve("umount.out"));
+        assertEquals(0, umount.exitValue(), said);
+        assertTrue(said.endsWith("partfs: unmounted " + mnt + "\n"), said);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the mount process exits once the file is closed");
+        String log = Files.readString(dir.resolve("fg.log"));
+        assertEquals(0, p.exitValue(), log);
+        assertFalse(log.contains("is busy"), "no grace to wait for: " + log);
+        assertEquals(0, partfs.run("mount", mnt.toString(), "--background").exit());
+        assertEquals("written after the detach", Files.readString(mnt.resolve("held.bin")));
+    }
+
     private static boolean fileHolds(Path file, String text) {
         try {
             return Files.readString(file).contains(text);
