@@ -525,7 +525,7 @@ final class MountCommand implements Callable<Integer> {
     }
 
     /** {@code mp} with symlinks resolved, as the paths given to /warmup are (or as it is, if that fails). */
-    private static Path realPath(Path mp) {
+    static Path realPath(Path mp) {
         try {
             return mp.toRealPath();
         } catch (IOException e) {

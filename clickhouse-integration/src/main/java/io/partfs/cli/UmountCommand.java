@@ -3,6 +3,7 @@ package io.partfs.cli;
 import io.partfs.engine.fuse.Mounts;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -67,6 +68,11 @@ final class UmountCommand implements Callable<Integer> {
             out.printf("partfs: unmounted %s (no mount process was found to flush)%n", mp);
             return 0;
         }
+        Path cwd = Path.of("").toAbsolutePath();
+        if (!force && (cwd.startsWith(mp) || cwd.startsWith(MountCommand.realPath(mp)))) {
+            throw new IllegalArgumentException("the working directory " + cwd + " is on the mount, which keeps it busy: "
+                    + "cd out of it (cd /) and run partfs umount again");
+        }
         run.takeLost(mp); // a line left by an earlier mount is not about this one
         if (force) {
             detach(mp); // before the SIGTERM: the mount process then finds nothing left to wait for in the namespace
@@ -79,8 +85,10 @@ final class UmountCommand implements Callable<Integer> {
         while (running(h)) {
             if (!told && System.nanoTime() - start > 3_000_000_000L) {
                 told = true;
-                out.printf("partfs: waiting for mount process %d to upload buffered writes and unmount (files open on %s keep it "
-                        + "attached for up to its --unmount-grace: lsof %s)%n", pid.getAsLong(), mp, mp);
+                List<String> holders = Mounts.isMounted(mp) ? Mounts.holders(mp, 5) : List.of();
+                out.printf("partfs: waiting for mount process %d to upload buffered writes and unmount%s%n", pid.getAsLong(),
+                        holders.isEmpty() ? "" : "; " + mp + " is in use by " + String.join(", ", holders)
+                                + ", which keeps it attached for up to its --unmount-grace (or use --force)");
                 out.flush();
             }
             if (System.nanoTime() > deadline) {

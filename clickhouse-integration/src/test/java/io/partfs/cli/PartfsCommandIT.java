@@ -209,6 +209,11 @@ class PartfsCommandIT {
         var ch = java.nio.channels.FileChannel.open(mnt.resolve("open.bin"),
                 java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
         ch.write(java.nio.ByteBuffer.wrap("still open".getBytes()));
+        Process inside = partfs.builder("umount", mnt.toString()).directory(mnt.toFile()).redirectErrorStream(true).start();
+        String refused = new String(inside.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(1, inside.waitFor(), refused);
+        assertTrue(refused.contains("the working directory " + mnt + " is on the mount") && refused.strip().lines().count() == 1, refused);
+        assertTrue(Mounts.isMounted(mnt), "left mounted");
         // SIGTERM (from partfs umount) while a file is open with a buffered write
         Process umount = partfs.builder("umount", mnt.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("umount.out").toFile()).start();
@@ -225,6 +230,7 @@ class PartfsCommandIT {
         String said = Files.readString(dir.resolve("umount.out"));
         assertEquals(0, umount.exitValue(), said);
         assertTrue(said.endsWith("partfs: unmounted " + mnt + "\n"), said);
+        assertTrue(said.contains(mnt + " is in use by " + ProcessHandle.current().pid() + " (java)"), "names what holds it: " + said);
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), "mount exits after SIGTERM");
         String log = Files.readString(dir.resolve("fg.log"));
         assertEquals(0, p.exitValue(), log);

@@ -49,8 +49,9 @@ final class BusyUnmount {
             REFUSED.incrementAndGet();
             if (busy == null) {
                 busy = why;
-                log.warn("{} is busy ({}): it keeps serving while waiting up to {} for the files open there to close (lsof {})",
-                        mp, why, text(grace), mp);
+                java.util.List<String> holders = Mounts.holders(mp, 5);
+                log.warn("{} is busy ({}: {}): it keeps serving while waiting up to {} for the files open there to close",
+                        mp, why, holders.isEmpty() ? "lsof " + mp : "used by " + String.join(", ", holders), text(grace));
             }
             if (System.nanoTime() - deadline >= 0) {
                 log.warn("{} is still busy after {}; detaching it lazily: the files open there keep working until they "

@@ -52,6 +52,74 @@ public final class Mounts {
         return best;
     }
 
+    /**
+     * The processes keeping the mount at {@code mp} busy, as "PID (command)", at most
+     * {@code limit}: those with their working or root directory, an open file or a mapped file
+     * under it (what lsof would list), from /proc. Processes this user may not look at are left
+     * out. Only reads /proc, never the mount.
+     */
+    public static java.util.List<String> holders(Path mp, int limit) {
+        java.util.List<String> found = new java.util.ArrayList<>();
+        try (java.util.stream.Stream<Path> procs = Files.list(Path.of("/proc"))) {
+            for (Path proc : (Iterable<Path>) procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit))
+                    .sorted(java.util.Comparator.comparingLong(p -> Long.parseLong(p.getFileName().toString())))::iterator) {
+                if (found.size() >= limit) {
+                    break;
+                }
+                if (holds(proc, mp)) {
+                    String comm;
+                    try {
+                        comm = Files.readString(proc.resolve("comm")).trim();
+                    } catch (IOException e) {
+                        comm = "?";
+                    }
+                    found.add(proc.getFileName() + " (" + comm + ")");
+                }
+            }
+        } catch (IOException e) {
+            return found; // no /proc to read
+        }
+        return found;
+    }
+
+    private static boolean holds(Path proc, Path mp) {
+        if (under(link(proc.resolve("cwd")), mp) || under(link(proc.resolve("root")), mp)) {
+            return true;
+        }
+        try (java.util.stream.Stream<Path> fds = Files.list(proc.resolve("fd"))) {
+            if (fds.anyMatch(fd -> under(link(fd), mp))) {
+                return true;
+            }
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // gone meanwhile, or not ours to look at
+        }
+        try {
+            for (String line : Files.readAllLines(proc.resolve("maps"), java.nio.charset.StandardCharsets.ISO_8859_1)) {
+                int slash = line.indexOf('/');
+                if (slash > 0 && under(line.substring(slash), mp)) {
+                    return true;
+                }
+            }
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // as above
+        }
+        return false;
+    }
+
+    private static String link(Path p) {
+        try {
+            return Files.readSymbolicLink(p).toString();
+        } catch (IOException | UnsupportedOperationException e) {
+            return "";
+        }
+    }
+
+    /** Whether the path {@code s} (as /proc shows it: maybe " (deleted)" after it) is {@code mp} or under it. */
+    private static boolean under(String s, Path mp) {
+        String m = mp.toString();
+        return s.startsWith(m) && (s.length() == m.length() || s.charAt(m.length()) == '/' || s.startsWith(" (deleted)", m.length()));
+    }
+
     public static boolean isMounted(Path dir) throws IOException {
         return typeAt(dir) != null;
     }

@@ -2,6 +2,7 @@ package io.partfs.engine.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -12,6 +13,27 @@ class MountsTest {
         assertEquals("/mnt/a b\tc\\d", Mounts.unescape("/mnt/a\\040b\\011c\\134d"));
         assertEquals("/mnt/plain", Mounts.unescape("/mnt/plain"));
         assertEquals("/mnt/x\\9", Mounts.unescape("/mnt/x\\9"), "a backslash without three octal digits stays");
+    }
+
+    @Test
+    void holdersAreTheProcessesWithFilesOpenUnderAPath() throws Exception {
+        Path dir = java.nio.file.Files.createTempDirectory("partfs-holders-");
+        Path sibling = java.nio.file.Files.createTempDirectory(dir.getFileName() + "x"); // a name the path starts with
+        try {
+            assertTrue(Mounts.holders(dir, 10).isEmpty(), "nobody uses a new directory");
+            try (var ch = java.nio.channels.FileChannel.open(sibling.resolve("f"), java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                assertTrue(Mounts.holders(dir, 10).isEmpty(), "a file in " + sibling + " is not under " + dir);
+            }
+            try (var ch = java.nio.channels.FileChannel.open(dir.resolve("f"), java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                java.nio.file.Files.delete(dir.resolve("f")); // shown as "(deleted)" by /proc: still under the path
+                assertEquals(java.util.List.of(ProcessHandle.current().pid() + " (java)"), Mounts.holders(dir, 10));
+            }
+        } finally {
+            io.partfs.engine.testing.TempDirs.deleteRecursively(dir);
+            io.partfs.engine.testing.TempDirs.deleteRecursively(sibling);
+        }
     }
 
     @Test
