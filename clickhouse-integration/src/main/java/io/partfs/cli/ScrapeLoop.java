@@ -69,8 +69,14 @@ final class ScrapeLoop {
 
     /** Scrapes {@code sidecar} every interval ({@code defaultInterval} unless given) until {@code --count} reports are made. */
     void run(SidecarOptions sidecar, double defaultInterval, Report report) throws IOException {
+        run(sidecar, defaultInterval, () -> { }, report);
+    }
+
+    /** As {@link #run(SidecarOptions, double, Report)}, calling {@code answered} once the first scrape came back (for a header). */
+    void run(SidecarOptions sidecar, double defaultInterval, Runnable answered, Report report) throws IOException {
         double every = prepare(sidecar, defaultInterval);
         Map<String, Double> before = StatsCommand.parse(sidecar.call("GET", "/metrics"));
+        answered.run();
         long at = System.nanoTime();
         for (int n = 0; count == 0 || n < count; n++) {
             java.util.concurrent.locks.LockSupport.parkNanos(Math.max(0, at + (long) (every * 1e9) - System.nanoTime()));

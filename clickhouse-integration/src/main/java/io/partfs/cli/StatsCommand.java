@@ -29,9 +29,9 @@ final class StatsCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        loop.prepare(sidecar, 1); // bad options fail before the header
-        out.println(" fuse ops/s  ms/op | obj get/s  MiB/s  put/s  MiB/s  ms/req | meta txn/s  ms/txn | cache hit |  buffered    staged |       rss");
-        loop.run(sidecar, 1, (before, after, seconds) -> {
+        // the header once the sidecar answered: bad options and no sidecar are one line
+        loop.run(sidecar, 1, () -> out.println(" fuse ops/s  ms/op | obj get/s  MiB/s  put/s  MiB/s  ms/req | meta txn/s  ms/txn"
+                + " | cache hit |  buffered    staged |       rss"), (before, after, seconds) -> {
             out.println(line(new Delta(before, after, seconds)));
             out.flush();
         });

@@ -317,6 +317,7 @@ class PartfsCommandIT {
             assertEquals(1, r.exit(), cmd + ": " + r.all());
             List<String> errors = Partfs.errorLines(r);
             assertEquals(1, errors.size(), cmd + " prints one error line: " + r.err());
+            assertEquals("", r.out(), cmd + " prints nothing else (no table header before the error)");
             assertFalse(r.all().contains("\tat "), cmd + " prints no stack trace: " + r.all());
             assertFalse(r.all().contains("topsecret"), cmd + " never prints a password: " + r.all());
         }
