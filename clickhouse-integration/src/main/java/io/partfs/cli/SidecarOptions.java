@@ -20,6 +20,9 @@ final class SidecarOptions {
                     "A token, if the mount requires one, is read from $" + MountCommand.HTTP_TOKEN_ENV + "."})
     String url;
 
+    /** Said after "no sidecar answers": why the default endpoint was asked (set by {@link #forPath}). */
+    private String unanswered = ": mount the volume first (partfs mount), or pass --sidecar";
+
     /**
      * The HTTP endpoint the process serving the PartFS mount at {@code mountPoint} recorded under
      * the data home {@code home}. A path that is no PartFS mount, or a mount that recorded none
@@ -48,6 +51,9 @@ final class SidecarOptions {
         if (url == null) {
             Path mp = io.partfs.engine.fuse.Mounts.partfsMountHolding(real);
             o.url = mp == null ? null : new RunFiles(EmbeddedVolume.defaultHome()).liveHttp(mp);
+            if (mp == null) {
+                o.unanswered = ", and " + real + " is on no PartFS mount here: give a path on a mounted volume, or --sidecar of the mount serving it";
+            }
         }
         return o;
     }
@@ -163,7 +169,7 @@ final class SidecarOptions {
         try {
             r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build().send(b.build(), handler);
         } catch (java.net.ConnectException e) {
-            throw new IOException("no PartFS sidecar answers at " + base() + ": mount the volume first (partfs mount), or pass --sidecar");
+            throw new IOException("no PartFS sidecar answers at " + base() + unanswered);
         } catch (java.net.http.HttpTimeoutException e) {
             boolean connecting = e instanceof java.net.http.HttpConnectTimeoutException;
             throw new IOException("the PartFS sidecar at " + base() + (connecting ? " did not take the connection within 5 s"
