@@ -30,13 +30,13 @@ final class BenchCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "DIR", description = "Directory to test in (a temporary subdirectory is made and removed).")
     Path dir;
 
-    @Option(names = "--big-file-size", paramLabel = "SIZE", defaultValue = "1G", description = "Size of each big file (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--big-file-size", paramLabel = "SIZE", defaultValue = "1G", description = "Size of each big file (default: ${DEFAULT-VALUE}; 0 skips the big-file steps).")
     String bigFileSize;
 
     @Option(names = "--small-file-size", paramLabel = "SIZE", defaultValue = "128K", description = "Size of each small file (default: ${DEFAULT-VALUE}).")
     String smallFileSize;
 
-    @Option(names = "--small-file-count", paramLabel = "N", defaultValue = "100", description = "Small files per thread (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--small-file-count", paramLabel = "N", defaultValue = "100", description = "Small files per thread (default: ${DEFAULT-VALUE}; 0 skips the small-file and stat steps).")
     int smallFiles;
 
     @Option(names = "--block-size", paramLabel = "SIZE", defaultValue = "1M", description = "IO size of big files (default: ${DEFAULT-VALUE}).")
@@ -64,7 +64,10 @@ final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException(dir + " is not a directory: give an existing directory on the filesystem to test");
         }
         if (smallFiles < 0 || listEntries < 0 || block <= 0 || small > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("sizes and counts must be positive (and a small file at most 2 GiB)");
+            throw new IllegalArgumentException("counts must be 0 or more, the block size above 0, a small file at most 2 GiB");
+        }
+        if (big == 0 && smallFiles == 0 && listEntries == 0) {
+            throw new IllegalArgumentException("nothing to measure: give --big-file-size, --small-file-count or --list-entries above 0");
         }
         BenchTable table = new BenchTable(threads);
         PrintWriter out = spec.commandLine().getOut();
@@ -131,8 +134,8 @@ final class BenchCommand implements Callable<Integer> {
         } finally {
             deleteTree(work);
         }
-        out.printf("partfs bench %s: %d thread(s), big file %s with %s IO, %d small files of %s per thread%s%s%n", dir, threads,
-                bigFileSize, blockSize, smallFiles, smallFileSize,
+        out.printf("partfs bench %s: %d thread(s), %s, %d small files of %s per thread%s%s%n", dir, threads,
+                big == 0 ? "no big file" : "big file " + bigFileSize + " with " + blockSize + " IO", smallFiles, smallFileSize,
                 listEntries > 0 ? ", a directory of " + listEntries + " entries per thread" : "",
                 dropped ? "" : " (page cache not dropped: not root)");
         table.print(out);

@@ -1,6 +1,7 @@
 package io.partfs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -51,9 +52,16 @@ class BenchCommandIT {
                 assertEquals(List.of(), s.toList(), "bench removes its files");
             }
         }
-        Partfs.Result bad = partfs.run("bench", dir.resolve("missing").toString());
-        assertEquals(1, bad.exit(), bad.all());
-        assertEquals(1, Partfs.errorLines(bad).size(), bad.err());
+        for (String[] args : new String[][] {{"bench", dir.resolve("missing").toString()},
+                {"bench", local.toString(), "--big-file-size", "0", "--small-file-count", "0"}}) {
+            Partfs.Result bad = partfs.run(args);
+            assertEquals(1, bad.exit(), bad.all());
+            assertEquals(1, Partfs.errorLines(bad).size(), bad.err());
+            assertEquals("", bad.out(), "no table for " + String.join(" ", args));
+        }
+        Partfs.Result smallOnly = partfs.ok("bench", local.toString(), "--big-file-size", "0", "--small-file-count", "5");
+        assertFalse(smallOnly.out().contains("Write big file"), "0 skips the big-file steps: " + smallOnly.out());
+        assertTrue(smallOnly.out().contains("| Write small file"), smallOnly.out());
     }
 
     @Test
