@@ -40,9 +40,10 @@ import picocli.CommandLine.Spec;
                 "FUSE: as root PartFS serves the kernel's FUSE protocol itself (--fuse-driver",
                 "kernel: READDIRPLUS, one kernel inode per file); other users go through",
                 "libfuse 2. Kernel caching: attributes, names and missing names are cached",
-                "for 1 s, so other clients' changes show within a second; a volume's only",
-                "writer may raise --attr-cache, --entry-cache and --dir-entry-cache (every",
-                "change then passes through this kernel)."})
+                "for 1 s on a Redis volume, so other clients' changes show within a second;",
+                "a volume's only writer may raise --attr-cache, --entry-cache and",
+                "--dir-entry-cache (every change then passes through this kernel), as a",
+                "RocksDB volume's mount does by default (60 s, kernel driver)."})
 final class MountCommand implements Callable<Integer> {
     private static final Logger log = LoggerFactory.getLogger(MountCommand.class);
 
@@ -120,17 +121,26 @@ final class MountCommand implements Callable<Integer> {
     long unmountGrace;
 
     @Option(names = "--attr-cache", paramLabel = "SECONDS",
-            description = "Kernel attribute cache timeout (default: 1 with the kernel driver; 0 with libfuse, "
-                    + "whose path API gives each hard link its own kernel inode, so nlink would drift after ln).")
+            description = {"Kernel attribute cache timeout (default: " + SOLE_WRITER_CACHE + " for a RocksDB volume with the kernel",
+                    "driver, 1 for a Redis one; 0 with libfuse, whose path API gives each hard link its own kernel",
+                    "inode, so nlink would drift after ln)."})
     Double attrCache;
 
-    @Option(names = "--entry-cache", paramLabel = "SECONDS", defaultValue = "1", description = "Kernel file entry cache timeout (default: ${DEFAULT-VALUE}).")
-    double entryCache;
+    @Option(names = "--entry-cache", paramLabel = "SECONDS",
+            description = {"Kernel file entry cache timeout (default: " + SOLE_WRITER_CACHE + " for a RocksDB volume with the kernel",
+                    "driver: its mount is its only writer, RocksDB lets one process open it; else 1)."})
+    Double entryCache;
 
-    @Option(names = "--dir-entry-cache", paramLabel = "SECONDS", defaultValue = "1",
-            description = {"Kernel directory entry cache timeout (default: ${DEFAULT-VALUE}). With --fuse-driver libfuse,",
+    @Option(names = "--dir-entry-cache", paramLabel = "SECONDS",
+            description = {"Kernel directory entry cache timeout (default: as for --entry-cache). With --fuse-driver libfuse,",
                     "which has one entry timeout for all names, the smaller of --entry-cache and this one applies."})
-    double dirEntryCache;
+    Double dirEntryCache;
+
+    /**
+     * Seconds the kernel caches names and attributes by default when this mount is the volume's
+     * only writer: every change then passes through this kernel, which keeps its caches right.
+     */
+    static final int SOLE_WRITER_CACHE = 60;
 
     @Option(names = "--meta-cache-entries", paramLabel = "N", defaultValue = "500000",
             description = {"File attributes and directory listings the sidecar keeps in memory (default: ${DEFAULT-VALUE},",
@@ -354,15 +364,20 @@ final class MountCommand implements Callable<Integer> {
     }
 
     private FuseOptions fuseOptions() {
-        FuseOptions.Builder b = FuseOptions.builder().entryTimeout(entryCache).dirEntryTimeout(dirEntryCache)
-                .negativeTimeout(Math.min(entryCache, dirEntryCache)).allowOther(Ids.uid() == 0)
+        FuseOptions.Driver driver = fuseDriver != null ? FuseOptions.Driver.parse(fuseDriver) : FuseOptions.Driver.preferred();
+        // a RocksDB volume is open in one process only: its mount is its only writer (fsck, gc, status read it read-only)
+        boolean soleWriter = driver == FuseOptions.Driver.KERNEL && !volume.metaUrl().isRedis();
+        double fallback = soleWriter ? SOLE_WRITER_CACHE : 1;
+        double entry = entryCache != null ? entryCache : fallback;
+        double dirEntry = dirEntryCache != null ? dirEntryCache : fallback;
+        FuseOptions.Builder b = FuseOptions.builder().driver(driver).entryTimeout(entry).dirEntryTimeout(dirEntry)
+                .negativeTimeout(Math.min(entry, dirEntry)).allowOther(Ids.uid() == 0)
                 .prefetchParts(!noPrefetchParts).passthrough(!noPassthrough).writePassthrough(!noWritePassthrough)
                 .readahead(Sizes.parse(readahead, "readahead")).unmountGrace(java.time.Duration.ofSeconds(unmountGrace));
-        if (fuseDriver != null) {
-            b.driver(FuseOptions.Driver.parse(fuseDriver));
-        }
         if (attrCache != null) {
             b.attrTimeout(attrCache);
+        } else if (soleWriter) {
+            b.attrTimeout(SOLE_WRITER_CACHE);
         }
         fuseOptions.stream().filter(o -> !o.equals("nonempty")).forEach(b::option);
         if (fuseOptions.contains("nonempty")) {

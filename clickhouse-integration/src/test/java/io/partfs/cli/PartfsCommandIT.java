@@ -234,6 +234,8 @@ class PartfsCommandIT {
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), "mount exits after SIGTERM");
         String log = Files.readString(dir.resolve("fg.log"));
         assertEquals(0, p.exitValue(), log);
+        assertTrue(log.contains("kernel caches attributes 60 s, names 60 s, directory names 60 s"),
+                "a RocksDB volume's mount is its only writer: " + log);
         assertTrue(log.contains("the files open there were closed; unmounted"), log);
         assertFalse(log.contains("detaching it lazily"), "it ended when the file closed: " + log);
         assertFalse(Files.exists(mnt.resolve("while-stopping")), "nothing written beneath the mount");
@@ -1058,6 +1060,9 @@ class PartfsCommandIT {
             assertEquals(2, Files.getAttribute(mnt.resolve("data/db/t/hardlink.bin"), "unix:nlink"));
             Files.writeString(mnt.resolve("data/db/t/new.txt"), "the loaded volume takes writes");
             assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+            String mountLog = Files.readString(new RunFiles(partfs.home()).logFile(mnt.toAbsolutePath().normalize()));
+            assertTrue(mountLog.contains("kernel caches attributes 1 s, names 1 s, directory names 1 s"),
+                    "a Redis volume may have other writers: other clients' changes show within a second: " + mountLog);
             Partfs.Result fsck = partfs.run("fsck", "--meta", redis.url(1));
             assertEquals(0, fsck.exit(), fsck.all());
 

@@ -142,6 +142,16 @@ public final class FuseOptions {
         return negativeTimeout;
     }
 
+    /** The kernel cache timeouts, for the log: "attributes 1 s, names 1 s, directory names 1 s, missing names 1 s". */
+    public String describeCaches() {
+        return "attributes " + seconds(attrTimeout) + ", names " + seconds(entryTimeout) + ", directory names "
+                + seconds(dirEntryTimeout) + ", missing names " + seconds(negativeTimeout);
+    }
+
+    private static String seconds(double s) {
+        return (s == Math.rint(s) ? Long.toString((long) s) : Double.toString(s)) + " s";
+    }
+
     /** The {@code -o} arguments for libfuse (which has one entry timeout: the smaller applies). */
     List<String> toArgs() {
         double entryTimeout = Math.min(this.entryTimeout, dirEntryTimeout);

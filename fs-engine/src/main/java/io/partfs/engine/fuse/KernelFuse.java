@@ -267,7 +267,8 @@ public final class KernelFuse implements FuseMount {
             throw new java.io.InterruptedIOException("interrupted while mounting " + mp);
         }
         KernelReadahead.apply(mp, options.readahead()); // after INIT, which would lower it again
-        log.info("mounted volume {} at {} (kernel FUSE driver, protocol {}.{})", fs.format().name(), mp, MAJOR, minor);
+        log.info("mounted volume {} at {} (kernel FUSE driver, protocol {}.{}; kernel caches {})", fs.format().name(), mp, MAJOR, minor,
+                options.describeCaches());
     }
 
     @Override

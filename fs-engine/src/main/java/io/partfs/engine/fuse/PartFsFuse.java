@@ -565,7 +565,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
         mountedAt = mp;
         unmountGrace = options.unmountGrace();
         KernelReadahead.apply(mp, options.readahead());
-        log.info("mounted volume {} at {}", fs.format().name(), mp);
+        log.info("mounted volume {} at {} (libfuse driver; kernel caches {})", fs.format().name(), mp, options.describeCaches());
     }
 
     @Override
