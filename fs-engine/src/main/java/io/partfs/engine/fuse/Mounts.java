@@ -59,25 +59,28 @@ public final class Mounts {
      * out. Only reads /proc, never the mount.
      */
     public static java.util.List<String> holders(Path mp, int limit) {
-        java.util.List<String> found = new java.util.ArrayList<>();
-        try (java.util.stream.Stream<Path> procs = Files.list(Path.of("/proc"))) {
-            for (Path proc : (Iterable<Path>) procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit))
-                    .sorted(java.util.Comparator.comparingLong(p -> Long.parseLong(p.getFileName().toString())))::iterator) {
-                if (found.size() >= limit) {
-                    break;
-                }
-                if (holds(proc, mp)) {
-                    String comm;
-                    try {
-                        comm = Files.readString(proc.resolve("comm")).trim();
-                    } catch (IOException e) {
-                        comm = "?";
-                    }
-                    found.add(proc.getFileName() + " (" + comm + ")");
-                }
-            }
+        java.util.List<Path> procs;
+        try (java.util.stream.Stream<Path> all = Files.list(Path.of("/proc"))) {
+            procs = all.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit))
+                    .sorted(java.util.Comparator.comparingLong(p -> Long.parseLong(p.getFileName().toString())))
+                    .toList();
         } catch (IOException e) {
-            return found; // no /proc to read
+            return java.util.List.of(); // no /proc to read
+        }
+        java.util.List<String> found = new java.util.ArrayList<>();
+        for (Path proc : procs) {
+            if (found.size() >= limit) {
+                break;
+            }
+            if (holds(proc, mp)) {
+                String comm;
+                try {
+                    comm = Files.readString(proc.resolve("comm")).trim();
+                } catch (IOException e) {
+                    comm = "?"; // gone meanwhile
+                }
+                found.add(proc.getFileName() + " (" + comm + ")");
+            }
         }
         return found;
     }
