@@ -400,6 +400,31 @@ final class MountCommand implements Callable<Integer> {
                 .writeBufferTotal(Sizes.parse(writeBufferTotal, "total write buffer")).build();
     }
 
+    /**
+     * {@code fs.syncAll()}, logging every 5 s what is left of the buffered writes: a full write
+     * buffer (256 MiB by default) takes minutes to upload to a distant store, and
+     * {@code partfs umount} shows the mount's log lines while it waits.
+     */
+    private static void syncShowingProgress(PartFs fs, Path mp) throws IOException {
+        java.util.concurrent.ScheduledExecutorService ticker = daemonTicker("partfs-unmount-progress");
+        ticker.scheduleAtFixedRate(() -> log.info("unmounting {}: {} KiB of buffered writes left to upload", mp,
+                fs.chunks().bufferedBytes() >> 10), 5, 5, java.util.concurrent.TimeUnit.SECONDS);
+        try {
+            fs.syncAll();
+        } finally {
+            ticker.shutdownNow();
+        }
+    }
+
+    /** A single daemon thread named {@code name} for periodic work. */
+    private static java.util.concurrent.ScheduledExecutorService daemonTicker(String name) {
+        return java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread th = new Thread(r, name);
+            th.setDaemon(true);
+            return th;
+        });
+    }
+
     /** Runs the mount in this process until unmounted or signalled. */
     private int serve(Path mp, FuseOptions fuseOpts, boolean deadMount) throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -465,11 +490,7 @@ final class MountCommand implements Callable<Integer> {
             out.printf("partfs: mounted volume %s at %s (metadata %s, storage %s)%n", fs.format().name(), mp,
                     volume.metaUrl(), fs.format().storage());
             out.flush();
-            java.util.concurrent.ScheduledExecutorService saver = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread th = new Thread(r, "partfs-cache-counters");
-                th.setDaemon(true);
-                return th;
-            });
+            java.util.concurrent.ScheduledExecutorService saver = daemonTicker("partfs-cache-counters");
             if (cache != null) {
                 var serverTables = new io.partfs.cli.clickhouse.ServerTables(clickhouse.client(), cache.tables());
                 saver.scheduleWithFixedDelay(serverTables::sync, 0, 30, java.util.concurrent.TimeUnit.SECONDS);
@@ -490,7 +511,7 @@ final class MountCommand implements Callable<Integer> {
                     http.close();
                 }
                 try {
-                    fs.syncAll();
+                    syncShowingProgress(fs, mp);
                 } catch (IOException e) {
                     // unmount all the same: a mount left behind by an exited process only answers ENOTCONN
                     lost = e;

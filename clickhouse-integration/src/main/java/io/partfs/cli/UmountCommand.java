@@ -15,7 +15,8 @@ import picocli.CommandLine.Spec;
 /** {@code partfs umount}: stops a mount after its buffered writes are uploaded. */
 @Command(name = "umount", aliases = "unmount", mixinStandardHelpOptions = true,
         description = {"Unmount a PartFS mount point. Asks the mount process to flush buffered writes,",
-                "wait for uploads and unmount, and waits until it has exited."})
+                "wait for uploads and unmount, and waits until it has exited. After 3 s it says what it waits",
+                "for and shows the mount's log lines as they come (uploads left, files still open there)."})
 final class UmountCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -78,6 +79,7 @@ final class UmountCommand implements Callable<Integer> {
             detach(mp); // before the SIGTERM: the mount process then finds nothing left to wait for in the namespace
         }
         ProcessHandle h = ProcessHandle.of(pid.getAsLong()).orElseThrow();
+        MountLog mountLog = MountLog.of(h.pid()); // from here on: what the mount says while it stops
         h.destroy(); // SIGTERM: the mount flushes, uploads, unmounts and exits
         long start = System.nanoTime();
         long deadline = start + timeout * 1_000_000_000L;
@@ -89,6 +91,9 @@ final class UmountCommand implements Callable<Integer> {
                 out.printf("partfs: waiting for mount process %d to upload buffered writes and unmount%s%n", pid.getAsLong(),
                         holders.isEmpty() ? "" : "; " + mp + " is in use by " + String.join(", ", holders)
                                 + ", which keeps it attached for up to its --unmount-grace (or use --force)");
+            }
+            if (told) { // a slow stop: show what the mount says about it (uploads left, files still open)
+                mountLog.newLines().forEach(out::println);
                 out.flush();
             }
             if (System.nanoTime() > deadline) {
@@ -96,6 +101,9 @@ final class UmountCommand implements Callable<Integer> {
                         + " s (uploads pending?): see its log " + (otherHome ? "in the data home it was started with" : run.logFile(mp)));
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // poll interval
+        }
+        if (told) {
+            mountLog.newLines().forEach(out::println); // its last lines: uploads done, or what was lost
         }
         if (Mounts.isMounted(mp)) { // its process exited without unmounting: killed meanwhile, or stuck on its own mount
             answer = Mounts.ask(mp, Mounts.ANSWER_TIMEOUT);
@@ -155,6 +163,87 @@ final class UmountCommand implements Callable<Integer> {
         if (said != null) {
             throw new IllegalStateException(mp + " holds a PartFS mount whose process exited, and fusermount -u -z failed ("
                     + said + "): unmount it as root with umount -l " + mp);
+        }
+    }
+
+    /**
+     * What a mount process logs while {@code partfs umount} waits for it: the lines its log file
+     * gains from the SIGTERM on, each shortened to its time and message ({@code "  12:01:02
+     * write-back: 40 staged block(s), 150 MiB, left to upload"}). The log file is the one its
+     * standard error goes to: a background mount's log in the data home it was started with.
+     * A mount logging to a terminal or a pipe shows its lines there itself: nothing to follow.
+     */
+    static final class MountLog {
+        private static final java.util.regex.Pattern LINE =
+                java.util.regex.Pattern.compile("\\d{4}-\\d\\d-\\d\\d (\\d\\d:\\d\\d:\\d\\d)\\.\\d{3} (\\w+) +\\S+ - (.*)");
+        private static final int MOST_READ = 1 << 20; // a poll reads at most this much of a fast-growing log
+
+        private final Path file;
+        private long offset;
+        private final java.io.ByteArrayOutputStream partial = new java.io.ByteArrayOutputStream();
+
+        MountLog(Path file, long offset) {
+            this.file = file;
+            this.offset = offset;
+        }
+
+        /** The log file of process {@code pid} as it stands now, or one with nothing to follow. */
+        static MountLog of(long pid) {
+            try {
+                Path f = java.nio.file.Files.readSymbolicLink(Path.of("/proc", Long.toString(pid), "fd", "2"));
+                if (java.nio.file.Files.isRegularFile(f)) {
+                    return new MountLog(f, java.nio.file.Files.size(f));
+                }
+            } catch (java.io.IOException | UnsupportedOperationException e) {
+                // gone meanwhile, or another user's process: nothing to follow
+            }
+            return new MountLog(null, 0);
+        }
+
+        /** The log lines written since the last call, shortened; lines not from the logger are left out. */
+        List<String> newLines() {
+            if (file == null) {
+                return List.of();
+            }
+            byte[] read;
+            try (var ch = java.nio.channels.FileChannel.open(file)) {
+                long size = ch.size();
+                if (size < offset) {
+                    offset = 0; // truncated: read it from its start
+                }
+                java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate((int) Math.min(MOST_READ, size - offset));
+                while (buf.hasRemaining() && ch.read(buf, offset + buf.position()) > 0) {
+                    // until the buffer is full or the file's end is reached
+                }
+                read = java.util.Arrays.copyOf(buf.array(), buf.position());
+            } catch (java.io.IOException e) {
+                return List.of(); // removed meanwhile: the mount's own exit status tells the rest
+            }
+            offset += read.length;
+            List<String> lines = new java.util.ArrayList<>();
+            int start = 0;
+            for (int i = 0; i < read.length; i++) {
+                if (read[i] == '\n') {
+                    partial.write(read, start, i - start);
+                    String line = shorten(partial.toString(java.nio.charset.StandardCharsets.UTF_8));
+                    if (line != null) {
+                        lines.add(line);
+                    }
+                    partial.reset();
+                    start = i + 1;
+                }
+            }
+            partial.write(read, start, read.length - start); // a line still being written
+            return lines;
+        }
+
+        /** {@code "  HH:mm:ss message"} (the level before the message unless INFO), or null for a line the logger did not write. */
+        static String shorten(String line) {
+            java.util.regex.Matcher m = LINE.matcher(line);
+            if (!m.matches()) {
+                return null; // the mount's own output ("partfs: mounted ..."), said by this command in its own words
+            }
+            return "  " + m.group(1) + " " + (m.group(2).equals("INFO") ? "" : m.group(2) + " ") + m.group(3);
         }
     }
 

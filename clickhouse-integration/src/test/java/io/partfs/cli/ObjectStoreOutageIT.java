@@ -151,8 +151,98 @@ class ObjectStoreOutageIT {
     }
 
     /**
+     * {@code partfs umount} of a mount with a file's writes still buffered (the file open) while
+     * each request to the store takes 6 s, then of a write-back mount with blocks staged while
+     * the store is down: each mount waits to upload them, and umount, once it has waited 3 s,
+     * shows the mount's own lines about it (KiB, or blocks and MiB, left), and returns once all
+     * is uploaded; fsck then finds every block in the store, and the files read back whole.
+     */
+    @Test
+    void umountShowsWhatTheMountStillUploadsAndWaitsForIt() throws Exception {
+        try (Stack st = Stack.start("partfs-drain")) {
+            java.nio.file.Path out = st.w.dir.resolve("umount.out");
+            st.mount();
+            // started before the file is opened: a process started while it is open would flush
+            // it (the child closes the descriptors it inherited from this JVM), uploading it all
+            Process umount = umountOnceToldTo(st, out);
+            try (var open = java.nio.channels.FileChannel.open(st.w.mnt.resolve("buffered.bin"),
+                    java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE)) {
+                open.write(java.nio.ByteBuffer.wrap(randomBytes(6 << 20, 1))); // buffered until flushed
+                st.proxy.setDelayMillis(6000);
+                umount.getOutputStream().close(); // go
+                Poll.until(() -> read(out).contains("KiB of buffered writes left to upload"), "umount shows what the mount has left to upload");
+                assertTrue(umount.isAlive(), "umount waits for the uploads: " + read(out));
+                st.proxy.setDelayMillis(0);
+            } // the mount, busy until now, ends
+            String said = umountSaid(umount, out, st.w.mnt);
+            assertTrue(java.util.regex.Pattern.compile("(?m)^  \\d\\d:\\d\\d:\\d\\d unmounting " + st.w.mnt
+                    + ": \\d+ KiB of buffered writes left to upload$").matcher(said).find(), "the mount's line, shortened: " + said);
+
+            st.mount("--writeback");
+            st.proxy.setDown(true);
+            try (var ch = java.nio.channels.FileChannel.open(st.w.mnt.resolve("staged.bin"),
+                    java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.wrap(randomBytes(6 << 20, 2)));
+                ch.force(true); // durable in the local staging directory while the store is down
+            }
+            umount = umountOnceToldTo(st, out);
+            umount.getOutputStream().close();
+            try {
+                Poll.until(() -> read(out).contains("left to upload"), "umount shows what the mount has left to upload");
+                assertTrue(umount.isAlive(), "umount waits for the uploads: " + read(out));
+            } finally {
+                st.proxy.setDown(false);
+            }
+            said = umountSaid(umount, out, st.w.mnt);
+            assertTrue(java.util.regex.Pattern.compile("(?m)^  \\d\\d:\\d\\d:\\d\\d write-back: \\d+ staged block\\(s\\), 6 MiB, left to upload$")
+                    .matcher(said).find(), "the mount's line, shortened: " + said);
+
+            Partfs.Result fsck = st.w.partfs.run("fsck", "--meta", st.meta);
+            assertEquals(0, fsck.exit(), fsck.all());
+            assertTrue(fsck.out().contains("fsck: OK"), fsck.out());
+            st.mount();
+            assertTrue(java.util.Arrays.equals(randomBytes(6 << 20, 1), java.nio.file.Files.readAllBytes(st.w.mnt.resolve("buffered.bin"))));
+            assertTrue(java.util.Arrays.equals(randomBytes(6 << 20, 2), java.nio.file.Files.readAllBytes(st.w.mnt.resolve("staged.bin"))));
+        }
+    }
+
+    /** Starts {@code partfs umount} of the stack's mount, held until its standard input is closed, its output to {@code out}. */
+    private static Process umountOnceToldTo(Stack st, java.nio.file.Path out) throws IOException {
+        ProcessBuilder b = st.w.partfs.builder("umount", st.w.mnt.toString());
+        java.util.List<String> command = new java.util.ArrayList<>(java.util.List.of("sh", "-c", "cat >/dev/null && exec \"$@\"", "sh"));
+        command.addAll(b.command());
+        return b.command(command).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+    }
+
+    /** What {@code umount} said, once it exited 0 after saying it waited and then that {@code mnt} is unmounted. */
+    private static String umountSaid(Process umount, java.nio.file.Path out, java.nio.file.Path mnt) throws Exception {
+        assertTrue(umount.waitFor(120, java.util.concurrent.TimeUnit.SECONDS), "umount returns once all is uploaded");
+        String said = read(out);
+        System.out.print("partfs umount said:\n" + said);
+        assertEquals(0, umount.exitValue(), said);
+        assertTrue(said.startsWith("partfs: waiting for mount process "), said);
+        assertTrue(said.endsWith("partfs: unmounted " + mnt + "\n"), said);
+        return said;
+    }
+
+    private static byte[] randomBytes(int n, long seed) {
+        byte[] b = new byte[n];
+        new java.util.Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private static String read(java.nio.file.Path file) {
+        try {
+            return java.nio.file.Files.readString(file);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
      * Redis, s3proxy behind a {@link LatencyProxy}, a volume formatted on them (bucket
-     * {@code bucket}), and a ClickHouse server for the mount point, closed in the reverse order.
+     * {@code bucket}), and a ClickHouse server for the mount point, closed in the reverse order
+     * (the mount unmounted after ClickHouse stops, before the servers do).
      */
     private static final class Stack implements AutoCloseable {
         final Workdir w;
@@ -197,6 +287,11 @@ class ObjectStoreOutageIT {
                 opened.add(s3);
                 LatencyProxy proxy = new LatencyProxy(s3.endpoint().getPort());
                 opened.add(proxy);
+                opened.add(() -> { // while the servers still run: a mount cut off from them takes long to stop
+                    if (io.partfs.engine.fuse.Mounts.isMounted(w.mnt)) {
+                        w.partfs.run("umount", w.mnt.toString());
+                    }
+                });
                 ClickHouseServer ch = new ClickHouseServer(w.dir.resolve("ch"), w.mnt);
                 opened.add(ch);
                 String meta = redis.url(0);

@@ -231,6 +231,8 @@ class PartfsCommandIT {
         assertEquals(0, umount.exitValue(), said);
         assertTrue(said.endsWith("partfs: unmounted " + mnt + "\n"), said);
         assertTrue(said.contains(mnt + " is in use by " + ProcessHandle.current().pid() + " (java)"), "names what holds it: " + said);
+        assertTrue(said.contains(" WARN " + mnt + " is busy (") && said.contains("the files open there were closed; unmounted after"),
+                "shows the mount's own lines while it waits: " + said);
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), "mount exits after SIGTERM");
         String log = Files.readString(dir.resolve("fg.log"));
         assertEquals(0, p.exitValue(), log);
