@@ -117,7 +117,8 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--unmount-grace", paramLabel = "SECONDS", defaultValue = "30",
             description = {"How long a mount still in use when stopped (partfs umount, SIGTERM) stays attached and serving",
                     "while it waits for the files open there to close (default: ${DEFAULT-VALUE}). After it the mount is",
-                    "detached lazily: open files keep working as long again at most, new opens no longer reach PartFS."})
+                    "detached lazily: open files keep working as long again at most, then get errors; new opens no longer",
+                    "reach PartFS."})
     long unmountGrace;
 
     @Option(names = "--attr-cache", paramLabel = "SECONDS",

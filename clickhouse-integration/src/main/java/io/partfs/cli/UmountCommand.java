@@ -30,7 +30,8 @@ final class UmountCommand implements Callable<Integer> {
     @Option(names = {"-f", "--force"},
             description = {"Detach a busy mount at once (lazily, as umount -l) instead of the mount keeping it attached",
                     "while it waits up to its --unmount-grace for the files open there to close. Open files keep",
-                    "working until closed (30 s at most); new opens of paths there no longer reach PartFS."})
+                    "working until closed (30 s at most, then they get errors); new opens of paths there no longer",
+                    "reach PartFS."})
     boolean force;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "300",

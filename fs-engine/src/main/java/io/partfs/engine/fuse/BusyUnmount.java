@@ -67,6 +67,22 @@ final class BusyUnmount {
         return false;
     }
 
+    /**
+     * Cuts off a lazily detached mount whose files are still open after they were served for
+     * {@code served}: aborts its FUSE connection ({@code connection}, its fusectl directory), so
+     * the threads serving it end and those files get errors (ENOTCONN) from now on, rather than
+     * reaching a volume that its owner closes next (and whose buffered writes it flushes then).
+     */
+    static void cutOff(Path mp, Path connection, Duration served) {
+        log.warn("{}: files are still open on the detached mount after another {}; its FUSE connection is aborted: they get "
+                + "errors from now on", mp, text(served));
+        try {
+            Mounts.abort(connection, mp.toString());
+        } catch (IOException e) {
+            log.warn("{}", e.getMessage());
+        }
+    }
+
     private static String text(Duration d) {
         return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
     }

@@ -23,8 +23,9 @@ public interface FuseMount {
      * Unmounts and waits until the driver has stopped. A mount with files still open stays
      * attached, serving, while the unmount is retried for {@link FuseOptions#unmountGrace()}; then
      * it is detached lazily (it disappears from the namespace and ends when its last file closes)
-     * and its open files are served as long again at most. Returns whether the mount has ended;
-     * false when files were still open on the detached mount at the end.
+     * and its open files are served as long again at most; files still open then are cut off
+     * (the connection is aborted: they get errors), and the driver stops. Returns whether the
+     * mount ended with no file open; false when files were cut off.
      */
     boolean unmount() throws IOException;
 

@@ -119,7 +119,7 @@ public final class FuseOptions {
     /**
      * How long a mount still in use when asked to unmount stays attached, serving, while the
      * unmount is retried; after it the mount is detached lazily and its open files are served as
-     * long again at most.
+     * long again at most, then cut off.
      */
     public java.time.Duration unmountGrace() {
         return unmountGrace;

@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -170,6 +171,8 @@ public final class KernelFuse implements FuseMount {
     private volatile FuseOptions options;
     private volatile int fd = -1;
     private volatile Path mountedAt;
+    /** The mount's directory in fusectl, to abort it once it is detached and no path reaches it. */
+    private volatile Path connection;
     private volatile java.time.Duration unmountGrace = FuseOptions.DEFAULT_UNMOUNT_GRACE;
     /** The protocol minor version agreed with the kernel. */
     private volatile int minor = MINOR;
@@ -240,6 +243,7 @@ public final class KernelFuse implements FuseMount {
         }
         fd = dev;
         mountedAt = mp;
+        connection = Mounts.connection(mp);
         unmountGrace = options.unmountGrace();
         if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
             prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2,
@@ -295,7 +299,25 @@ public final class KernelFuse implements FuseMount {
             flockWaits.close(); // the kernel fails what still waits when the mount goes
         }
         // a mount detached lazily ends when its last file closes: serve those files a while longer
-        long deadline = System.nanoTime() + (lazily ? unmountGrace.toNanos() : TimeUnit.SECONDS.toNanos(30));
+        Duration served = lazily ? unmountGrace : Duration.ofSeconds(30);
+        boolean ended = threadsEnd(mp, served);
+        if (!ended) {
+            BusyUnmount.cutOff(mp, connection, served);
+            if (!threadsEnd(mp, Duration.ofSeconds(10))) { // reading /dev/fuse fails at once after the abort
+                log.warn("{}: the threads serving the aborted mount did not end; /dev/fuse stays open", mp);
+                mountedAt = null;
+                return false;
+            }
+        }
+        mountedAt = null;
+        C.close(fd);
+        fd = -1;
+        return ended;
+    }
+
+    /** Whether the threads serving the mount ended within {@code wait}. */
+    private boolean threadsEnd(Path mp, Duration wait) throws IOException {
+        long deadline = System.nanoTime() + wait.toNanos();
         try {
             for (Thread t : List.copyOf(threads)) {
                 t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
@@ -304,14 +326,7 @@ public final class KernelFuse implements FuseMount {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while unmounting " + mp);
         }
-        mountedAt = null;
-        if (threads.stream().anyMatch(Thread::isAlive)) {
-            log.warn("{}: files are still open on the detached mount; it ends when they close", mp);
-            return false;
-        }
-        C.close(fd);
-        fd = -1;
-        return true;
+        return threads.stream().noneMatch(Thread::isAlive);
     }
 
     /** umount2(2) of {@code mp}: null once it is not mounted (EINVAL: no longer was), else why not. */

@@ -206,10 +206,19 @@ public final class Mounts {
         if (conn == null) {
             return; // taken down meanwhile
         }
+        abort(conn, dir.toString());
+    }
+
+    /**
+     * Aborts the FUSE connection whose fusectl directory is {@code conn} (from {@link
+     * #connection}), as {@link #abortConnection} does; also one detached from the namespace
+     * already, which no path reaches any more. {@code what}: the mount, for the error.
+     */
+    static void abort(Path conn, String what) throws IOException {
         if (!Files.isDirectory(conn)) {
             Files.createDirectories(FUSECTL);
             if (LibC.INSTANCE.mount("fusectl", FUSECTL.toString(), "fusectl", 0, null) != 0 && !Files.isDirectory(conn)) {
-                throw new IOException("cannot abort the FUSE connection of " + dir + ": " + FUSECTL + " is not mounted and mounting"
+                throw new IOException("cannot abort the FUSE connection of " + what + ": " + FUSECTL + " is not mounted and mounting"
                         + " it failed (" + LibC.error() + "): as root, mount -t fusectl none " + FUSECTL + ", then retry");
             }
         }

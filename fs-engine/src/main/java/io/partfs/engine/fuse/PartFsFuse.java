@@ -522,6 +522,8 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
 
     private volatile Thread fuseThread;
     private volatile Path mountedAt;
+    /** The mount's directory in fusectl, to abort it once it is detached and no path reaches it. */
+    private volatile Path connection;
     private volatile java.time.Duration unmountGrace = FuseOptions.DEFAULT_UNMOUNT_GRACE;
 
     /**
@@ -563,6 +565,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
             java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
         }
         mountedAt = mp;
+        connection = Mounts.connection(mp);
         unmountGrace = options.unmountGrace();
         KernelReadahead.apply(mp, options.readahead());
         log.info("mounted volume {} at {} (libfuse driver; kernel caches {})", fs.format().name(), mp, options.describeCaches());
@@ -584,13 +587,27 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
             return true;
         }
         boolean lazily = BusyUnmount.unmount(mp, unmountGrace, () -> fusermount("-u", mp), () -> fusermount("-uz", mp));
+        // a mount detached lazily ends when its last file closes: serve those files a while longer
+        java.time.Duration served = lazily ? unmountGrace : java.time.Duration.ofSeconds(30);
+        boolean ended = ends(t, mp, served);
+        if (!ended) {
+            BusyUnmount.cutOff(mp, connection, served);
+            if (!ends(t, mp, java.time.Duration.ofSeconds(10))) { // libfuse's loop ends at once after the abort
+                log.warn("{}: the thread serving the aborted mount did not end", mp);
+            }
+        }
+        mountedAt = null;
+        return ended;
+    }
+
+    /** Whether the thread serving the mount ended within {@code wait}. */
+    private static boolean ends(Thread t, Path mp, java.time.Duration wait) throws java.io.InterruptedIOException {
         try {
-            t.join(lazily ? Math.max(1, unmountGrace.toMillis()) : 30_000); // a mount detached lazily ends when its last file closes
+            t.join(Math.max(1, wait.toMillis()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while unmounting " + mp);
         }
-        mountedAt = null;
         return !t.isAlive();
     }
 

@@ -3,6 +3,7 @@ package io.partfs.engine.fuse;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
@@ -87,13 +88,20 @@ class BusyUnmountTest {
         assertEquals("written before, and while waiting", new String(fs.readFile("/open.bin"), StandardCharsets.UTF_8));
     }
 
+    /**
+     * Files still open after the grace: the mount is detached lazily and those files are served
+     * for the grace again; then its connection is aborted, so they get errors rather than reach
+     * the volume its owner closes next, and the driver stops, closing its /dev/fuse descriptor.
+     */
     @ParameterizedTest
     @EnumSource(FuseOptions.Driver.class)
-    void aMountStillBusyAfterTheGraceIsDetachedLazily(FuseOptions.Driver driver) throws Exception {
+    void aMountStillBusyAfterTheGraceIsDetachedLazilyThenCutOff(FuseOptions.Driver driver) throws Exception {
+        long fuseDescriptors = fuseDescriptors();
         mount(driver, Duration.ofMillis(300));
         byte[] data = "kept working".getBytes(StandardCharsets.UTF_8);
-        try (FileChannel open = FileChannel.open(mnt.resolve("held.bin"), StandardOpenOption.CREATE_NEW,
-                StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        FileChannel open = FileChannel.open(mnt.resolve("held.bin"), StandardOpenOption.CREATE_NEW,
+                StandardOpenOption.READ, StandardOpenOption.WRITE);
+        try {
             CompletableFuture<Boolean> unmounted = unmountInBackground();
             Poll.until(() -> !isMounted(mnt), "detached once the grace has passed");
             open.write(ByteBuffer.wrap(data)); // the open file keeps working on the detached mount
@@ -101,15 +109,33 @@ class BusyUnmountTest {
             open.read(back, 0);
             assertArrayEquals(data, back.array());
             assertFalse(unmounted.get(30, TimeUnit.SECONDS), "the file was still open at the end of the second grace");
-        }
-        fuse = null;
-        Poll.until(() -> {
+            fuse = null;
+            java.io.IOException cut = assertThrows(java.io.IOException.class, () -> open.force(true),
+                    "the file is cut off from the volume (a read could come from the page cache)");
+            assertTrue(String.valueOf(cut.getMessage()).contains("not connected"), cut.toString());
+            assertEquals(fuseDescriptors, fuseDescriptors(), "the driver stopped and closed /dev/fuse");
+        } finally {
             try {
-                return new String(fs.readFile("/held.bin"), StandardCharsets.UTF_8).equals("kept working");
+                open.close();
             } catch (java.io.IOException e) {
-                return false;
+                // the connection is gone: its flush fails, the descriptor is closed all the same
             }
-        }, "the write on the detached mount reached the volume once the file was closed");
+        }
+        assertEquals("kept working", new String(fs.readFile("/held.bin"), StandardCharsets.UTF_8),
+                "what was written while the file was served is on the volume");
+    }
+
+    /** This process's open descriptors of /dev/fuse. */
+    private static long fuseDescriptors() throws java.io.IOException {
+        try (java.util.stream.Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.filter(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).toString().equals("/dev/fuse");
+                } catch (java.io.IOException e) {
+                    return false; // closed meanwhile (the one Files.list itself used)
+                }
+            }).count();
+        }
     }
 
     /** {@link FuseMount#unmount()} on another thread, as SIGTERM's handler runs it. */
