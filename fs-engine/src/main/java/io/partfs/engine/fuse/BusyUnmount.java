@@ -74,6 +74,11 @@ final class BusyUnmount {
      * reaching a volume that its owner closes next (and whose buffered writes it flushes then).
      */
     static void cutOff(Path mp, Path connection, Duration served) {
+        if (connection == null) { // not found in mountinfo at mount time
+            log.warn("{}: files are still open on the detached mount after another {}; its FUSE connection is unknown, so it "
+                    + "ends only when this process exits", mp, text(served));
+            return;
+        }
         log.warn("{}: files are still open on the detached mount after another {}; its FUSE connection is aborted: they get "
                 + "errors from now on", mp, text(served));
         try {
