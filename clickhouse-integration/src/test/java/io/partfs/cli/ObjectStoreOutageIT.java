@@ -155,7 +155,8 @@ class ObjectStoreOutageIT {
      * each request to the store takes 6 s, then of a write-back mount with blocks staged while
      * the store is down: each mount waits to upload them, and umount, once it has waited 3 s,
      * shows the mount's own lines about it (KiB, or blocks and MiB, left), and returns once all
-     * is uploaded; fsck then finds every block in the store, and the files read back whole.
+     * is uploaded; fsck then finds every block in the store, and the files read back whole. An
+     * umount whose --timeout passes first says so and exits 1, and the mount goes on.
      */
     @Test
     void umountShowsWhatTheMountStillUploadsAndWaitsForIt() throws Exception {
@@ -185,6 +186,11 @@ class ObjectStoreOutageIT {
                 ch.write(java.nio.ByteBuffer.wrap(randomBytes(6 << 20, 2)));
                 ch.force(true); // durable in the local staging directory while the store is down
             }
+            Partfs.Result gaveUp = st.w.partfs.run("umount", st.w.mnt.toString(), "--timeout", "4");
+            assertEquals(1, gaveUp.exit(), gaveUp.all());
+            assertTrue(gaveUp.out().contains("write-back: 6 staged block(s), 6 MiB, left to upload"), gaveUp.all());
+            assertTrue(gaveUp.err().contains("still runs after 4 s (uploads pending?): see its log "), gaveUp.all());
+            // the mount goes on stopping: a second umount waits for it again
             umount = umountOnceToldTo(st, out);
             umount.getOutputStream().close();
             try {
