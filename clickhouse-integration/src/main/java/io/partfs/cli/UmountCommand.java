@@ -35,11 +35,15 @@ final class UmountCommand implements Callable<Integer> {
     boolean force;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "300",
-            description = "How long to wait for uploads to finish (default: ${DEFAULT-VALUE}).")
+            description = {"How long to wait for the mount process to upload and stop (default: ${DEFAULT-VALUE}); after it",
+                    "umount exits 1, and the mount goes on stopping."})
     long timeout;
 
     @Override
     public Integer call() throws Exception {
+        if (timeout < 1) { // before anything is asked of the mount: bad input leaves it alone
+            throw new IllegalArgumentException("--timeout " + timeout + ": give the seconds to wait for the mount to stop, 1 or more");
+        }
         PrintWriter out = spec.commandLine().getOut();
         Path mp = mountPoint.toAbsolutePath().normalize();
         String type = Mounts.typeAt(mp);

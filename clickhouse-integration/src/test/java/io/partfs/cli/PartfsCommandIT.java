@@ -251,6 +251,10 @@ class PartfsCommandIT {
         Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("fg.log").toFile()).start();
         Partfs.awaitMounted(mnt, true);
+        Partfs.Result bad = partfs.run("umount", "--timeout", "0", mnt.toString());
+        assertEquals(1, bad.exit(), bad.all());
+        assertTrue(bad.err().contains("--timeout 0: give the seconds to wait"), bad.all());
+        assertTrue(Mounts.isMounted(mnt) && p.isAlive(), "bad input leaves the mount alone");
         Process umount;
         try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("held.bin"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             umount = partfs.builder("umount", "--force", mnt.toString()).redirectErrorStream(true)
