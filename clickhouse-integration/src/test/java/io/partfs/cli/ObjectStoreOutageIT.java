@@ -186,10 +186,10 @@ class ObjectStoreOutageIT {
                 ch.write(java.nio.ByteBuffer.wrap(randomBytes(6 << 20, 2)));
                 ch.force(true); // durable in the local staging directory while the store is down
             }
-            Partfs.Result gaveUp = st.w.partfs.run("umount", st.w.mnt.toString(), "--timeout", "4");
+            Partfs.Result gaveUp = st.w.partfs.run("umount", st.w.mnt.toString(), "--timeout", "6");
             assertEquals(1, gaveUp.exit(), gaveUp.all());
             assertTrue(gaveUp.out().contains("write-back: 6 staged block(s), 6 MiB, left to upload"), gaveUp.all());
-            assertTrue(gaveUp.err().contains("still runs after 4 s (uploads pending?): see its log "), gaveUp.all());
+            assertTrue(gaveUp.err().contains("still runs after 6 s (uploads pending?): see its log "), gaveUp.all());
             // the mount goes on stopping: a second umount waits for it again
             umount = umountOnceToldTo(st, out);
             umount.getOutputStream().close();
