@@ -243,7 +243,7 @@ public final class KernelFuse implements FuseMount {
         }
         fd = dev;
         mountedAt = mp;
-        connection = Mounts.connection(mp);
+        connection = Mounts.connectionIfKnown(mp);
         unmountGrace = options.unmountGrace();
         if (options.prefetchParts() && Math.min(options.entryTimeout(), options.attrTimeout()) > 0) {
             prefetcher = new PartPrefetcher(mp, Math.min(options.entryTimeout(), options.attrTimeout()), 2,

@@ -192,6 +192,18 @@ public final class Mounts {
         return FUSECTL.resolve(Long.toString(dev));
     }
 
+    /**
+     * {@link #connection}, or null when mountinfo cannot be read: for a mount that just came up,
+     * kept to abort it later, which must not fail the mount.
+     */
+    static Path connectionIfKnown(Path dir) {
+        try {
+            return connection(dir);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
     /** Where the kernel's fusectl filesystem is mounted, one directory per FUSE connection. */
     static final Path FUSECTL = Path.of("/sys/fs/fuse/connections");
 

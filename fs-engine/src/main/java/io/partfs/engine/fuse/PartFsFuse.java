@@ -565,7 +565,7 @@ public final class PartFsFuse extends FuseStubFS implements FuseMount {
             java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L); // poll interval
         }
         mountedAt = mp;
-        connection = Mounts.connection(mp);
+        connection = Mounts.connectionIfKnown(mp);
         unmountGrace = options.unmountGrace();
         KernelReadahead.apply(mp, options.readahead());
         log.info("mounted volume {} at {} (libfuse driver; kernel caches {})", fs.format().name(), mp, options.describeCaches());
