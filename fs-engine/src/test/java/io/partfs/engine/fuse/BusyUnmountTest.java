@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.testing.Poll;
+import io.partfs.engine.testing.Teardown;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.nio.ByteBuffer;
@@ -51,17 +52,8 @@ class BusyUnmountTest {
 
     @AfterEach
     void close() throws Exception {
-        try {
-            if (fuse != null) {
-                fuse.unmount();
-            }
-        } finally {
-            try {
-                fs.close();
-            } finally {
-                TempDirs.deleteRecursively(dir);
-            }
-        }
+        FuseMount mounted = fuse;
+        Teardown.inOrder(mounted == null ? null : mounted::unmount, fs, () -> TempDirs.deleteRecursively(dir));
     }
 
     @ParameterizedTest

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.partfs.engine.PartFs;
 import io.partfs.engine.PartFsConfig;
 import io.partfs.engine.testing.Backends;
+import io.partfs.engine.testing.Teardown;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.RandomWrites;
 import io.partfs.engine.testing.TestVolume;
@@ -109,20 +110,10 @@ class MountedDifferentialTest {
             TestVolume.assertConsistent(volume, fs, where());
         } finally {
             closeHeld();
-            try {
-                if (fuse != null) {
-                    fuse.unmount();
-                }
-            } finally {
-                try {
-                    if (fs != null) {
-                        fs.close();
-                    }
-                } finally {
-                    Backends.closeQuietly(servers);
-                    TempDirs.deleteRecursively(dir);
-                }
-            }
+            FuseMount mounted = fuse;
+            Backends started = servers;
+            Teardown.inOrder(mounted == null ? null : mounted::unmount, fs, () -> Backends.closeQuietly(started),
+                    () -> TempDirs.deleteRecursively(dir));
         }
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
+import io.partfs.engine.testing.Teardown;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.io.IOException;
@@ -63,16 +64,8 @@ class MountedPosixTest {
 
     @AfterAll
     void unmount() throws Exception {
-        try {
-            if (fuse != null) {
-                fuse.unmount();
-            }
-        } finally {
-            if (fs != null) {
-                fs.close();
-            }
-            TempDirs.deleteRecursively(dir);
-        }
+        FuseMount mounted = fuse;
+        Teardown.inOrder(mounted == null ? null : mounted::unmount, fs, () -> TempDirs.deleteRecursively(dir));
     }
 
     private static byte[] randomBytes(int n, long seed) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
+import io.partfs.engine.testing.Teardown;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.nio.charset.StandardCharsets;
@@ -51,16 +52,8 @@ class MountedStressTest {
                 assertEquals(0, left.count(), "stress-ng removes what it made");
             }
         } finally {
-            try {
-                if (fuse != null) {
-                    fuse.unmount();
-                }
-            } finally {
-                if (fs != null) {
-                    fs.close();
-                }
-                TempDirs.deleteRecursively(dir);
-            }
+            FuseMount mounted = fuse;
+            Teardown.inOrder(mounted == null ? null : mounted::unmount, fs, () -> TempDirs.deleteRecursively(dir));
         }
     }
 }

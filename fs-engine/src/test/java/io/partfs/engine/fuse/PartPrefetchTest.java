@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.PartFs;
 import io.partfs.engine.metrics.Metrics;
+import io.partfs.engine.testing.Teardown;
 import io.partfs.engine.testing.TempDirs;
 import io.partfs.engine.testing.TestVolume;
 import java.nio.file.Files;
@@ -237,15 +238,7 @@ class PartPrefetchTest {
 
         @Override
         public void close() throws Exception {
-            try {
-                fuse.unmount();
-            } finally {
-                try {
-                    fs.close();
-                } finally {
-                    TempDirs.deleteRecursively(dir);
-                }
-            }
+            Teardown.inOrder(fuse::unmount, fs, () -> TempDirs.deleteRecursively(dir));
         }
     }
 
