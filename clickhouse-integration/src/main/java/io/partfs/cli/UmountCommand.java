@@ -85,7 +85,10 @@ final class UmountCommand implements Callable<Integer> {
         }
         ProcessHandle h = ProcessHandle.of(pid.getAsLong()).orElseThrow();
         MountLog mountLog = MountLog.of(h.pid()); // from here on: what the mount says while it stops
-        h.destroy(); // SIGTERM: the mount flushes, uploads, unmounts and exits
+        if (!h.destroy()) { // SIGTERM: the mount flushes, uploads, unmounts and exits
+            throw new IllegalStateException("cannot signal mount process " + h.pid() + " (" + h.info().user().orElse("another user")
+                    + "'s): run partfs umount as that user or as root");
+        }
         long start = System.nanoTime();
         long deadline = start + timeout * 1_000_000_000L;
         boolean told = false;
