@@ -55,7 +55,9 @@ final class UmountCommand implements Callable<Integer> {
             otherHome = pid.isPresent();
         }
         if (type == null && pid.isEmpty()) {
-            throw new IllegalArgumentException(mp + " is not mounted");
+            Path holding = Mounts.partfsMountHolding(mp); // from mountinfo: nothing asked of a mount that may hang
+            throw new IllegalArgumentException(mp + " is not mounted" + (holding == null ? ""
+                    : ": it is inside the PartFS mount " + holding + " (partfs umount " + holding + ")"));
         }
         if (type != null && !type.equals("fuse.partfs")) {
             throw new IllegalArgumentException(mp + " is a " + type + " mount, not PartFS: use umount(8)");

@@ -255,6 +255,11 @@ class PartfsCommandIT {
         assertEquals(1, bad.exit(), bad.all());
         assertTrue(bad.err().contains("--timeout 0: give the seconds to wait"), bad.all());
         assertTrue(Mounts.isMounted(mnt) && p.isAlive(), "bad input leaves the mount alone");
+        Partfs.Result inside = partfs.run("umount", mnt.resolve("data").toString());
+        assertEquals(1, inside.exit(), inside.all());
+        assertTrue(inside.err().contains("is not mounted: it is inside the PartFS mount " + mnt + " (partfs umount " + mnt + ")"),
+                "names the mount it is in: " + inside.all());
+        assertTrue(Mounts.isMounted(mnt) && p.isAlive(), "a path inside the mount leaves it alone");
         Process umount;
         try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("held.bin"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             umount = partfs.builder("umount", "--force", mnt.toString()).redirectErrorStream(true)
