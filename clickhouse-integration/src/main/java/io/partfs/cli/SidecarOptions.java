@@ -63,8 +63,10 @@ final class SidecarOptions {
         Path mp = mountPoint.toAbsolutePath().normalize();
         String type = io.partfs.engine.fuse.Mounts.typeAt(mp);
         if (!"fuse.partfs".equals(type)) {
-            throw new IllegalArgumentException(mp + " is not a PartFS mount point (" + (type == null ? "nothing is mounted there"
-                    : "a " + type + " mount") + "): give the path 'partfs mount' was given");
+            Path holding = type == null ? io.partfs.engine.fuse.Mounts.partfsMountHolding(mp) : null;
+            throw new IllegalArgumentException(mp + " is not a PartFS mount point (" + (holding != null ? "it is inside the one at "
+                    + holding + "): give " + holding : (type == null ? "nothing is mounted there" : "a " + type + " mount")
+                    + "): give the path 'partfs mount' was given"));
         }
         return mp;
     }

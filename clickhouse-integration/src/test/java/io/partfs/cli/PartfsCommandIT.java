@@ -246,8 +246,13 @@ class PartfsCommandIT {
         assertEquals("by path", Files.readString(mnt.resolve("while-stopping")));
     }
 
+    /**
+     * Mistakes an operator makes with a mount: a bad --timeout, or a path inside the mount
+     * instead of its mount point, get a one-line error naming what to give, and leave the mount
+     * serving.
+     */
     @Test
-    void umountForceDetachesABusyMountAtOnce() throws Exception {
+    void badUmountInputAndPathsInsideAMountLeaveItAlone() throws Exception {
         Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("fg.log").toFile()).start();
         Partfs.awaitMounted(mnt, true);
@@ -260,6 +265,20 @@ class PartfsCommandIT {
         assertTrue(inside.err().contains("is not mounted: it is inside the PartFS mount " + mnt + " (partfs umount " + mnt + ")"),
                 "names the mount it is in: " + inside.all());
         assertTrue(Mounts.isMounted(mnt) && p.isAlive(), "a path inside the mount leaves it alone");
+        Partfs.Result stats = partfs.run("stats", mnt.resolve("data").toString(), "--count", "1");
+        assertEquals(1, stats.exit(), stats.all());
+        assertTrue(stats.err().contains("is not a PartFS mount point (it is inside the one at " + mnt + "): give " + mnt),
+                "stats (status, profile) name the mount too: " + stats.all());
+        assertTrue(Mounts.isMounted(mnt) && p.isAlive(), "still serving");
+        assertEquals(0, partfs.run("umount", mnt.toString()).exit());
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the mount exits once unmounted");
+    }
+
+    @Test
+    void umountForceDetachesABusyMountAtOnce() throws Exception {
+        Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("fg.log").toFile()).start();
+        Partfs.awaitMounted(mnt, true);
         Process umount;
         try (var ch = java.nio.channels.FileChannel.open(mnt.resolve("held.bin"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             umount = partfs.builder("umount", "--force", mnt.toString()).redirectErrorStream(true)
