@@ -121,6 +121,12 @@ final class MountCommand implements Callable<Integer> {
                     "reach PartFS."})
     long unmountGrace;
 
+    @Option(names = "--unmount-upload-wait", paramLabel = "SECONDS", defaultValue = "60",
+            description = {"How long a stopping mount waits for an unreachable object store (default: ${DEFAULT-VALUE}; 0: not",
+                    "at all): the writes buffered for files still open are lost when it has been unreachable that long",
+                    "in all; with --writeback, staged blocks are left for the next mount after that long without an upload."})
+    long unmountUploadWait;
+
     @Option(names = "--attr-cache", paramLabel = "SECONDS",
             description = {"Kernel attribute cache timeout (default: " + SOLE_WRITER_CACHE + " for a RocksDB volume with the kernel",
                     "driver, 1 for a Redis one; 0 with libfuse, whose path API gives each hard link its own kernel",
@@ -276,6 +282,9 @@ final class MountCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--io-timeout must be between 1 and 3600 seconds, not " + ioTimeout);
         }
         volume.ioTimeout = java.time.Duration.ofSeconds(ioTimeout);
+        if (unmountUploadWait < 0 || unmountUploadWait > 3600) {
+            throw new IllegalArgumentException("--unmount-upload-wait must be between 0 and 3600 seconds, not " + unmountUploadWait);
+        }
         if (storage != null) {
             io.partfs.engine.object.StorageUrl.parse(storage); // a malformed URL fails before anything starts
             volume.formatStorage = storage;
@@ -396,6 +405,7 @@ final class MountCommand implements Callable<Integer> {
         return PartFsConfig.builder().metrics(metrics).blockCache(dir, cache).blockCacheBlocks(cacheItems).freeSpaceRatio(freeSpaceRatio).ioThreads(ioThreads)
                 .atimeMode(PartFsConfig.AtimeMode.parse(atimeMode)).metaCacheEntries(metaCacheEntries).writeBack(writeBack).deferPartFlushes(deferPartClose)
                 .uploadDelay(java.time.Duration.ofMillis(Math.round(uploadDelay * 1000)))
+                .writeBackUploadWait(java.time.Duration.ofSeconds(unmountUploadWait))
                 .metaBackupInterval(java.time.Duration.ofMillis(Math.round(backupMeta * 1000)))
                 .writeBufferPerFile(Sizes.parse(writeBuffer, "write buffer"))
                 .writeBufferTotal(Sizes.parse(writeBufferTotal, "total write buffer")).build();
@@ -404,14 +414,41 @@ final class MountCommand implements Callable<Integer> {
     /**
      * {@code fs.syncAll()}, logging every 5 s what is left of the buffered writes: a full write
      * buffer (256 MiB by default) takes minutes to upload to a distant store, and
-     * {@code partfs umount} shows the mount's log lines while it waits.
+     * {@code partfs umount} shows the mount's log lines while it waits. A store found unreachable
+     * is waited for ({@code storeWait}, probing it every second), then the writes are tried
+     * again: an outage of a few seconds must not cost the writes of files still open.
      */
-    private static void syncShowingProgress(PartFs fs, Path mp) throws IOException {
+    private static void syncShowingProgress(PartFs fs, Path mp, java.time.Duration storeWait) throws IOException {
         java.util.concurrent.ScheduledExecutorService ticker = daemonTicker("partfs-unmount-progress");
         ticker.scheduleAtFixedRate(() -> log.info("unmounting {}: {} KiB of buffered writes left to upload", mp,
                 fs.chunks().bufferedBytes() >> 10), 5, 5, java.util.concurrent.TimeUnit.SECONDS);
+        io.partfs.engine.object.ObjectStore store = fs.chunks().objects();
+        long giveUp = 0;
         try {
-            fs.syncAll();
+            while (true) {
+                try {
+                    fs.syncAll();
+                    return;
+                } catch (IOException e) {
+                    if (!store.unreachable() || storeWait.isZero()) {
+                        throw e; // refused, or the metadata failed: waiting would not help
+                    }
+                    if (giveUp == 0) {
+                        giveUp = System.nanoTime() + storeWait.toNanos();
+                        log.warn("unmounting {}: the object store is unreachable; waiting up to {} s for it to answer, to upload "
+                                + "{} KiB of buffered writes (--unmount-upload-wait)", mp, storeWait.toSeconds(),
+                                fs.chunks().bufferedBytes() >> 10);
+                    }
+                    while (!store.answers()) {
+                        if (System.nanoTime() - giveUp > 0) {
+                            throw e;
+                        }
+                        java.util.concurrent.locks.LockSupport.parkNanos(1_000_000_000L); // between probes
+                    }
+                    log.info("unmounting {}: the object store answers again; uploading the buffered writes", mp);
+                    // giveUp stays: a store whose probes get answers while its uploads keep failing must not hold the stop forever
+                }
+            }
         } finally {
             ticker.shutdownNow();
         }
@@ -512,7 +549,7 @@ final class MountCommand implements Callable<Integer> {
                     http.close();
                 }
                 try {
-                    syncShowingProgress(fs, mp);
+                    syncShowingProgress(fs, mp, java.time.Duration.ofSeconds(unmountUploadWait));
                 } catch (IOException e) {
                     // unmount all the same: a mount left behind by an exited process only answers ENOTCONN
                     lost = e;

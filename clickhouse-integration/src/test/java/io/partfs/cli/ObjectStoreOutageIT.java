@@ -9,6 +9,7 @@ import io.partfs.engine.testing.Poll;
 import io.partfs.engine.testing.RedisServer;
 import io.partfs.engine.testing.S3Server;
 import java.io.IOException;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -151,10 +152,10 @@ class ObjectStoreOutageIT {
     }
 
     /**
-     * {@code partfs umount} of a mount with a file's writes still buffered (the file open) while
-     * each request to the store takes 6 s, then of a write-back mount with blocks staged while
-     * the store is down: each mount waits to upload them, and umount, once it has waited 3 s,
-     * shows the mount's own lines about it (KiB, or blocks and MiB, left), and returns once all
+     * {@code partfs umount} while the store is down, of a mount with a file's writes still
+     * buffered (the file open), then of a write-back mount with blocks staged: each mount waits
+     * for the store to upload them, and umount, once it has waited 3 s, shows the mount's own
+     * lines about it (KiB, or blocks and MiB, left; waiting for the store), and returns once all
      * is uploaded; fsck then finds every block in the store, and the files read back whole. An
      * umount whose --timeout passes first says so and exits 1, and the mount goes on.
      */
@@ -169,15 +170,21 @@ class ObjectStoreOutageIT {
             try (var open = java.nio.channels.FileChannel.open(st.w.mnt.resolve("buffered.bin"),
                     java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE)) {
                 open.write(java.nio.ByteBuffer.wrap(randomBytes(6 << 20, 1))); // buffered until flushed
-                st.proxy.setDelayMillis(6000);
+                st.proxy.setDown(true);
                 umount.getOutputStream().close(); // go
-                Poll.until(() -> read(out).contains("KiB of buffered writes left to upload"), "umount shows what the mount has left to upload");
-                assertTrue(umount.isAlive(), "umount waits for the uploads: " + read(out));
-                st.proxy.setDelayMillis(0);
+                try {
+                    // the uploads fail all their attempts (16 s at most), then the mount waits for the store
+                    Poll.until(() -> read(out).contains("waiting up to 60 s for it to answer"), Duration.ofSeconds(60),
+                            "umount shows the mount waiting for the store");
+                    assertTrue(umount.isAlive(), "umount waits for the uploads: " + read(out));
+                } finally {
+                    st.proxy.setDown(false);
+                }
+                Poll.until(() -> read(out).contains("the object store answers again"), "the mount found the store back");
             } // the mount, busy until now, ends
             String said = umountSaid(umount, out, st.w.mnt);
             assertTrue(java.util.regex.Pattern.compile("(?m)^  \\d\\d:\\d\\d:\\d\\d unmounting " + st.w.mnt
-                    + ": \\d+ KiB of buffered writes left to upload$").matcher(said).find(), "the mount's line, shortened: " + said);
+                    + ": \\d+ KiB of buffered writes left to upload$").matcher(said).find(), "the mount's 5 s line, shortened: " + said);
 
             st.mount("--writeback");
             st.proxy.setDown(true);

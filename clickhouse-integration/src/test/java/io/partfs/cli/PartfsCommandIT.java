@@ -324,6 +324,7 @@ class PartfsCommandIT {
                 new String[] {"mount", mnt.toString(), "--upload-delay", "5"},
                 new String[] {"mount", mnt.toString(), "--io-timeout", "0"},
                 new String[] {"mount", mnt.toString(), "--unmount-grace", "-1"},
+                new String[] {"mount", mnt.toString(), "--unmount-upload-wait", "-1"},
                 new String[] {"mount", mnt.toString(), "--meta-cache-entries", "10"},
                 new String[] {"format", "--storage", "s3://bucket?bogus=1", "vol"},
                 new String[] {"format", "--storage", "s3://Bad_Bucket", "vol"},
@@ -1024,6 +1025,7 @@ class PartfsCommandIT {
             }
             String text = Files.readString(log);
             assertTrue(text.contains("are lost") && text.contains("1 file(s) not uploaded"), text);
+            assertTrue(text.contains("the object store is unreachable; waiting up to 2 s for it to answer"), "waited for it first: " + text);
             assertFalse(text.contains("release inode"), "the release after a failed close does not wait for the store again: " + text);
             assertFalse(text.contains(S3Server.SECRET_KEY), "no secret in the log");
         }
@@ -1035,7 +1037,8 @@ class PartfsCommandIT {
             String storage = "s3://partfs-gone/gone?endpoint=" + s3.endpoint() + "&path-style=true";
             Partfs.Result f = partfs.run("format", "--meta", meta, "--storage", storage, "gone");
             assertEquals(0, f.exit(), f.all());
-            Partfs.Result m = partfs.run("mount", "--meta", meta, "--io-retries", "1", mnt.toString(), "--background");
+            Partfs.Result m = partfs.run("mount", "--meta", meta, "--io-retries", "1", "--unmount-upload-wait", "2", mnt.toString(),
+                    "--background");
             assertEquals(0, m.exit(), m.all());
             java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(mnt.resolve("part.bin"),
                     java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
