@@ -233,7 +233,7 @@ final class CacheCommand {
         @Override
         public Integer call() throws Exception {
             PrintWriter out = spec.commandLine().getOut();
-            Path mp = mountPoint.toAbsolutePath().normalize();
+            Path mp = io.partfs.engine.fuse.Mounts.resolve(mountPoint);
             if (!"fuse.partfs".equals(io.partfs.engine.fuse.Mounts.typeAt(mp))) {
                 throw new IllegalArgumentException(mp + " is not a PartFS mount: give the mount point of a running 'partfs mount'");
             }

@@ -266,7 +266,7 @@ final class MountCommand implements Callable<Integer> {
         if (config != null && !Files.isReadable(config)) {
             throw new IllegalArgumentException("cannot read the config file " + config + ": check the path");
         }
-        Path mp = mountPoint.toAbsolutePath().normalize();
+        Path mp = Mounts.resolve(mountPoint); // as mountinfo will name it, also when given through a symlink
         boolean deadMount = checkMountPoint(mp);
         FuseOptions fuse = fuseOptions();
         if (metaCacheEntries < 1_000) {
@@ -503,7 +503,7 @@ final class MountCommand implements Callable<Integer> {
         try {
             // before mounting: a SIGTERM as soon as the mount shows must still flush and unmount
             Signals.onTermination(stop::countDown);
-            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, realPath(mp),
+            http = startHttp(cache, new io.partfs.cli.http.SidecarHttpServer.Volume(fs, mp,
                     () -> StatusCommand.report(fs, volume.metaUrl().toString(), mp)));
             endDeadPredecessorSession(run, mp, fs);
             // the session first: a file opened and unlinked as soon as the mount shows is held for it
@@ -595,15 +595,6 @@ final class MountCommand implements Callable<Integer> {
         if (sid != 0 && fs.meta().removeSession(sid)) {
             spec.commandLine().getErr().printf("partfs: ended session %d of the mount that served %s before and exited "
                     + "without unmounting (its file locks released)%n", sid, mp);
-        }
-    }
-
-    /** {@code mp} with symlinks resolved, as the paths given to /warmup are (or as it is, if that fails). */
-    static Path realPath(Path mp) {
-        try {
-            return mp.toRealPath();
-        } catch (IOException e) {
-            return mp;
         }
     }
 

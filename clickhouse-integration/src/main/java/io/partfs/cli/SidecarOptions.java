@@ -60,7 +60,7 @@ final class SidecarOptions {
 
     /** {@code mountPoint}, absolute and normalized, if a PartFS mount is there; else an IllegalArgumentException. */
     static Path requireMount(Path mountPoint) throws IOException {
-        Path mp = mountPoint.toAbsolutePath().normalize();
+        Path mp = io.partfs.engine.fuse.Mounts.resolve(mountPoint);
         String type = io.partfs.engine.fuse.Mounts.typeAt(mp);
         if (!"fuse.partfs".equals(type)) {
             Path holding = type == null ? io.partfs.engine.fuse.Mounts.partfsMountHolding(mp) : null;

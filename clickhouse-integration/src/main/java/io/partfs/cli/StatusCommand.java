@@ -68,7 +68,7 @@ final class StatusCommand implements Callable<Integer> {
         if (timeoutSeconds < 1) {
             throw new IllegalArgumentException("--timeout must be at least 1 second, not " + timeoutSeconds);
         }
-        Path mp = mountPoint.toAbsolutePath().normalize();
+        Path mp = io.partfs.engine.fuse.Mounts.resolve(mountPoint); // never a stat of the mount, which may answer nothing
         SidecarOptions endpoint = new SidecarOptions();
         try {
             if (sidecar != null) {
@@ -80,9 +80,7 @@ final class StatusCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(e.getMessage() + ", or use --meta/--name", e);
         }
-        // the parent's real path, not the mount point's: a stat of the mount would wait on a mount that answers nothing
-        Path real = mp.getParent() == null ? mp : mp.getParent().toRealPath().resolve(mp.getFileName());
-        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(real.toString()), java.time.Duration.ofSeconds(timeoutSeconds));
+        return endpoint.call("GET", "/status?mountpoint=" + SidecarOptions.enc(mp.toString()), java.time.Duration.ofSeconds(timeoutSeconds));
     }
 
     /** The status of the volume {@code meta} holds, as this command prints it. */

@@ -45,7 +45,7 @@ final class UmountCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--timeout " + timeout + ": give the seconds to wait for the mount to stop, 1 or more");
         }
         PrintWriter out = spec.commandLine().getOut();
-        Path mp = mountPoint.toAbsolutePath().normalize();
+        Path mp = Mounts.resolve(mountPoint); // symlinks resolved without touching a mount: as mountinfo names it
         String type = Mounts.typeAt(mp);
         RunFiles run = new RunFiles(home != null ? home : EmbeddedVolume.defaultHome());
         OptionalLong pid = run.livePid(mp);
@@ -77,7 +77,7 @@ final class UmountCommand implements Callable<Integer> {
             return 0;
         }
         Path cwd = Path.of("").toAbsolutePath();
-        if (!force && (cwd.startsWith(mp) || cwd.startsWith(MountCommand.realPath(mp)))) {
+        if (!force && cwd.startsWith(mp)) {
             throw new IllegalArgumentException("the working directory " + cwd + " is on the mount, which keeps it busy: "
                     + "cd out of it (cd /) and run partfs umount again");
         }

@@ -275,6 +275,27 @@ class PartfsCommandIT {
     }
 
     @Test
+    void aMountPointGivenThroughASymlinkIsMountedAndUnmountedThere() throws Exception {
+        Files.createDirectories(mnt);
+        Path link = Files.createSymbolicLink(dir.resolve("clickhouse-disk"), mnt); // as /var/lib/clickhouse -> /data/ch
+        java.util.Set<java.nio.file.attribute.PosixFilePermission> mode = Files.getPosixFilePermissions(mnt);
+        Partfs.Result mounted = partfs.run("mount", link.toString(), "--background");
+        assertEquals(0, mounted.exit(), mounted.all()); // before: waited for ever for the link's path to show up in mountinfo
+        assertTrue(mounted.out().contains("mounted " + mnt + " in the background"), "names the real mount point: " + mounted.all());
+        assertTrue(Mounts.isMounted(mnt));
+        Files.writeString(link.resolve("through-the-link"), "x");
+        Partfs.Result status = partfs.run("status", link.toString());
+        assertEquals(0, status.exit(), status.all());
+        assertTrue(status.out().contains("mounted at: " + mnt), status.all());
+        Partfs.Result umount = partfs.run("umount", link.toString());
+        assertEquals(0, umount.exit(), umount.all());
+        assertTrue(umount.out().endsWith("partfs: unmounted " + mnt + "\n"), umount.all());
+        assertFalse(Mounts.isMounted(mnt));
+        assertEquals(mode, Files.getPosixFilePermissions(mnt), "the mount point's mode is given back, not left at 000");
+        assertTrue(Files.isSymbolicLink(link));
+    }
+
+    @Test
     void umountForceDetachesABusyMountAtOnce() throws Exception {
         Process p = partfs.builder("mount", mnt.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("fg.log").toFile()).start();

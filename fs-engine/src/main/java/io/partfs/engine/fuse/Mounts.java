@@ -33,6 +33,59 @@ public final class Mounts {
     }
 
     /**
+     * {@code path} made absolute with its symbolic links resolved (as realpath(3) would), up to
+     * the first FUSE mount on the way: from there on its names are kept as given, since looking
+     * at anything on a FUSE mount waits for that mount's process, which may be stopped or gone.
+     * A mount point reached through a symlink (/var/lib/clickhouse -> /data/ch) is thus named as
+     * the kernel names it in mountinfo. Names that do not exist are kept as given too.
+     */
+    public static Path resolve(Path path) throws IOException {
+        java.util.List<Path> fuse = new java.util.ArrayList<>();
+        for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+            String[] f = line.split(" ");
+            int dash = java.util.Arrays.asList(f).indexOf("-");
+            if (f.length > 4 && dash > 0 && dash + 1 < f.length && f[dash + 1].startsWith("fuse")) {
+                fuse.add(Path.of(unescape(f[4])));
+            }
+        }
+        Path abs = path.toAbsolutePath();
+        java.util.Deque<String> rest = new java.util.ArrayDeque<>();
+        abs.forEach(name -> rest.add(name.toString()));
+        Path cur = abs.getRoot();
+        int links = 0;
+        while (!rest.isEmpty()) {
+            String name = rest.poll();
+            if (name.equals(".")) {
+                continue;
+            }
+            if (name.equals("..")) {
+                cur = cur.getParent() == null ? cur : cur.getParent();
+                continue;
+            }
+            Path next = cur.resolve(name);
+            Path at = cur;
+            boolean onFuse = fuse.stream().anyMatch(mp -> at.startsWith(mp) || next.equals(mp));
+            if (onFuse || !Files.isSymbolicLink(next)) {
+                cur = next;
+                continue;
+            }
+            if (++links > 40) {
+                throw new IllegalArgumentException(path + ": too many levels of symbolic links");
+            }
+            Path target = Files.readSymbolicLink(next);
+            java.util.List<String> names = new java.util.ArrayList<>();
+            target.forEach(n -> names.add(n.toString()));
+            for (int i = names.size() - 1; i >= 0; i--) {
+                rest.addFirst(names.get(i));
+            }
+            if (target.isAbsolute()) {
+                cur = target.getRoot();
+            }
+        }
+        return cur;
+    }
+
+    /**
      * The mount point of the PartFS mount {@code path} is on (the innermost one, when mounts are
      * nested), or null when it is on none. {@code path} should be real (symlinks resolved).
      */

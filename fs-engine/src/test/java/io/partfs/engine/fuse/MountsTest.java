@@ -40,4 +40,26 @@ class MountsTest {
     void aPathOnNoPartFsMountHasNone() throws Exception {
         assertNull(Mounts.partfsMountHolding(Path.of("/proc/self")));
     }
+
+    @Test
+    void resolveFollowsSymlinksAsRealpathDoes() throws Exception {
+        Path dir = java.nio.file.Files.createTempDirectory("partfs-resolve-").toRealPath();
+        try {
+            Path data = java.nio.file.Files.createDirectories(dir.resolve("data/clickhouse"));
+            java.nio.file.Files.createSymbolicLink(dir.resolve("abs"), data); // absolute target
+            java.nio.file.Files.createDirectories(dir.resolve("var/lib"));
+            java.nio.file.Files.createSymbolicLink(dir.resolve("var/lib/ch"), Path.of("../../abs")); // relative, through another link
+            assertEquals(data, Mounts.resolve(dir.resolve("abs")));
+            assertEquals(data, Mounts.resolve(dir.resolve("var/lib/ch")));
+            assertEquals(data.resolve("store/x"), Mounts.resolve(dir.resolve("var/lib/ch/store/x")), "names that do not exist are kept");
+            assertEquals(dir.resolve("data"), Mounts.resolve(dir.resolve("var/lib/ch/..")), "'..' of a link is the parent of its target");
+            assertEquals(data, Mounts.resolve(dir.resolve("./data/./clickhouse/")));
+
+            java.nio.file.Files.createSymbolicLink(dir.resolve("loop"), dir.resolve("loop"));
+            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> Mounts.resolve(dir.resolve("loop")));
+            assertTrue(e.getMessage().endsWith("too many levels of symbolic links"), e.getMessage());
+        } finally {
+            io.partfs.engine.testing.TempDirs.deleteRecursively(dir);
+        }
+    }
 }
