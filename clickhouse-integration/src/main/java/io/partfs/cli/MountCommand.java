@@ -313,7 +313,7 @@ final class MountCommand implements Callable<Integer> {
             return true; // its directory can only be checked once it is taken down
         } else if (type != null) {
             throw new IllegalArgumentException(mp + " is already mounted (" + type + "): unmount it first"
-                    + ("fuse.partfs".equals(type) ? " with 'partfs umount " + mp + "'" : ""));
+                    + ("fuse.partfs".equals(type) ? " with " + UmountCommand.commandFor(mp) : ""));
         }
         checkDirectory(mp);
         return false;
@@ -692,8 +692,8 @@ final class MountCommand implements Callable<Integer> {
                 spec.commandLine().getErr().println(line);
             }
         }
-        out.printf("partfs: mounted %s in the background (pid %d, log %s); stop it with: partfs umount %s%n",
-                mp, child.pid(), logFile, mp);
+        out.printf("partfs: mounted %s in the background (pid %d, log %s); stop it with: %s%n",
+                mp, child.pid(), logFile, UmountCommand.commandFor(mp));
         return 0;
     }
 

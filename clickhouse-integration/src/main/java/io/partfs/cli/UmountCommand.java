@@ -39,6 +39,12 @@ final class UmountCommand implements Callable<Integer> {
                     "umount exits 1, and the mount goes on stopping."})
     long timeout;
 
+    /** The command that unmounts {@code mp}, to paste into a shell: the path quoted when it needs to be. */
+    static String commandFor(Path mp) {
+        String p = mp.toString();
+        return "partfs umount " + (p.matches("[A-Za-z0-9_@%+=:,./-]+") ? p : "'" + p.replace("'", "'\\''") + "'");
+    }
+
     @Override
     public Integer call() throws Exception {
         if (timeout < 1) { // before anything is asked of the mount: bad input leaves it alone
@@ -57,7 +63,7 @@ final class UmountCommand implements Callable<Integer> {
         if (type == null && pid.isEmpty()) {
             Path holding = Mounts.partfsMountHolding(mp); // from mountinfo: nothing asked of a mount that may hang
             throw new IllegalArgumentException(mp + " is not mounted" + (holding == null ? ""
-                    : ": it is inside the PartFS mount " + holding + " (partfs umount " + holding + ")"));
+                    : ": it is inside the PartFS mount " + holding + " (" + commandFor(holding) + ")"));
         }
         if (type != null && !type.equals("fuse.partfs")) {
             throw new IllegalArgumentException(mp + " is a " + type + " mount, not PartFS: use umount(8)");

@@ -544,7 +544,7 @@ class PartfsCommandIT {
         assertEquals(0, m.exit(), m.all());
         Partfs.Result live = partfs.run("mount", mnt.toString(), "--background");
         assertEquals(1, live.exit(), live.all());
-        assertTrue(live.err().contains("already mounted (fuse.partfs): unmount it first with 'partfs umount"), live.err());
+        assertTrue(live.err().contains("already mounted (fuse.partfs): unmount it first with partfs umount " + mnt), live.err());
         byte[] data = new byte[100_000];
         new Random(7).nextBytes(data);
         writeFsynced(mnt.resolve("kept"), data);

@@ -87,4 +87,16 @@ class UmountCommandTest {
     private static void append(Path file, String text) throws java.io.IOException {
         Files.writeString(file, text, StandardOpenOption.APPEND);
     }
+
+    @Test
+    void theCommandToPasteQuotesAPathTheShellWouldSplit() throws Exception {
+        assertEquals("partfs umount /var/lib/clickhouse", UmountCommand.commandFor(Path.of("/var/lib/clickhouse")));
+        for (String p : List.of("/tmp/sp ace/mnt", "/mnt/it's", "/mnt/$HOME;x", "/mnt/a\"b")) {
+            String cmd = UmountCommand.commandFor(Path.of(p));
+            Process sh = new ProcessBuilder("sh", "-c", "set -- " + cmd + "; printf %s \"$3\"").start(); // the words a shell makes of it
+            String third = new String(sh.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(sh.waitFor(10, TimeUnit.SECONDS));
+            assertEquals(p, third, cmd);
+        }
+    }
 }
