@@ -40,14 +40,7 @@ public final class Mounts {
      * the kernel names it in mountinfo. Names that do not exist are kept as given too.
      */
     public static Path resolve(Path path) throws IOException {
-        java.util.List<Path> fuse = new java.util.ArrayList<>();
-        for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-            String[] f = line.split(" ");
-            int dash = java.util.Arrays.asList(f).indexOf("-");
-            if (f.length > 4 && dash > 0 && dash + 1 < f.length && f[dash + 1].startsWith("fuse")) {
-                fuse.add(Path.of(unescape(f[4])));
-            }
-        }
+        java.util.List<Path> fuse = mountPoints(t -> t.equals("fuse") || t.equals("fuseblk") || t.startsWith("fuse."));
         Path abs = path.toAbsolutePath();
         java.util.Deque<String> rest = new java.util.ArrayDeque<>();
         abs.forEach(name -> rest.add(name.toString()));
@@ -92,17 +85,25 @@ public final class Mounts {
     public static Path partfsMountHolding(Path path) throws IOException {
         Path p = path.toAbsolutePath().normalize();
         Path best = null;
-        for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-            String[] f = line.split(" ");
-            int dash = java.util.Arrays.asList(f).indexOf("-");
-            if (f.length > 4 && dash > 0 && dash + 1 < f.length && f[dash + 1].equals("fuse.partfs")) {
-                Path mp = Path.of(unescape(f[4]));
-                if (p.startsWith(mp) && (best == null || mp.getNameCount() >= best.getNameCount())) {
-                    best = mp;
-                }
+        for (Path mp : mountPoints("fuse.partfs"::equals)) {
+            if (p.startsWith(mp) && (best == null || mp.getNameCount() >= best.getNameCount())) {
+                best = mp;
             }
         }
         return best;
+    }
+
+    /** The mount points of the mounts whose filesystem type (as mountinfo gives it, e.g. "fuse.partfs") passes {@code type}. */
+    private static java.util.List<Path> mountPoints(java.util.function.Predicate<String> type) throws IOException {
+        java.util.List<Path> found = new java.util.ArrayList<>();
+        for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+            String[] f = line.split(" ");
+            int dash = java.util.Arrays.asList(f).indexOf("-");
+            if (f.length > 4 && dash > 0 && dash + 1 < f.length && type.test(f[dash + 1])) {
+                found.add(Path.of(unescape(f[4])));
+            }
+        }
+        return found;
     }
 
     /**

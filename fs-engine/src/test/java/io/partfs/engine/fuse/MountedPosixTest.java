@@ -351,6 +351,14 @@ class MountedPosixTest {
         assertEquals("through the link", Files.readString(link.resolve("f")));
         assertTrue(Files.isDirectory(link));
         assertFalse(Files.isDirectory(link, LinkOption.NOFOLLOW_LINKS));
+        // Mounts.resolve follows a link outside the mount into it, and none on it: it asks the mount nothing
+        Path outside = Files.createTempDirectory("partfs-resolve-");
+        try {
+            Path toMount = Files.createSymbolicLink(outside.resolve("disk"), d);
+            assertEquals(d.resolve("table/f"), Mounts.resolve(toMount.resolve("table/f")));
+        } finally {
+            io.partfs.engine.testing.TempDirs.deleteRecursively(outside);
+        }
     }
 
     @Test
