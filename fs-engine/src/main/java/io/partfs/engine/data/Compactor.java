@@ -156,12 +156,14 @@ public final class Compactor implements Closeable {
             // it wrote since their commit, which the next commit compares against what they held
             return 0;
         }
-        Attr a = meta.getattr(ino);
+        // the size and the slices as of one data version: which slices lie past the file's end is decided from both
+        MetaEngine.ChunkAt read = meta.readChunkWithAttr(ino, idx);
+        Attr a = read.attr();
         long start = idx * ChunkStore.CHUNK;
         if (a.type() != FileType.FILE || a.nlink() == 0 || start >= a.size()) {
             return 0;
         }
-        List<Slice> list = meta.readChunk(ino, idx, a.dataVersion());
+        List<Slice> list = read.slices();
         int inFile = (int) Math.min(ChunkStore.CHUNK, a.size() - start);
         CompactionPlan plan = list.size() < 2 ? null : CompactionPlan.of(list, inFile);
         if (plan == null || zeros(list, plan.lo(), plan.hi()) > (plan.hi() - plan.lo()) / 2

@@ -859,12 +859,41 @@ public final class MetaEngine implements Closeable {
         if (hit != null) {
             return hit;
         }
-        List<byte[]> raw = kv.read(r -> r.getAll(List.of(inodeKey(ino), chunkKey(ino, index))));
-        List<Slice> slices = Slice.decodeList(raw.get(1));
-        if (raw.get(0) != null) {
-            chunkLists.put(ino, index, Attr.decode(ino, raw.get(0)).dataVersion(), slices);
+        return readTogether(ino, index).slices();
+    }
+
+    /** A file's attributes and the slices of one of its chunks as they were at the attributes' data version. */
+    public record ChunkAt(Attr attr, List<Slice> slices) {
+    }
+
+    /**
+     * A file's attributes and the slices of chunk {@code index}, read together from the store in
+     * one request, so that the slices are exactly those of the attributes' data version (size
+     * included). {@link #readChunk(long, long, long)} does not promise that: given attributes
+     * read earlier (from this mount's cache, or just before a commit), it returns the slices as
+     * they are now. A reader may mix the two; a compaction may not: it decides from the size
+     * which slices are past the file's end, and a size older than the slices made it replace a
+     * slice appended meanwhile with one ending at the old size (the append was lost).
+     *
+     * @throws FsException.NoSuchEntry when the inode does not exist
+     */
+    public ChunkAt readChunkWithAttr(long ino, long index) throws IOException {
+        ChunkAt read = readTogether(ino, index);
+        if (read.attr() == null) {
+            throw new FsException.NoSuchEntry("inode " + ino);
         }
-        return slices;
+        return read;
+    }
+
+    /** The inode (null when it does not exist) and one chunk's slices, in one request; noted in {@link #chunkLists}. */
+    private ChunkAt readTogether(long ino, long index) throws IOException {
+        List<byte[]> raw = kv.read(r -> r.getAll(List.of(inodeKey(ino), chunkKey(ino, index))));
+        Attr a = raw.get(0) == null ? null : Attr.decode(ino, raw.get(0));
+        List<Slice> slices = Slice.decodeList(raw.get(1));
+        if (a != null) {
+            chunkLists.put(ino, index, a.dataVersion(), slices);
+        }
+        return new ChunkAt(a, slices);
     }
 
     /** A file's attributes ({@code null} when the inode does not exist) and the slices of all its chunks. */

@@ -115,7 +115,13 @@ public final class TestVolume {
     }
 
     public PartFs openAs(PartFsConfig other, java.util.function.UnaryOperator<ObjectStore> wrap) throws IOException {
-        MetaEngine engine = new MetaEngine(newKvStore());
+        return openAs(other, wrap, kv -> kv);
+    }
+
+    /** Opens the volume as another client would, with its stores wrapped (to count requests, or to act between them). */
+    public PartFs openAs(PartFsConfig other, java.util.function.UnaryOperator<ObjectStore> wrap,
+                         java.util.function.UnaryOperator<KvStore> wrapKv) throws IOException {
+        MetaEngine engine = new MetaEngine(wrapKv.apply(newKvStore()));
         ObjectStore objects = wrap.apply(newObjectStore());
         engine.load();
         return PartFs.open(engine, objects, other);
