@@ -61,12 +61,6 @@ public final class RedisKvStore implements KvStore {
     /** Transactions, on {@link #pool} connections: see {@link #txnClient()}; made at the first, read-only commands need none. */
     private RedisClient txnClient;
     /**
-     * Connects and disconnects of each transaction connection so far. A transaction that saw
-     * its connection's count change between its first read and its commit may have lost its
-     * WATCHes: it runs again.
-     */
-    private final Map<Object, java.util.concurrent.atomic.AtomicLong> reconnects = new java.util.concurrent.ConcurrentHashMap<>();
-    /**
      * This client's commit log, one hash: a field per transaction connection, holding the number
      * of the last transaction committed on it, written by that transaction itself (in its
      * MULTI/EXEC or script). When a connection drops before EXEC's answer comes back, the
@@ -288,33 +282,43 @@ public final class RedisKvStore implements KvStore {
     }
 
     /**
-     * The client of transaction connections. A WATCH dies with its connection, so nothing of a
-     * transaction may be sent on a connection other than the one it began on: its commands are
-     * refused while disconnected (not queued for the next connection) and none is replayed
-     * after a reconnect; update() starts the transaction again once the connection is back
-     * (see {@link #reconnects}).
+     * The client of transaction connections. A WATCH dies with its TCP connection, and the
+     * commands of a MULTI/EXEC must all go out on the one that sent the MULTI, so a transaction
+     * connection is one TCP connection for life: lettuce does not reconnect it, a command
+     * written to it once it dropped fails at once, and update() goes on with a new connection
+     * ({@link #replace}). With lettuce reconnecting it (before), a drop and a reconnect between
+     * two commands of one transaction sent the rest on the new connection: outside the MULTI,
+     * each applied on its own (half a transaction), or without the WATCH (another client's change
+     * overwritten); and under cuts every few milliseconds a MULTI's failure reset lettuce's
+     * transaction state under the next command (a NullPointerException out of update()).
      */
     private synchronized RedisClient txnClient() {
         if (txnClient == null) {
             RedisClient c = RedisClient.create(resources, uri);
             c.setOptions(io.lettuce.core.ClientOptions.builder()
+                    .autoReconnect(false)
                     .disconnectedBehavior(io.lettuce.core.ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                    .replayFilter(command -> true)
+                    .replayFilter(RedisKvStore::failUnsent)
                     .build());
-            c.addListener(new io.lettuce.core.RedisConnectionStateListener() {
-                @Override
-                public void onRedisConnected(io.lettuce.core.RedisChannelHandler<?, ?> conn, java.net.SocketAddress a) {
-                    generation(conn).incrementAndGet();
-                }
-
-                @Override
-                public void onRedisDisconnected(io.lettuce.core.RedisChannelHandler<?, ?> conn) {
-                    generation(conn).incrementAndGet();
-                }
-            });
             txnClient = c;
         }
         return txnClient;
+    }
+
+    /** How {@link #failUnsent} fails a command: as lettuce refuses one while disconnected (see {@link #throwIfRefusedUnsent}). */
+    static final String NOT_SENT = "Currently not connected: the connection dropped as the command was written, and it was not sent";
+
+    /**
+     * The replay filter of transaction connections: fails {@code command}, which was never sent,
+     * and keeps it out of the buffer of commands to send at a reconnect. Lettuce asks it of a
+     * command written just as the connection dropped (it passed the connected check, then found
+     * the connection gone); filtered out without this, the command was never completed, and
+     * its caller waited the whole timeout for it: a commit whose outcome was looked up then
+     * failed with "Redis did not answer within 30 s" while Redis answered all along.
+     */
+    static boolean failUnsent(io.lettuce.core.protocol.RedisCommand<?, ?, ?> command) {
+        command.completeExceptionally(new RedisException(NOT_SENT));
+        return true;
     }
 
     /**
@@ -726,7 +730,7 @@ public final class RedisKvStore implements KvStore {
             io.lettuce.core.RedisFuture<Object> checked;
             try {
                 checked = sendScript(async, buf);
-            } catch (RedisException e) {
+            } catch (RuntimeException e) {
                 throw new NotSent(e);
             }
             throwIfRefusedUnsent(checked);
@@ -762,9 +766,10 @@ public final class RedisKvStore implements KvStore {
                 }
             }
             exec = async.exec();
-        } catch (RedisException e) {
-            // lettuce may refuse a command while disconnected by throwing here, before sending it:
-            // EXEC did not go out, so nothing of the transaction can have been applied
+        } catch (RuntimeException e) {
+            // lettuce may refuse a command while disconnected by throwing here, before sending it,
+            // or fail inside (a NullPointerException seen when the MULTI failed as the connection
+            // dropped): EXEC did not go out, so nothing of the transaction can have been applied
             throw new NotSent(e);
         }
         throwIfRefusedUnsent(exec);
@@ -967,27 +972,7 @@ public final class RedisKvStore implements KvStore {
             return c;
         }
         if (created.incrementAndGet() <= POOL_SIZE) {
-            long deadline = 0;
-            while (true) {
-                try {
-                    return txnClient().connect(ByteArrayCodec.INSTANCE);
-                } catch (RuntimeException e) {
-                    // Redis restarting, or the connection cut during its handshake: tried again until
-                    // the timeout, as a transaction on a dropped connection waits; a refused login is not
-                    deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                    IOException failure = wrap("connect", e);
-                    if (closed || failure.getMessage().contains("refused the login") || System.nanoTime() > deadline) {
-                        created.decrementAndGet();
-                        throw failure;
-                    }
-                    java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // the pace of the attempts
-                    if (Thread.interrupted()) {
-                        created.decrementAndGet();
-                        Thread.currentThread().interrupt();
-                        throw new java.io.InterruptedIOException("interrupted while connecting to Redis at " + description);
-                    }
-                }
-            }
+            return connect(0);
         }
         created.decrementAndGet();
         try {
@@ -998,13 +983,59 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
-    private java.util.concurrent.atomic.AtomicLong generation(Object connection) {
-        return reconnects.computeIfAbsent(connection, c -> new java.util.concurrent.atomic.AtomicLong());
+    /**
+     * A new transaction connection, already counted in {@link #created} (uncounted again when
+     * this throws). Redis restarting, or the connection cut during its handshake, is tried
+     * again until {@code deadline} (nanoTime; 0: the timeout from the first failure), as a
+     * transaction on a dropped connection waits; a refused login is not.
+     */
+    private StatefulRedisConnection<byte[], byte[]> connect(long deadline) throws IOException {
+        while (true) {
+            try {
+                return txnClient().connect(ByteArrayCodec.INSTANCE);
+            } catch (RuntimeException e) {
+                deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                IOException failure = wrap("connect", e);
+                if (closed || failure.getMessage().contains("refused the login") || System.nanoTime() > deadline) {
+                    created.decrementAndGet();
+                    throw failure;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // the pace of the attempts
+                if (Thread.interrupted()) {
+                    created.decrementAndGet();
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("interrupted while connecting to Redis at " + description);
+                }
+            }
+        }
     }
 
-    /** The transaction's connection dropped (or came back) since {@code generation}: its WATCHes may be gone. */
-    private boolean connectionLost(StatefulRedisConnection<byte[], byte[]> conn, long generation) {
-        return !conn.isOpen() || generation(conn).get() != generation;
+    /** The transaction connection an update holds; {@link #replace} swaps a dropped one for a new one. */
+    private static final class Lease {
+        StatefulRedisConnection<byte[], byte[]> conn;
+
+        Lease(StatefulRedisConnection<byte[], byte[]> conn) {
+            this.conn = conn;
+        }
+    }
+
+    /**
+     * Puts a new connection in the lease in place of its dropped one (never reconnected: see
+     * {@link #txnClient}), connecting until {@code deadline}; the dropped one stays in the lease
+     * when none can be made. The new connection takes over the commit log field of the dropped
+     * one, whose last transaction's outcome is settled by then ({@link #committed}), so the log
+     * keeps a field per pooled connection however often connections drop.
+     */
+    private void replace(Lease lease, long deadline) throws IOException {
+        created.incrementAndGet();
+        StatefulRedisConnection<byte[], byte[]> fresh = connect(deadline);
+        StatefulRedisConnection<byte[], byte[]> dropped = lease.conn;
+        String field = commitLogFields.remove(dropped);
+        if (field != null) {
+            commitLogFields.put(fresh, field);
+        }
+        discard(dropped);
+        lease.conn = fresh;
     }
 
     /**
@@ -1042,18 +1073,20 @@ public final class RedisKvStore implements KvStore {
     }
 
     /**
-     * Whether transaction {@code number}, whose EXEC (or script) went out on {@code conn} and
-     * got no answer ({@code lost}), was applied: waits for the connection to come back (until
-     * {@code deadline}), then reads the number the connection's last commit wrote. Throws when
-     * Redis does not answer by then: only then is the outcome unknown.
+     * Whether transaction {@code number}, whose EXEC (or script) went out on the lease's
+     * connection and got no answer ({@code lost}), was applied: reads the number the
+     * connection's last commit wrote, on it while it is open (after a stall of Redis, say), else
+     * on a new one ({@link #replace}, until {@code deadline}). Throws when Redis does not answer
+     * by then: only then is the outcome unknown.
      */
-    private boolean committed(StatefulRedisConnection<byte[], byte[]> conn, long number, long deadline, RedisException lost)
-            throws IOException {
-        byte[] field = b(commitLogField(conn));
+    private boolean committed(Lease lease, long number, long deadline, RedisException lost) throws IOException {
+        byte[] field = b(commitLogField(lease.conn));
         while (true) {
             try {
-                awaitConnection(conn, deadline);
-                byte[] last = conn.sync().hget(b(commitLog), field);
+                if (!lease.conn.isOpen()) {
+                    replace(lease, deadline);
+                }
+                byte[] last = lease.conn.sync().hget(b(commitLog), field);
                 boolean applied = last != null && new String(last, StandardCharsets.US_ASCII).equals(Long.toString(number));
                 log.info("Redis connection to {} lost while a metadata transaction was committed ({}); it came back, and the"
                         + " transaction {}", description, rootMessage(lost), applied ? "had been applied" : "had not been applied: running it again");
@@ -1169,32 +1202,36 @@ public final class RedisKvStore implements KvStore {
         return true;
     }
 
-    private void awaitConnection(StatefulRedisConnection<byte[], byte[]> conn, long deadline) throws IOException {
-        while (true) {
-            if (System.nanoTime() > deadline) { // also when it keeps dropping and coming back
-                throw new IOException("cannot reach Redis at " + description + " for " + seconds(timeout)
-                        + ": check that it runs (nothing of this metadata transaction was written)");
-            }
-            if (conn.isOpen()) {
-                return;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // lettuce reconnects in the background
-            if (Thread.interrupted()) {
-                Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted while waiting for Redis to come back");
-            }
+    /**
+     * A moment's pause before an update tries again after its connection dropped or Redis
+     * refused it as not ready; throws once past {@code deadline} (nanoTime), also when the
+     * connection keeps dropping and coming back.
+     */
+    private void pause(long deadline) throws IOException {
+        if (System.nanoTime() > deadline) {
+            throw new IOException("cannot reach Redis at " + description + " for " + seconds(timeout)
+                    + ": check that it runs (nothing of this metadata transaction was written)");
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
+        if (Thread.interrupted()) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while waiting for Redis to come back");
         }
     }
 
     @Override
     public <T> T update(Txn<T> body) throws IOException {
-        StatefulRedisConnection<byte[], byte[]> conn = borrow();
+        Lease lease = new Lease(borrow());
         boolean healthy = false;
         long deadline = 0; // set when the connection is first lost in this update
         try {
-            RedisCommands<byte[], byte[]> cmd = conn.sync();
             for (int attempt = 1; ; attempt++) {
-                long generation = generation(conn).get();
+                if (!lease.conn.isOpen()) { // dropped (before, or idle in the pool): never reconnected, see txnClient
+                    deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
+                    replace(lease, deadline);
+                }
+                StatefulRedisConnection<byte[], byte[]> conn = lease.conn;
+                RedisCommands<byte[], byte[]> cmd = conn.sync();
                 // only the first attempt trusts the caller's beliefs: after a conflict everything is read
                 CommandReader reader = new CommandReader(cmd, true);
                 TxnBuffer tx = new TxnBuffer(reader, attempt == 1 && scripts);
@@ -1202,10 +1239,9 @@ public final class RedisKvStore implements KvStore {
                 try {
                     result = body.run(tx);
                 } catch (IOException | RuntimeException e) {
-                    if (connectionLost(conn, generation) || connectionTrouble(e)) {
+                    if (!conn.isOpen() || connectionTrouble(e)) {
                         deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                        java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // lettuce notices the drop
-                        awaitConnection(conn, deadline);
+                        pause(deadline); // lettuce notices the drop
                         continue; // read on a connection that dropped: nothing was written, all again
                     }
                     if (notReady(e)) { // Redis loading its data after a restart: nothing was written
@@ -1215,10 +1251,11 @@ public final class RedisKvStore implements KvStore {
                         } catch (RedisException stillLoading) {
                             // nothing is watched then
                         }
-                        if (awaitReconnect(conn, deadline)) {
-                            continue;
+                        if (System.nanoTime() > deadline) {
+                            throw e instanceof IOException io ? io : wrap("a read", (RuntimeException) e);
                         }
-                        throw e instanceof IOException io ? io : wrap("a read", (RuntimeException) e);
+                        pause(deadline);
+                        continue;
                     }
                     try {
                         cmd.unwatch();
@@ -1236,24 +1273,28 @@ public final class RedisKvStore implements KvStore {
                 Outcome outcome;
                 long number = commits.incrementAndGet();
                 try {
-                    if (connectionLost(conn, generation)) {
-                        throw new NotSent(null); // its WATCHes (if any) died with the old connection
+                    if (!conn.isOpen()) {
+                        throw new NotSent(null); // its WATCHes (if any) died with the connection
                     }
                     outcome = commit(cmd, tx, reader.watchedAny, number);
                 } catch (NotSent e) {
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                    awaitConnection(conn, deadline);
+                    if (conn.isOpen()) { // lettuce failed inside, or refused a queued command: a MULTI may be open on it
+                        conn.close();
+                    }
+                    pause(deadline);
                     continue;
                 } catch (NotApplied e) {
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                    if (!awaitReconnect(conn, deadline)) {
+                    if (System.nanoTime() > deadline) {
                         throw wrap("EXEC", e.refusal);
                     }
+                    pause(deadline);
                     continue;
                 } catch (RedisException e) {
-                    if (connectionLost(conn, generation) || connectionTrouble(e)) {
+                    if (!conn.isOpen() || connectionTrouble(e)) {
                         deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                        if (committed(conn, number, deadline, e)) {
+                        if (committed(lease, number, deadline, e)) {
                             healthy = true;
                             return result;
                         }
@@ -1262,14 +1303,11 @@ public final class RedisKvStore implements KvStore {
                     if (onReplica(e)) { // refused, nothing applied: all again on a new connection, to the new master
                         deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
                         masterMoved();
-                        discard(conn);
-                        conn = null;
                         if (System.nanoTime() > deadline) {
                             throw wrap("EXEC", e);
                         }
                         java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // the pace, while the name still leads to the replica
-                        conn = borrow();
-                        cmd = conn.sync();
+                        conn.close(); // the next attempt connects anew, to wherever the name leads now
                         continue;
                     }
                     throw wrap("EXEC", e);
@@ -1291,9 +1329,9 @@ public final class RedisKvStore implements KvStore {
             }
         } finally {
             if (healthy) {
-                pool.offer(conn);
-            } else if (conn != null) {
-                discard(conn);
+                pool.offer(lease.conn);
+            } else {
+                discard(lease.conn);
             }
         }
     }
@@ -1301,7 +1339,7 @@ public final class RedisKvStore implements KvStore {
     /** Closes a transaction connection for good: it leaves the pool's count. */
     private void discard(StatefulRedisConnection<byte[], byte[]> conn) {
         created.decrementAndGet();
-        reconnects.remove(conn);
+        commitLogFields.remove(conn);
         conn.closeAsync();
     }
 

@@ -108,6 +108,86 @@ class RedisReconnectTest {
     }
 
     /**
+     * Transactions of several threads while every connection to Redis is cut every few
+     * milliseconds (a flapping network): each applies whole, exactly once, and none fails while
+     * Redis answers. Before, lettuce reconnected a transaction connection itself, and a command
+     * written just as it dropped was never completed, so an update waited out its whole timeout
+     * and failed ("cannot reach Redis ... for 10 s" here, while Redis answered all along); a
+     * MULTI failing as its connection dropped broke lettuce's state under the next command (a
+     * NullPointerException out of update()); and commands of one MULTI/EXEC could go out on two
+     * connections (half a transaction applied on its own, or without its WATCH).
+     */
+    @Test
+    void transactionsUnderConnectionsCutEveryFewMillisecondsApplyWholeAndSucceed() throws Exception {
+        int threads = 4;
+        int each = 150;
+        try (RedisServer redis = RedisServer.start();
+             KvStore kv = new RedisKvStore(redis.url(0) + "?timeout=10s")) {
+            java.util.concurrent.atomic.AtomicBoolean cutting = new java.util.concurrent.atomic.AtomicBoolean(true);
+            AtomicInteger cuts = new AtomicInteger();
+            Thread cutter = new Thread(() -> {
+                java.util.Random rnd = new java.util.Random(7);
+                while (cutting.get()) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(rnd.nextInt(5_000_000)); // the pace: 0-5 ms
+                    try {
+                        redis.command("CLIENT KILL TYPE normal");
+                        cuts.incrementAndGet();
+                    } catch (IOException e) {
+                        return;
+                    }
+                }
+            }, "redis-cutter");
+            cutter.start();
+            try {
+                io.partfs.engine.testing.Concurrently.run(threads, t -> {
+                    for (int i = 1; i <= each; i++) {
+                        kv.update(tx -> {
+                            byte[] v = tx.get("n" + t);
+                            long n = v == null ? 0 : Long.parseLong(new String(v, StandardCharsets.UTF_8));
+                            for (int k = 0; k < 6; k++) {
+                                tx.put("k" + k + "." + t, Long.toString(n + 1).getBytes(StandardCharsets.UTF_8));
+                            }
+                            tx.add("count" + t, 1);
+                            tx.put("n" + t, Long.toString(n + 1).getBytes(StandardCharsets.UTF_8));
+                            return null;
+                        });
+                    }
+                });
+            } finally {
+                cutting.set(false);
+                cutter.join();
+            }
+            assertTrue(cuts.get() > 100, "connections were cut " + cuts.get() + " times");
+            for (int t = 0; t < threads; t++) {
+                String key = "n" + t;
+                assertEquals(Integer.toString(each), value(kv, key), "every transaction of thread " + t + " applied once");
+                int thread = t;
+                assertEquals((long) each, (long) kv.read(r -> r.counter("count" + thread)), "its counter");
+                for (int k = 0; k < 6; k++) {
+                    assertEquals(Integer.toString(each), value(kv, "k" + k + "." + t), "every write of the transaction");
+                }
+            }
+        }
+    }
+
+    /**
+     * A command lettuce wrote just as the transaction connection dropped, and keeps from being
+     * sent later (its replay filter), fails at once as not sent (update() then runs the
+     * transaction again on a new connection) instead of never completing.
+     */
+    @Test
+    void aCommandCaughtByTheDropFailsAtOnceAsNotSent() {
+        io.lettuce.core.protocol.AsyncCommand<byte[], byte[], String> command = new io.lettuce.core.protocol.AsyncCommand<>(
+                new io.lettuce.core.protocol.Command<>(io.lettuce.core.protocol.CommandType.EXEC,
+                        new io.lettuce.core.output.StatusOutput<>(io.lettuce.core.codec.ByteArrayCodec.INSTANCE)));
+        assertTrue(RedisKvStore.failUnsent(command), "kept from being sent at the reconnect");
+        assertTrue(command.isCompletedExceptionally(), "failed at once");
+        java.util.concurrent.CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(
+                java.util.concurrent.CompletionException.class, command::join);
+        assertTrue(e.getCause().getMessage().startsWith("Currently not connected"), "as lettuce refuses one while disconnected");
+    }
+
+    /**
      * A read outside a transaction that a connection reset cut off (Redis restarted, a proxy or
      * a load balancer dropped the connection) is sent again once the connection is back. Before,
      * the getattr, lookup or listing it served failed with EIO (found by SharedVolumeFuzzTest's
