@@ -35,7 +35,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * with its writes as one script: a create or a write's commit whose reads the metadata engine's
  * cache could answer costs one round trip instead of two. Read-only views and counters use one shared connection, which
  * lettuce makes safe for concurrent callers (and replays after a reconnect: a counter may then skip ids, never repeat one).
- * Transactions survive a lost connection by running again ({@link #txnClient()}).
+ * Transactions survive a lost connection by running again on a new one ({@link #txnClient()}).
  *
  * <p>Plain keys are Redis strings, counters decimal strings (INCRBY), hashes Redis hashes.
  * Durability is Redis's own (appendonly and its fsync policy); {@link #sync()} adds nothing.
