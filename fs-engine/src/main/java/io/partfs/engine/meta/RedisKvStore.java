@@ -1279,10 +1279,10 @@ public final class RedisKvStore implements KvStore {
                     outcome = commit(cmd, tx, reader.watchedAny, number);
                 } catch (NotSent e) {
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
-                    if (conn.isOpen()) { // lettuce failed inside, or refused a queued command: a MULTI may be open on it
-                        conn.close();
-                    }
                     pause(deadline);
+                    if (conn.isOpen()) { // lettuce failed inside, or refused a queued command: a MULTI may be open on it
+                        replace(lease, deadline);
+                    }
                     continue;
                 } catch (NotApplied e) {
                     deadline = deadline != 0 ? deadline : System.nanoTime() + timeout.toNanos();
@@ -1307,7 +1307,7 @@ public final class RedisKvStore implements KvStore {
                             throw wrap("EXEC", e);
                         }
                         java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // the pace, while the name still leads to the replica
-                        conn.close(); // the next attempt connects anew, to wherever the name leads now
+                        replace(lease, deadline); // connects anew, to wherever the name leads now
                         continue;
                     }
                     throw wrap("EXEC", e);
