@@ -185,6 +185,9 @@ class RedisReconnectTest {
         java.util.concurrent.CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(
                 java.util.concurrent.CompletionException.class, command::join);
         assertTrue(e.getCause().getMessage().startsWith("Currently not connected"), "as lettuce refuses one while disconnected");
+        // failUnsent is right only where lettuce asks the filter about commands never sent: read in 7.7
+        assertEquals("7.7", io.lettuce.core.RedisClient.class.getPackage().getSpecificationVersion(),
+                "lettuce was upgraded: check where its DefaultEndpoint asks the replay filter (RedisKvStore.failUnsent)");
     }
 
     /**
