@@ -7,7 +7,6 @@ import io.partfs.engine.fuse.Mounts;
 import io.partfs.engine.fuse.FuseMount;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -508,7 +507,7 @@ final class MountCommand implements Callable<Integer> {
             endDeadPredecessorSession(run, mp, fs);
             // the session first: a file opened and unlinked as soon as the mount shows is held for it
             fs.startSession(String.format("%s pid %d at %s since %s",
-                    InetAddress.getLocalHost().getHostName(), ProcessHandle.current().pid(), mp, Instant.now()));
+                    hostname(), ProcessHandle.current().pid(), mp, Instant.now()));
             run.writeSession(mp, fs.format().uuid(), fs.meta().session());
             fuse.mountAndWait(mp, fuseOpts);
             if (http != null) {
@@ -596,6 +595,23 @@ final class MountCommand implements Callable<Integer> {
             spec.commandLine().getErr().printf("partfs: ended session %d of the mount that served %s before and exited "
                     + "without unmounting (its file locks released)%n", sid, mp);
         }
+    }
+
+    /**
+     * This machine's name for the session's description, as hostname(1) prints it: the kernel's,
+     * not looked up. InetAddress.getLocalHost() resolves it, and failed the mount ("vm: Unable to
+     * resolve host vm") where the name is in no hosts file or DNS, as in some containers.
+     */
+    static String hostname() {
+        try {
+            String name = Files.readString(Path.of("/proc/sys/kernel/hostname")).trim();
+            if (!name.isEmpty()) {
+                return name;
+            }
+        } catch (IOException e) {
+            // not Linux's /proc: the description says so instead
+        }
+        return "unknown-host";
     }
 
     /** Starts the HTTP endpoint unless turned off; its failure stops the mount before it starts. */
