@@ -42,6 +42,19 @@ public final class S3Server implements AutoCloseable {
                 .keyStore(keyStore.toString(), password), endpoint);
     }
 
+    /**
+     * An S3 server keeping its objects in files under {@code dir} that also takes virtual-hosted
+     * requests: a request to host {@code bucket.domain} is one for {@code bucket}. It listens on
+     * 127.0.0.1; a client reaches it as {@code http://domain:port} ({@link #endpoint(String)})
+     * once the names resolve to 127.0.0.1. With a domain, s3proxy reads every other host name as
+     * a bucket too (CNAME style), so path-style requests to 127.0.0.1 no longer work.
+     */
+    public static S3Server startVirtualHosted(java.nio.file.Path dir, String domain) throws Exception {
+        URI endpoint = URI.create("http://127.0.0.1:" + RedisServer.freePort());
+        return start(S3Proxy.builder().blobStore(new org.gaul.s3proxy.nio2blob.FilesystemNio2BlobStore(dir.toString()))
+                .endpoint(endpoint).virtualHost(domain), endpoint);
+    }
+
     private static S3Server start(org.gaul.s3proxy.nio2blob.AbstractNio2BlobStore store) throws Exception {
         URI endpoint = URI.create("http://127.0.0.1:" + RedisServer.freePort());
         return start(S3Proxy.builder().blobStore(store).endpoint(endpoint), endpoint);
@@ -65,6 +78,11 @@ public final class S3Server implements AutoCloseable {
 
     public URI endpoint() {
         return endpoint;
+    }
+
+    /** This server's endpoint with {@code host} for its address (a name that resolves to 127.0.0.1). */
+    public URI endpoint(String host) {
+        return URI.create("http://" + host + ":" + endpoint.getPort());
     }
 
     /** Configuration for {@code bucket} on this server, path-style, with the right credentials. */
