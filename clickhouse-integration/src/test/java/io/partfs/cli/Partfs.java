@@ -32,6 +32,12 @@ final class Partfs {
         return this;
     }
 
+    /** Leaves variable {@code k} out of the commands' environment, whatever this JVM's holds. */
+    Partfs unset(String k) {
+        env.put(k, null);
+        return this;
+    }
+
     Path home() {
         return home;
     }
@@ -47,10 +53,15 @@ final class Partfs {
         cmd.add(LAUNCHER.toString());
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.environment().putAll(env);
         pb.environment().remove("PARTFS_ACCESS_KEY");
         pb.environment().remove("PARTFS_SECRET_KEY");
-        pb.environment().putAll(env);
+        env.forEach((k, v) -> {
+            if (v == null) {
+                pb.environment().remove(k);
+            } else {
+                pb.environment().put(k, v);
+            }
+        });
         return pb;
     }
 

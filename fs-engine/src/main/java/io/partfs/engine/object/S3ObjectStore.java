@@ -447,9 +447,16 @@ public final class S3ObjectStore implements ObjectStore {
                     what + " failed at " + where + ": HTTP " + status + (code == null ? "" : " " + code), e);
         }
         if (e instanceof SdkClientException && String.valueOf(e.getMessage()).startsWith("Unable to load credentials")) {
+            String webIdentity = System.getenv("AWS_WEB_IDENTITY_TOKEN_FILE") == null ? null
+                    : chainStepFailure(e.getMessage(), "WebIdentityTokenFileCredentialsProvider");
+            if (webIdentity != null) {
+                return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED, "no S3 credentials for " + where
+                        + ": the web identity token in $AWS_WEB_IDENTITY_TOKEN_FILE got none for $AWS_ROLE_ARN (" + webIdentity
+                        + "): check the role's ARN and its trust policy, and that the token is the service account's", e);
+            }
             return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED, "no S3 credentials for " + where
                     + ": give --access-key with $PARTFS_SECRET_KEY (or $PARTFS_ACCESS_KEY and $PARTFS_SECRET_KEY), "
-                    + "or configure the AWS default chain (environment, profile, instance role)", e);
+                    + "or configure the AWS default chain (environment, profile, web identity, container or instance role)", e);
         }
         if (e instanceof SdkClientException && untrustedCertificate(e)) {
             return new ObjectStoreException(ObjectStoreException.Kind.UNAVAILABLE, what + " failed: the TLS certificate of "
@@ -484,6 +491,21 @@ public final class S3ObjectStore implements ObjectStore {
     }
 
     /** A TLS handshake refused for the server's certificate chain (PKIX path building). */
+    /**
+     * Why step {@code provider} of the SDK's default credential chain found nothing, from the
+     * chain's message ("... : [Step(): why, Step2(...): why, ...]"), or null when it does not
+     * say. The step an operator set up (a web identity) is the one whose failure matters; the
+     * chain names every step, most of them only not configured.
+     */
+    static String chainStepFailure(String chainMessage, String provider) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(provider)
+                + "\\([^)]*\\): (.*?)(?:, [A-Za-z]+CredentialsProvider\\(|]$)", java.util.regex.Pattern.DOTALL).matcher(chainMessage);
+        if (!m.find()) {
+            return null;
+        }
+        return m.group(1).replaceAll(" \\(SDK Attempt Count: \\d+\\)$", "").trim();
+    }
+
     private static boolean untrustedCertificate(Throwable t) {
         return anyCause(t, c -> c instanceof java.security.cert.CertPathBuilderException
                 || c instanceof java.security.cert.CertPathValidatorException);

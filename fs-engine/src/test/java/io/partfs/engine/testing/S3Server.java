@@ -55,6 +55,16 @@ public final class S3Server implements AutoCloseable {
                 .endpoint(endpoint).virtualHost(domain), endpoint);
     }
 
+    /**
+     * An S3 server in memory that takes requests signed with temporary credentials. s3proxy
+     * refuses a header it does not know with HTTP 501, x-amz-security-token (the session token)
+     * among them; this one ignores such headers. It checks the signature, not the token.
+     */
+    public static S3Server startTakingSessionTokens() throws Exception {
+        URI endpoint = URI.create("http://127.0.0.1:" + RedisServer.freePort());
+        return start(S3Proxy.builder().blobStore(new TransientNio2BlobStore()).endpoint(endpoint).ignoreUnknownHeaders(true), endpoint);
+    }
+
     private static S3Server start(org.gaul.s3proxy.nio2blob.AbstractNio2BlobStore store) throws Exception {
         URI endpoint = URI.create("http://127.0.0.1:" + RedisServer.freePort());
         return start(S3Proxy.builder().blobStore(store).endpoint(endpoint), endpoint);

@@ -1,0 +1,180 @@
+package io.partfs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import io.partfs.engine.testing.S3Server;
+import java.net.InetSocketAddress;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * S3 credentials from a web identity, as a pod on EKS gets them (IRSA): no keys given, only
+ * {@code AWS_ROLE_ARN} and {@code AWS_WEB_IDENTITY_TOKEN_FILE}, which the AWS default chain
+ * trades at STS for temporary credentials. STS cannot run here, so a stand-in answers
+ * AssumeRoleWithWebIdentity (JDK HttpServer, the reply in STS's documented XML) with
+ * s3proxy's keys and a session token; everything else is real: the launcher, the SDK's chain,
+ * s3proxy checking every signature.
+ */
+class WebIdentityCredentialsIT {
+    private static final String ROLE = "arn:aws:iam::123456789012:role/partfs-sidecar";
+    private static final String TOKEN = "eyJhbGciOiJSUzI1NiJ9.partfs-test-web-identity-token";
+
+    private Path dir;
+    private Path mnt;
+    private Partfs partfs;
+    private HttpServer sts;
+    private final List<Map<String, String>> assumed = new CopyOnWriteArrayList<>();
+    /** Whether the stand-in refuses the token, as STS does one for another role or expired. */
+    private volatile boolean refuse;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        dir = Files.createTempDirectory("partfs-cli-");
+        mnt = dir.resolve("mnt");
+        Path token = dir.resolve("token");
+        Files.writeString(token, TOKEN);
+        sts = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        sts.createContext("/", exchange -> {
+            Map<String, String> form = form(new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+            assumed.add(form);
+            byte[] reply = (refuse ? REFUSAL : assumeRoleReply()).getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "text/xml");
+            exchange.sendResponseHeaders(refuse ? 403 : 200, reply.length);
+            exchange.getResponseBody().write(reply);
+            exchange.close();
+        });
+        sts.start();
+        partfs = new Partfs(dir.resolve("home"))
+                .env("AWS_ROLE_ARN", ROLE)
+                .env("AWS_WEB_IDENTITY_TOKEN_FILE", token.toString())
+                .env("AWS_ROLE_SESSION_NAME", "partfs-it")
+                .env("AWS_REGION", "us-east-1")
+                .env("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:" + sts.getAddress().getPort())
+                // whatever the machine's own environment holds must not answer first
+                .unset("AWS_ACCESS_KEY_ID").unset("AWS_SECRET_ACCESS_KEY").unset("AWS_SESSION_TOKEN").unset("AWS_PROFILE")
+                .env("AWS_EC2_METADATA_DISABLED", "true");
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        sts.stop(0);
+        partfs.unmountAndDelete(mnt, dir);
+    }
+
+    /**
+     * With no access key the volume is formatted, mounted, written and read back on credentials
+     * STS gave for the token's role, and neither the token nor those credentials show in any
+     * output or log.
+     */
+    @Test
+    void aMountWithoutKeysUsesTheCredentialsItsWebIdentityAssumes() throws Exception {
+        try (S3Server s3 = S3Server.startTakingSessionTokens()) {
+            String storage = "s3://partfs-irsa/vol?endpoint=" + s3.endpoint() + "&path-style=true";
+            String meta = dir.resolve("meta").toString();
+            Partfs.Result format = partfs.ok("format", "--meta", meta, "--storage", storage, "irsa");
+            assertFalse(assumed.isEmpty(), "format asked STS");
+            Map<String, String> call = assumed.get(0);
+            assertEquals("AssumeRoleWithWebIdentity", call.get("Action"), call.toString());
+            assertEquals(ROLE, call.get("RoleArn"), call.toString());
+            assertEquals(TOKEN, call.get("WebIdentityToken"), "the token file's content");
+
+            byte[] data = new byte[(2 << 20) + 3];
+            new Random(12).nextBytes(data);
+            partfs.ok("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir", dir.resolve("cache1").toString());
+            Files.write(mnt.resolve("c.bin"), data);
+            partfs.ok("umount", mnt.toString());
+            partfs.ok("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir", dir.resolve("cache2").toString());
+            assertArrayEquals(data, Files.readAllBytes(mnt.resolve("c.bin")), "read back from S3 with an empty block cache");
+            partfs.ok("umount", mnt.toString());
+
+            String everything = format.all() + partfs.mountLogs();
+            for (String secret : List.of(TOKEN, S3Server.SECRET_KEY, "partfs-session-token")) {
+                assertFalse(everything.contains(secret), secret + " in: " + everything);
+            }
+        }
+    }
+
+    /**
+     * A token STS refuses fails the format with one line that gives STS's reason, a non-zero
+     * exit and nothing written to the metadata directory.
+     */
+    @Test
+    void aRefusedWebIdentitySaysWhatStsAnswered() throws Exception {
+        refuse = true;
+        try (S3Server s3 = S3Server.startTakingSessionTokens()) {
+            Path meta = dir.resolve("meta");
+            Partfs.Result format = partfs.run("format", "--meta", meta.toString(), "--storage",
+                    "s3://partfs-irsa/vol?endpoint=" + s3.endpoint() + "&path-style=true", "irsa");
+            assertEquals(1, format.exit(), format.all());
+            assertEquals(List.of("partfs: no S3 credentials for s3://partfs-irsa/vol/ at " + s3.endpoint() + " (path-style): the web "
+                            + "identity token in $AWS_WEB_IDENTITY_TOKEN_FILE got none for $AWS_ROLE_ARN (Not authorized to perform "
+                            + "sts:AssumeRoleWithWebIdentity (Service: Sts, Status Code: 403, Request ID: partfs-it)): check the role's "
+                            + "ARN and its trust policy, and that the token is the service account's"),
+                    Partfs.errorLines(format), format.all());
+            assertFalse(format.all().contains(TOKEN), format.all());
+            assertFalse(Files.exists(meta), "nothing formatted");
+        }
+    }
+
+    private static final String REFUSAL = """
+            <ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+              <Error>
+                <Type>Sender</Type>
+                <Code>AccessDenied</Code>
+                <Message>Not authorized to perform sts:AssumeRoleWithWebIdentity</Message>
+              </Error>
+              <RequestId>partfs-it</RequestId>
+            </ErrorResponse>
+            """;
+
+    /** STS's answer to AssumeRoleWithWebIdentity, with s3proxy's keys, valid for an hour. */
+    private static String assumeRoleReply() {
+        String expires = Instant.now().plus(1, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS).toString();
+        return """
+                <AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+                  <AssumeRoleWithWebIdentityResult>
+                    <SubjectFromWebIdentityToken>system:serviceaccount:clickhouse:partfs</SubjectFromWebIdentityToken>
+                    <AssumedRoleUser>
+                      <Arn>arn:aws:sts::123456789012:assumed-role/partfs-sidecar/partfs-it</Arn>
+                      <AssumedRoleId>AROAPARTFSTEST:partfs-it</AssumedRoleId>
+                    </AssumedRoleUser>
+                    <Credentials>
+                      <AccessKeyId>%s</AccessKeyId>
+                      <SecretAccessKey>%s</SecretAccessKey>
+                      <SessionToken>partfs-session-token</SessionToken>
+                      <Expiration>%s</Expiration>
+                    </Credentials>
+                  </AssumeRoleWithWebIdentityResult>
+                  <ResponseMetadata><RequestId>partfs-it</RequestId></ResponseMetadata>
+                </AssumeRoleWithWebIdentityResponse>
+                """.formatted(S3Server.ACCESS_KEY, S3Server.SECRET_KEY, expires);
+    }
+
+    private static Map<String, String> form(String body) {
+        Map<String, String> out = new HashMap<>();
+        for (String pair : body.split("&")) {
+            int eq = pair.indexOf('=');
+            if (eq > 0) {
+                out.put(URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
+                        URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+            }
+        }
+        return out;
+    }
+}
