@@ -41,7 +41,9 @@ final class FormatCommand implements Callable<Integer> {
 
     @Option(names = "--storage", paramLabel = "URL",
             description = {"Object storage: s3://bucket[/prefix][?endpoint=URL&region=R&path-style=true],",
-                    "or a directory. Default: <home>/<NAME>/objects (embedded)."})
+                    "or a directory. Default: <home>/<NAME>/objects (embedded). Without endpoint= it is AWS S3, in",
+                    "region R, else $AWS_REGION or $AWS_DEFAULT_REGION, else us-east-1; another endpoint's region",
+                    "is R or us-east-1. Requests are virtual-hosted (bucket.host) unless path-style=true."})
     String storage;
 
     @Option(names = "--block-size", paramLabel = "SIZE", defaultValue = "4M",

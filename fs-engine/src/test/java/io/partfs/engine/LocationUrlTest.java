@@ -69,6 +69,21 @@ class LocationUrlTest {
         assertTrue(http.getMessage().startsWith("unsupported storage URL"), http.getMessage());
     }
 
+    /**
+     * AWS S3 itself (no endpoint) in a URL without a region takes the environment's, as the AWS
+     * SDKs do; an endpoint of its own never does, and a region in the URL always wins.
+     */
+    @Test
+    void awsS3WithoutARegionTakesTheEnvironmentsOthersDoNot() {
+        java.util.Map<String, String> env = java.util.Map.of("AWS_REGION", "eu-west-3", "AWS_DEFAULT_REGION", "ap-south-1");
+        assertEquals("s3://bkt/p/?region=eu-west-3", StorageUrl.parse("s3://bkt/p", env::get).url());
+        assertEquals("s3://bkt/p/?region=ap-south-1", StorageUrl.parse("s3://bkt/p", java.util.Map.of("AWS_DEFAULT_REGION", "ap-south-1")::get).url());
+        assertEquals("s3://bkt/p/?region=us-east-1", StorageUrl.parse("s3://bkt/p", java.util.Map.of("AWS_REGION", " ")::get).url());
+        assertEquals("s3://bkt/p/?region=sa-east-1", StorageUrl.parse("s3://bkt/p?region=sa-east-1", env::get).url());
+        assertEquals("s3://bkt/p/?endpoint=http://minio:9000&region=us-east-1&path-style=true",
+                StorageUrl.parse("s3://bkt/p?endpoint=http://minio:9000&path-style=true", env::get).url());
+    }
+
     /** A volume records its directory unencoded: the recorded URL must read back to the same directory. */
     @Test
     void aDirectoryWithASpaceOrAPercentSignReadsBackAsRecorded() {

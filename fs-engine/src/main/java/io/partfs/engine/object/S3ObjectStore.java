@@ -438,6 +438,14 @@ public final class S3ObjectStore implements ObjectStore {
         if (e instanceof S3Exception s3e) {
             int status = s3e.statusCode();
             String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
+            String bucketRegion = s3e.awsErrorDetails() == null || s3e.awsErrorDetails().sdkHttpResponse() == null ? null
+                    : s3e.awsErrorDetails().sdkHttpResponse().firstMatchingHeader("x-amz-bucket-region").orElse(null);
+            if ((status == 301 || status == 400) && bucketRegion != null && !bucketRegion.equals(config.region())) {
+                // AWS answers a request signed for another region than the bucket's so (a HEAD's reply has no body)
+                return new ObjectStoreException(ObjectStoreException.Kind.OTHER, what + " failed: bucket '" + config.bucket()
+                        + "' is in region " + bucketRegion + ", not " + config.region() + ": add region=" + bucketRegion
+                        + " to the storage URL (or set $AWS_REGION)", e);
+            }
             if (status == 403 || status == 401 || "InvalidAccessKeyId".equals(code) || "SignatureDoesNotMatch".equals(code)) {
                 return new ObjectStoreException(ObjectStoreException.Kind.ACCESS_DENIED,
                         what + " denied by " + where + (code == null ? "" : " (" + code + ")") // a HEAD's reply has no code

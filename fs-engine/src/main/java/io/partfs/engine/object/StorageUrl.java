@@ -53,6 +53,17 @@ public final class StorageUrl {
      * @throws IllegalArgumentException with a message that shows the expected form
      */
     public static StorageUrl parse(String url) {
+        return parse(url, System::getenv);
+    }
+
+    /**
+     * As {@link #parse(String)}, with {@code env} for the environment: an {@code s3://} URL with
+     * neither endpoint nor region (AWS S3 itself) takes {@code $AWS_REGION}, else
+     * {@code $AWS_DEFAULT_REGION}, as the SDKs and the AWS CLI do (on EKS a pod's role sets them),
+     * else us-east-1. Another endpoint's region is the URL's or us-east-1: a region meant for
+     * AWS would be wrong for a MinIO that checks it.
+     */
+    public static StorageUrl parse(String url, java.util.function.UnaryOperator<String> env) {
         if (url == null || url.isBlank()) {
             throw new IllegalArgumentException("empty storage URL: use s3://bucket[/prefix]?endpoint=http://host:port or a directory");
         }
@@ -61,14 +72,14 @@ public final class StorageUrl {
             return new StorageUrl(Path.of(url).toAbsolutePath().normalize(), null);
         }
         if (u.startsWith("s3:")) {
-            return new StorageUrl(null, parseS3(u));
+            return new StorageUrl(null, parseS3(u, env));
         }
         return new StorageUrl(LocationUrl.literalPath(u, "storage", FORMS), null);
     }
 
     private static final String FORMS = "s3://bucket[/prefix]?endpoint=http://host:port, file:///dir or a directory path";
 
-    private static S3Config parseS3(String url) {
+    private static S3Config parseS3(String url, java.util.function.UnaryOperator<String> env) {
         URI u;
         try {
             u = new URI(url);
@@ -97,8 +108,12 @@ public final class StorageUrl {
         if (region != null && region.isBlank()) {
             throw new IllegalArgumentException("empty region in storage URL '" + url + "': give one (region=us-east-1) or leave it out");
         }
+        if (region == null && endpoint == null) {
+            region = java.util.stream.Stream.of(env.apply("AWS_REGION"), env.apply("AWS_DEFAULT_REGION"))
+                    .filter(r -> r != null && !r.isBlank()).findFirst().orElse(null);
+        }
         if (region != null) {
-            b.region(region);
+            b.region(region.trim());
         }
         String pathStyle = q.remove("path-style");
         if (pathStyle != null) {

@@ -103,6 +103,27 @@ class S3RetryTest {
         }
     }
 
+    /**
+     * AWS answers a request signed for another region than the bucket's with 301 and the bucket's
+     * region in a header (a HEAD with no body to read a code from): the error names the region to
+     * give, at once, for a HEAD and a GET alike, and nothing is retried.
+     */
+    @Test
+    void aBucketInAnotherRegionSaysWhichRegionToGive() throws Exception {
+        try (FaultyProxy proxy = new FaultyProxy(server.endpoint());
+             S3ObjectStore s3 = new S3ObjectStore(server.config("retries").endpoint(proxy.endpoint()).maxAttempts(3).build())) {
+            proxy.failNext(Fault.WRONG_REGION_301, Fault.WRONG_REGION_301);
+            ObjectStoreException get = assertThrows(ObjectStoreException.class, () -> s3.get("k", 0, -1));
+            assertEquals("get k failed: bucket 'retries' is in region eu-central-1, not us-east-1: add region=eu-central-1 "
+                    + "to the storage URL (or set $AWS_REGION)", get.getMessage());
+            assertEquals(1, proxy.connections(), "not retried");
+            ObjectStoreException head = assertThrows(ObjectStoreException.class, s3::ensureBucket);
+            assertTrue(head.getMessage().endsWith(" failed: bucket 'retries' is in region eu-central-1, not us-east-1: "
+                    + "add region=eu-central-1 to the storage URL (or set $AWS_REGION)"), head.getMessage());
+            assertEquals(2, proxy.connections(), "not retried");
+        }
+    }
+
     @Test
     void givesUpAfterMaxAttemptsWithAClearError() throws Exception {
         try (FaultyProxy proxy = new FaultyProxy(server.endpoint());

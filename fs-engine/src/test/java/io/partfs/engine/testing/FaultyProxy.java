@@ -21,7 +21,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class FaultyProxy implements AutoCloseable {
     /** What to do to one incoming connection. */
-    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER, NOT_IMPLEMENTED_501, BAD_GATEWAY_502 }
+    public enum Fault { SLOW_DOWN_503, DROP, CUT_ANSWER, NOT_IMPLEMENTED_501, BAD_GATEWAY_502, WRONG_REGION_301 }
+
+    /** The bucket's region {@link Fault#WRONG_REGION_301} names, as AWS S3 does in its x-amz-bucket-region header. */
+    public static final String BUCKET_REGION = "eu-central-1";
 
     /** Bytes of an answer (headers included) that {@link Fault#CUT_ANSWER} lets through. */
     public static final int CUT_AFTER = 16 << 10;
@@ -83,15 +86,18 @@ public final class FaultyProxy implements AutoCloseable {
                 case SLOW_DOWN_503 -> new String[] {"503 Slow Down", "SlowDown", "Please reduce your request rate."};
                 case NOT_IMPLEMENTED_501 -> new String[] {"501 Not Implemented", "NotImplemented", "Not implemented."};
                 case BAD_GATEWAY_502 -> new String[] {"502 Bad Gateway", "BadGateway", "The gateway cannot reach the store."};
+                case WRONG_REGION_301 -> new String[] {"301 Moved Permanently", "PermanentRedirect",
+                        "The bucket you are attempting to access must be addressed using the specified endpoint."};
                 default -> null;
             };
             if (answer != null) {
-                readHeaders(client.getInputStream());
+                boolean head = readHeaders(client.getInputStream()).startsWith("HEAD ");
                 String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + answer[1]
                         + "</Code><Message>" + answer[2] + "</Message></Error>";
                 String resp = "HTTP/1.1 " + answer[0]
+                        + (fault == Fault.WRONG_REGION_301 ? "\r\nx-amz-bucket-region: " + BUCKET_REGION : "")
                         + "\r\nContent-Type: application/xml\r\nContent-Length: "
-                        + body.length() + "\r\nConnection: close\r\n\r\n" + body;
+                        + body.length() + "\r\nConnection: close\r\n\r\n" + (head ? "" : body);
                 client.getOutputStream().write(resp.getBytes(StandardCharsets.US_ASCII));
                 client.getOutputStream().flush();
                 return;
@@ -109,15 +115,19 @@ public final class FaultyProxy implements AutoCloseable {
         }
     }
 
-    private static void readHeaders(InputStream in) throws IOException {
+    /** Reads a request's head, up to its empty line, and returns it. */
+    private static String readHeaders(InputStream in) throws IOException {
+        StringBuilder head = new StringBuilder();
         int state = 0;
         int b;
         while ((b = in.read()) >= 0) {
+            head.append((char) b);
             state = (b == '\r' && (state == 0 || state == 2)) ? state + 1 : (b == '\n' && (state == 1 || state == 3)) ? state + 1 : 0;
             if (state == 4) {
-                return;
+                break;
             }
         }
+        return head.toString();
     }
 
     /**
