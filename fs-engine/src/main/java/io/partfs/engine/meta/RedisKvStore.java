@@ -101,14 +101,18 @@ public final class RedisKvStore implements KvStore {
                     : "redis://[user:password@]host:port/db[?timeout=30s]") + "; in a password, write @ / # ? as %40 %2F %23 %3F");
         }
         uri.setTimeout(timeout);
+        this.ssl = sslOptions(url, uri);
         if (uri.getSentinels().isEmpty()) {
-            this.description = "redis://" + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
+            this.description = (uri.isSsl() ? "rediss://" : "redis://") + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
         } else {
             this.description = "redis-sentinel://" + uri.getSentinels().stream().map(u -> u.getHost() + ":" + u.getPort())
                     .collect(java.util.stream.Collectors.joining(",")) + "/" + uri.getDatabase() + "#" + uri.getSentinelMasterId();
         }
         this.resources = io.lettuce.core.resource.DefaultClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
         this.client = RedisClient.create(resources, uri);
+        if (ssl != null) {
+            client.setOptions(io.lettuce.core.ClientOptions.builder().sslOptions(ssl).build());
+        }
         this.uri = uri;
         watchOutages();
         try {
@@ -199,6 +203,46 @@ public final class RedisKvStore implements KvStore {
                     + m.group(1) + "' (e.g. ?timeout=90s, 1500ms, 2m)");
         }
         return t;
+    }
+
+    /** TLS options of a {@code rediss://} URL with {@code tls-ca-cert-file}, or null for lettuce's defaults. */
+    private final io.lettuce.core.SslOptions ssl;
+
+    /**
+     * {@code ?tls-ca-cert-file=FILE} of a {@code rediss://} URL (JuiceFS's name for it): a PEM
+     * file of the certificates of the CA that signed Redis's, trusted besides the JVM's own CAs
+     * (as {@code --ca-bundle} is for S3), for a Redis whose TLS certificate a private CA signed.
+     * The host name is still checked against the certificate. Null when the URL gives none.
+     */
+    private static io.lettuce.core.SslOptions sslOptions(String url, RedisURI uri) throws IOException {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("[?&]tls-ca-cert-file=([^&#]*)").matcher(url);
+        if (!m.find()) {
+            return null;
+        }
+        if (!uri.isSsl()) {
+            throw new IOException("invalid Redis URL '" + redact(url) + "': tls-ca-cert-file is for Redis over TLS: write rediss://");
+        }
+        java.nio.file.Path pem = java.nio.file.Path.of(java.net.URLDecoder.decode(m.group(1), StandardCharsets.UTF_8));
+        javax.net.ssl.TrustManager[] trust;
+        try {
+            trust = io.partfs.engine.object.CaBundle.trustManagers(pem);
+        } catch (IOException e) {
+            throw new IOException("invalid Redis URL '" + redact(url) + "': " + e.getMessage(), e);
+        }
+        return io.lettuce.core.SslOptions.builder().jdkSslProvider().trustManager(new io.netty.handler.ssl.util.SimpleTrustManagerFactory() {
+            @Override
+            protected void engineInit(java.security.KeyStore keyStore) {
+            }
+
+            @Override
+            protected void engineInit(javax.net.ssl.ManagerFactoryParameters parameters) {
+            }
+
+            @Override
+            protected javax.net.ssl.TrustManager[] engineGetTrustManagers() {
+                return trust;
+            }
+        }).build();
     }
 
     /** How long an operation waits for Redis before failing. */
@@ -295,7 +339,7 @@ public final class RedisKvStore implements KvStore {
     private synchronized RedisClient txnClient() {
         if (txnClient == null) {
             RedisClient c = RedisClient.create(resources, uri);
-            c.setOptions(io.lettuce.core.ClientOptions.builder()
+            c.setOptions((ssl == null ? io.lettuce.core.ClientOptions.builder() : io.lettuce.core.ClientOptions.builder().sslOptions(ssl))
                     .autoReconnect(false)
                     .disconnectedBehavior(io.lettuce.core.ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                     .replayFilter(RedisKvStore::failUnsent)
@@ -366,6 +410,10 @@ public final class RedisKvStore implements KvStore {
                 return new IOException("Redis at " + description + " refused the login (" + why.trim()
                         + "): check the user and password in the URL", e);
             }
+            if (untrustedCertificate(e)) {
+                return new IOException("cannot reach Redis at " + description + ": its TLS certificate is not trusted (" + why.trim()
+                        + "): give the PEM file of the CA that signed it as ?tls-ca-cert-file=FILE in the URL", e);
+            }
             return new IOException("cannot reach Redis at " + description + " (" + why + "): check that it runs and the URL is right", e);
         }
         if (notReady(e)) {
@@ -398,6 +446,16 @@ public final class RedisKvStore implements KvStore {
         }
         for (Throwable s : e.getSuppressed()) {
             if (String.valueOf(s.getMessage()).contains(OUT_OF_MEMORY)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether the TLS handshake under {@code e} failed for want of a trusted certificate path. */
+    private static boolean untrustedCertificate(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof java.security.cert.CertPathBuilderException || c instanceof java.security.cert.CertPathValidatorException) {
                 return true;
             }
         }

@@ -37,7 +37,7 @@ public final class CaBundle {
         try (InputStream in = Files.newInputStream(pem)) {
             certs = CertificateFactory.getInstance("X.509").generateCertificates(in);
         } catch (NoSuchFileException e) {
-            throw new IOException("CA bundle " + pem + " does not exist: give a PEM file of the CA certificates that sign the S3 endpoint's");
+            throw new IOException("CA bundle " + pem + " does not exist: give a PEM file of the CA certificates that sign the server's");
         } catch (CertificateException e) {
             throw new IOException("CA bundle " + pem + " is not a PEM file of certificates (" + e.getMessage() + ")");
         }

@@ -6,11 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.partfs.engine.testing.S3Server;
+import io.partfs.engine.testing.TestCertificate;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,8 +21,6 @@ import org.junit.jupiter.api.io.TempDir;
  * given as a CA bundle; bad bundles are refused in one line.
  */
 class S3TlsTest {
-    private static final String PASSWORD = "partfs-test-keystore";
-
     @TempDir
     static Path dir;
     static S3Server server;
@@ -31,14 +28,9 @@ class S3TlsTest {
 
     @BeforeAll
     static void start() throws Exception {
-        Path keyStore = dir.resolve("server.p12");
-        pem = dir.resolve("ca.pem");
-        keytool("-genkeypair", "-alias", "s3", "-keyalg", "RSA", "-keysize", "2048", "-validity", "2",
-                "-dname", "CN=127.0.0.1", "-ext", "SAN=IP:127.0.0.1", "-storetype", "PKCS12",
-                "-keystore", keyStore.toString(), "-storepass", PASSWORD, "-keypass", PASSWORD);
-        keytool("-exportcert", "-rfc", "-alias", "s3", "-keystore", keyStore.toString(), "-storepass", PASSWORD,
-                "-file", pem.toString());
-        server = S3Server.startTls(keyStore, PASSWORD);
+        TestCertificate cert = TestCertificate.create(dir);
+        pem = cert.certificatePem();
+        server = S3Server.startTls(cert.keyStore(), cert.password());
     }
 
     @AfterAll
@@ -46,16 +38,6 @@ class S3TlsTest {
         if (server != null) {
             server.close();
         }
-    }
-
-    private static void keytool(String... args) throws Exception {
-        List<String> cmd = new java.util.ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "keytool").toString());
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "keytool did not finish");
-        assertEquals(0, p.exitValue(), "keytool " + args[0] + ": " + out);
     }
 
     private StorageUrl url(String bucket) {
