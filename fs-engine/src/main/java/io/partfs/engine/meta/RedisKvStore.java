@@ -122,6 +122,9 @@ public final class RedisKvStore implements KvStore {
             throw wrap("connect", e);
         }
         try {
+            if ("1".equals(infoField(info("cluster"), "cluster_enabled"))) {
+                throw clusterMode();
+            }
             checkEvictionPolicy(memoryInfo());
             durabilityProblem = durabilityProblem(info("persistence"));
         } catch (IOException | RuntimeException e) {
@@ -270,6 +273,29 @@ public final class RedisKvStore implements KvStore {
         }
     }
 
+    /**
+     * The refusal of a Redis in cluster mode (Redis Cluster, a managed service's "cluster mode
+     * enabled"): a volume's transactions span keys of many hash slots (CROSSSLOT), its keys live
+     * on every shard (MOVED), and only database 0 exists. Checked at connect (INFO cluster), and
+     * by the refusals themselves where INFO is denied.
+     */
+    private IOException clusterMode() {
+        return new IOException("Redis at " + description + " runs in cluster mode, which PartFS does not support (a volume's "
+                + "transactions span keys of many hash slots): use a Redis without cluster mode, one primary with replicas, "
+                + "reached through its primary endpoint or redis-sentinel://");
+    }
+
+    /** Whether Redis refused {@code e}'s command, or a command of its transaction (suppressed), for cluster mode. */
+    private static boolean refusedForClusterMode(Throwable e) {
+        java.util.List<Throwable> refusals = new java.util.ArrayList<>(java.util.List.of(e.getSuppressed()));
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            refusals.add(c);
+        }
+        return refusals.stream().map(t -> String.valueOf(t.getMessage())).anyMatch(m ->
+                m.contains("is not allowed in cluster mode") || m.startsWith("CROSSSLOT") || m.startsWith("MOVED ")
+                        || m.startsWith("CLUSTERDOWN"));
+    }
+
     /** Set at connect: see {@link #durabilityProblem()}. */
     private final String durabilityProblem;
 
@@ -397,6 +423,9 @@ public final class RedisKvStore implements KvStore {
     }
 
     private IOException wrap(String op, RuntimeException e) {
+        if (refusedForClusterMode(e)) {
+            return clusterMode(); // where INFO is denied: a SELECT refused at connect, or a transaction or key refused later
+        }
         if (outOfMemory(e)) {
             outOfMemoryLog.error(log, "Redis at {} is out of memory: it refuses every write past its maxmemory, so files can be "
                     + "neither created nor written (ENOSPC) until Redis gets more memory (CONFIG SET maxmemory) "
