@@ -498,7 +498,6 @@ public final class S3ObjectStore implements ObjectStore {
                 && (c.getMessage().contains("Broken pipe") || c.getMessage().contains("Connection reset")));
     }
 
-    /** A TLS handshake refused for the server's certificate chain (PKIX path building). */
     /**
      * Why step {@code provider} of the SDK's default credential chain found nothing, from the
      * chain's message ("... : [Step(): why, Step2(...): why, ...]"), or null when it does not
@@ -514,6 +513,7 @@ public final class S3ObjectStore implements ObjectStore {
         return m.group(1).replaceAll(" \\(SDK Attempt Count: \\d+\\)$", "").trim();
     }
 
+    /** A TLS handshake refused for the server's certificate chain (PKIX path building). */
     private static boolean untrustedCertificate(Throwable t) {
         return anyCause(t, c -> c instanceof java.security.cert.CertPathBuilderException
                 || c instanceof java.security.cert.CertPathValidatorException);
