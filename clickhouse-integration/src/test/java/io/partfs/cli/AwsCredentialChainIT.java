@@ -3,7 +3,6 @@ package io.partfs.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import io.partfs.engine.testing.S3Server;
@@ -24,22 +23,29 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * S3 credentials from a web identity, as a pod on EKS gets them (IRSA): no keys given, only
+ * S3 credentials as a pod on EKS gets them, with no keys given: from a web identity (IRSA:
  * {@code AWS_ROLE_ARN} and {@code AWS_WEB_IDENTITY_TOKEN_FILE}, which the AWS default chain
- * trades at STS for temporary credentials. STS cannot run here, so a stand-in answers
- * AssumeRoleWithWebIdentity (JDK HttpServer, the reply in STS's documented XML) with
- * s3proxy's keys and a session token; everything else is real: the launcher, the SDK's chain,
- * s3proxy checking every signature.
+ * trades at STS for temporary credentials) or from EKS Pod Identity (the container credentials
+ * endpoint, {@code AWS_CONTAINER_CREDENTIALS_FULL_URI} with the token of
+ * {@code AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE}). Neither STS nor the EKS agent can run here,
+ * so one stand-in (JDK HttpServer) answers both as their documentation shows, with s3proxy's
+ * keys and a session token; everything else is real: the launcher, the SDK's chain, s3proxy
+ * checking every signature.
  */
-class WebIdentityCredentialsIT {
+class AwsCredentialChainIT {
     private static final String ROLE = "arn:aws:iam::123456789012:role/partfs-sidecar";
     private static final String TOKEN = "eyJhbGciOiJSUzI1NiJ9.partfs-test-web-identity-token";
+    private static final String SESSION_TOKEN = "partfs-session-token";
 
     private Path dir;
     private Path mnt;
+    private Path token;
     private Partfs partfs;
-    private HttpServer sts;
+    private HttpServer standIn;
+    private String standInUrl;
+    /** The forms STS was sent, and the Authorization headers the container endpoint was sent. */
     private final List<Map<String, String>> assumed = new CopyOnWriteArrayList<>();
+    private final List<String> containerAsks = new CopyOnWriteArrayList<>();
     /** Whether the stand-in refuses the token, as STS does one for another role or expired. */
     private volatile boolean refuse;
 
@@ -47,34 +53,46 @@ class WebIdentityCredentialsIT {
     void setUp() throws Exception {
         dir = Files.createTempDirectory("partfs-cli-");
         mnt = dir.resolve("mnt");
-        Path token = dir.resolve("token");
-        Files.writeString(token, TOKEN);
-        sts = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        sts.createContext("/", exchange -> {
-            Map<String, String> form = form(new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
-            assumed.add(form);
+        token = Files.writeString(dir.resolve("token"), TOKEN);
+        standIn = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        standIn.createContext("/", exchange -> { // STS: a form POSTed, XML back
+            assumed.add(form(new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8)));
             byte[] reply = (refuse ? REFUSAL : assumeRoleReply()).getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().add("Content-Type", "text/xml");
             exchange.sendResponseHeaders(refuse ? 403 : 200, reply.length);
             exchange.getResponseBody().write(reply);
             exchange.close();
         });
-        sts.start();
+        standIn.createContext("/v1/credentials", exchange -> { // the EKS Pod Identity agent: a GET, JSON back
+            containerAsks.add(String.valueOf(exchange.getRequestHeaders().getFirst("Authorization")));
+            byte[] reply = """
+                    {"AccessKeyId":"%s","SecretAccessKey":"%s","Token":"%s","Expiration":"%s"}"""
+                    .formatted(S3Server.ACCESS_KEY, S3Server.SECRET_KEY, SESSION_TOKEN, inAnHour()).getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, reply.length);
+            exchange.getResponseBody().write(reply);
+            exchange.close();
+        });
+        standIn.start();
+        standInUrl = "http://127.0.0.1:" + standIn.getAddress().getPort();
         partfs = new Partfs(dir.resolve("home"))
-                .env("AWS_ROLE_ARN", ROLE)
-                .env("AWS_WEB_IDENTITY_TOKEN_FILE", token.toString())
-                .env("AWS_ROLE_SESSION_NAME", "partfs-it")
                 .env("AWS_REGION", "us-east-1")
-                .env("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:" + sts.getAddress().getPort())
                 // whatever the machine's own environment holds must not answer first
                 .unset("AWS_ACCESS_KEY_ID").unset("AWS_SECRET_ACCESS_KEY").unset("AWS_SESSION_TOKEN").unset("AWS_PROFILE")
+                .unset("AWS_ROLE_ARN").unset("AWS_WEB_IDENTITY_TOKEN_FILE").unset("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+                .unset("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").unset("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
                 .env("AWS_EC2_METADATA_DISABLED", "true");
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        sts.stop(0);
+        standIn.stop(0);
         partfs.unmountAndDelete(mnt, dir);
+    }
+
+    private void useWebIdentity() {
+        partfs.env("AWS_ROLE_ARN", ROLE).env("AWS_WEB_IDENTITY_TOKEN_FILE", token.toString())
+                .env("AWS_ROLE_SESSION_NAME", "partfs-it").env("AWS_ENDPOINT_URL_STS", standInUrl);
     }
 
     /**
@@ -84,15 +102,39 @@ class WebIdentityCredentialsIT {
      */
     @Test
     void aMountWithoutKeysUsesTheCredentialsItsWebIdentityAssumes() throws Exception {
-        try (S3Server s3 = S3Server.startTakingSessionTokens()) {
-            String storage = "s3://partfs-irsa/vol?endpoint=" + s3.endpoint() + "&path-style=true";
-            String meta = dir.resolve("meta").toString();
-            Partfs.Result format = partfs.ok("format", "--meta", meta, "--storage", storage, "irsa");
+        useWebIdentity();
+        roundTrip(() -> {
             assertFalse(assumed.isEmpty(), "format asked STS");
             Map<String, String> call = assumed.get(0);
             assertEquals("AssumeRoleWithWebIdentity", call.get("Action"), call.toString());
             assertEquals(ROLE, call.get("RoleArn"), call.toString());
             assertEquals(TOKEN, call.get("WebIdentityToken"), "the token file's content");
+        });
+    }
+
+    /** The same on EKS Pod Identity: the container endpoint asked with the token of its file. */
+    @Test
+    void aMountWithoutKeysUsesTheCredentialsOfItsPodIdentity() throws Exception {
+        partfs.env("AWS_CONTAINER_CREDENTIALS_FULL_URI", standInUrl + "/v1/credentials")
+                .env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token.toString());
+        roundTrip(() -> {
+            assertFalse(containerAsks.isEmpty(), "format asked the container endpoint");
+            assertEquals(TOKEN, containerAsks.get(0), "the token file's content, as the Authorization header");
+            assertEquals(List.of(), assumed, "no STS");
+        });
+    }
+
+    /**
+     * Formats a volume on s3proxy with no keys, runs {@code afterFormat}, writes a file through
+     * one mount and reads it back through another with an empty block cache, and checks that no
+     * token or secret shows in any output or log.
+     */
+    private void roundTrip(Runnable afterFormat) throws Exception {
+        try (S3Server s3 = S3Server.startTakingSessionTokens()) {
+            String storage = "s3://partfs-creds/vol?endpoint=" + s3.endpoint() + "&path-style=true";
+            String meta = dir.resolve("meta").toString();
+            Partfs.Result format = partfs.ok("format", "--meta", meta, "--storage", storage, "creds");
+            afterFormat.run();
 
             byte[] data = new byte[(2 << 20) + 3];
             new Random(12).nextBytes(data);
@@ -104,7 +146,7 @@ class WebIdentityCredentialsIT {
             partfs.ok("umount", mnt.toString());
 
             String everything = format.all() + partfs.mountLogs();
-            for (String secret : List.of(TOKEN, S3Server.SECRET_KEY, "partfs-session-token")) {
+            for (String secret : List.of(TOKEN, S3Server.SECRET_KEY, SESSION_TOKEN)) {
                 assertFalse(everything.contains(secret), secret + " in: " + everything);
             }
         }
@@ -116,13 +158,14 @@ class WebIdentityCredentialsIT {
      */
     @Test
     void aRefusedWebIdentitySaysWhatStsAnswered() throws Exception {
+        useWebIdentity();
         refuse = true;
         try (S3Server s3 = S3Server.startTakingSessionTokens()) {
             Path meta = dir.resolve("meta");
             Partfs.Result format = partfs.run("format", "--meta", meta.toString(), "--storage",
-                    "s3://partfs-irsa/vol?endpoint=" + s3.endpoint() + "&path-style=true", "irsa");
+                    "s3://partfs-creds/vol?endpoint=" + s3.endpoint() + "&path-style=true", "creds");
             assertEquals(1, format.exit(), format.all());
-            assertEquals(List.of("partfs: no S3 credentials for s3://partfs-irsa/vol/ at " + s3.endpoint() + " (path-style): the web "
+            assertEquals(List.of("partfs: no S3 credentials for s3://partfs-creds/vol/ at " + s3.endpoint() + " (path-style): the web "
                             + "identity token in $AWS_WEB_IDENTITY_TOKEN_FILE got none for $AWS_ROLE_ARN (Not authorized to perform "
                             + "sts:AssumeRoleWithWebIdentity (Service: Sts, Status Code: 403, Request ID: partfs-it)): check the role's "
                             + "ARN and its trust policy, and that the token is the service account's"),
@@ -143,9 +186,12 @@ class WebIdentityCredentialsIT {
             </ErrorResponse>
             """;
 
+    private static String inAnHour() {
+        return Instant.now().plus(1, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS).toString();
+    }
+
     /** STS's answer to AssumeRoleWithWebIdentity, with s3proxy's keys, valid for an hour. */
     private static String assumeRoleReply() {
-        String expires = Instant.now().plus(1, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS).toString();
         return """
                 <AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
                   <AssumeRoleWithWebIdentityResult>
@@ -157,13 +203,13 @@ class WebIdentityCredentialsIT {
                     <Credentials>
                       <AccessKeyId>%s</AccessKeyId>
                       <SecretAccessKey>%s</SecretAccessKey>
-                      <SessionToken>partfs-session-token</SessionToken>
+                      <SessionToken>%s</SessionToken>
                       <Expiration>%s</Expiration>
                     </Credentials>
                   </AssumeRoleWithWebIdentityResult>
                   <ResponseMetadata><RequestId>partfs-it</RequestId></ResponseMetadata>
                 </AssumeRoleWithWebIdentityResponse>
-                """.formatted(S3Server.ACCESS_KEY, S3Server.SECRET_KEY, expires);
+                """.formatted(S3Server.ACCESS_KEY, S3Server.SECRET_KEY, SESSION_TOKEN, inAnHour());
     }
 
     private static Map<String, String> form(String body) {
