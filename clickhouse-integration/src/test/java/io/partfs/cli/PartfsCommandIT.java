@@ -383,6 +383,18 @@ class PartfsCommandIT {
             assertTrue(r.err().contains(meta.endsWith("#main") ? "cannot reach Redis" : "#master"), r.err());
             assertFalse(r.all().contains("topsecret"), r.all());
         }
+        // a login Redis refuses, a database it does not have: the error line alone, not an outage warning before it
+        try (RedisServer secured = RedisServer.start("--requirepass", "topsecret")) {
+            String at = "@127.0.0.1:" + secured.port();
+            for (String meta : new String[] {"redis://:wrong" + at + "/0", "redis://:topsecret" + at + "/99"}) {
+                Partfs.Result r = partfs.run("status", "--meta", meta);
+                assertEquals(1, r.exit(), r.all());
+                List<String> lines = r.err().lines().filter(l -> !l.startsWith("partfs: preparing") && !l.startsWith("partfs: building")).toList();
+                assertEquals(1, lines.size(), r.err());
+                assertTrue(lines.get(0).contains(meta.endsWith("/0") ? "refused the login" : "has no database 99"), r.err());
+                assertFalse(r.all().contains("topsecret"), r.all());
+            }
+        }
         // an object store that cannot be reached: the error line alone, not the outage tracker's warning before it
         partfs.env("PARTFS_ACCESS_KEY", S3Server.ACCESS_KEY).env("PARTFS_SECRET_KEY", S3Server.SECRET_KEY);
         Partfs.Result unreachable = partfs.run("format", "--meta", dir.resolve("meta-unreached").toString(), "--storage",

@@ -117,6 +117,7 @@ public final class RedisKvStore implements KvStore {
         watchOutages();
         try {
             this.shared = client.connect(ByteArrayCodec.INSTANCE);
+            connectedOnce = true;
         } catch (RuntimeException e) {
             shutdownClients();
             throw wrap("connect", e);
@@ -152,6 +153,13 @@ public final class RedisKvStore implements KvStore {
         reconnectActions.add(action);
     }
 
+    /**
+     * Set once the first connection is up: a connection refused in its handshake (a wrong
+     * password, a database Redis does not have) is closed by lettuce as if lost, and was logged
+     * as an outage ("lost the connection ... reconnecting") before the one-line refusal.
+     */
+    private volatile boolean connectedOnce;
+
     /** The log lines of an outage ({@link RedisOutageLog}), from the reads connection's events. */
     private void watchOutages() {
         RedisOutageLog outages = new RedisOutageLog(description, timeout);
@@ -171,7 +179,7 @@ public final class RedisKvStore implements KvStore {
 
             @Override
             public void onRedisDisconnected(io.lettuce.core.RedisChannelHandler<?, ?> conn) {
-                if (!closed) {
+                if (connectedOnce && !closed) {
                     outages.disconnected();
                 }
             }
@@ -438,6 +446,10 @@ public final class RedisKvStore implements KvStore {
             if (why.contains("NOAUTH") || why.contains("WRONGPASS") || why.contains("invalid password")) { // refused at connect
                 return new IOException("Redis at " + description + " refused the login (" + why.trim()
                         + "): check the user and password in the URL", e);
+            }
+            if (why.contains("DB index is out of range")) {
+                return new IOException("Redis at " + description + " has no database " + uri.getDatabase() + " (" + why.trim()
+                        + "): give a database number below its 'databases' setting (16 unless redis.conf says otherwise)", e);
             }
             if (untrustedCertificate(e)) {
                 return new IOException("cannot reach Redis at " + description + ": its TLS certificate is not trusted (" + why.trim()
