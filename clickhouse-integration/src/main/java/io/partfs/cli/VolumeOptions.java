@@ -19,7 +19,8 @@ import picocli.CommandLine.Option;
 final class VolumeOptions {
     @Option(names = "--meta", paramLabel = "URL",
             description = {"Metadata engine: redis://[user:password@]host:port/db (shared by several machines; rediss://",
-                    "for TLS, with ?tls-ca-cert-file=FILE for a certificate a private CA signed;",
+                    "for TLS, with ?tls-ca-cert-file=FILE for a certificate a private CA signed and",
+                    "&tls-cert-file=FILE&tls-key-file=FILE for a client certificate;",
                     "redis-sentinel://[password@]host:port[,host:port]/db#master to follow Sentinel failovers;",
                     "?timeout=90s: how long operations wait for an unreachable Redis before failing, default 30s),",
                     "or a directory for embedded RocksDB. Default: the embedded volume <home>/<name>/meta."})

@@ -216,44 +216,77 @@ public final class RedisKvStore implements KvStore {
         return t;
     }
 
-    /** TLS options of a {@code rediss://} URL with {@code tls-ca-cert-file}, or null for lettuce's defaults. */
+    /** TLS options of a {@code rediss://} URL's tls- parameters, or null for lettuce's defaults. */
     private final io.lettuce.core.SslOptions ssl;
 
     /**
-     * {@code ?tls-ca-cert-file=FILE} of a {@code rediss://} URL (JuiceFS's name for it): a PEM
-     * file of the certificates of the CA that signed Redis's, trusted besides the JVM's own CAs
-     * (as {@code --ca-bundle} is for S3), for a Redis whose TLS certificate a private CA signed.
-     * The host name is still checked against the certificate. Null when the URL gives none.
+     * The TLS parameters of a {@code rediss://} URL, JuiceFS's names for them, or null when it
+     * gives none. {@code tls-ca-cert-file=FILE}: a PEM file of the certificates of the CA that
+     * signed Redis's, trusted besides the JVM's own CAs (as {@code --ca-bundle} is for S3), for a
+     * Redis whose certificate a private CA signed; the host name is still checked.
+     * {@code tls-cert-file=FILE&tls-key-file=FILE}: the client certificate (PEM, its chain) and
+     * its unencrypted PKCS#8 PEM key, for a Redis that asks clients for one (tls-auth-clients).
      */
     private static io.lettuce.core.SslOptions sslOptions(String url, RedisURI uri) throws IOException {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("[?&]tls-ca-cert-file=([^&#]*)").matcher(url);
-        if (!m.find()) {
+        java.nio.file.Path ca = urlFile(url, "tls-ca-cert-file");
+        java.nio.file.Path cert = urlFile(url, "tls-cert-file");
+        java.nio.file.Path key = urlFile(url, "tls-key-file");
+        if (ca == null && cert == null && key == null) {
             return null;
         }
+        String bad = "invalid Redis URL '" + redact(url) + "': ";
         if (!uri.isSsl()) {
-            throw new IOException("invalid Redis URL '" + redact(url) + "': tls-ca-cert-file is for Redis over TLS: write rediss://");
+            throw new IOException(bad + (ca != null ? "tls-ca-cert-file" : cert != null ? "tls-cert-file" : "tls-key-file")
+                    + " is for Redis over TLS: write rediss://");
         }
-        java.nio.file.Path pem = java.nio.file.Path.of(java.net.URLDecoder.decode(m.group(1), StandardCharsets.UTF_8));
-        javax.net.ssl.TrustManager[] trust;
-        try {
-            trust = io.partfs.engine.object.CaBundle.trustManagers(pem);
-        } catch (IOException e) {
-            throw new IOException("invalid Redis URL '" + redact(url) + "': " + e.getMessage(), e);
+        if ((cert == null) != (key == null)) {
+            throw new IOException(bad + "give tls-cert-file and tls-key-file together (the client certificate and its key)");
         }
-        return io.lettuce.core.SslOptions.builder().jdkSslProvider().trustManager(new io.netty.handler.ssl.util.SimpleTrustManagerFactory() {
-            @Override
-            protected void engineInit(java.security.KeyStore keyStore) {
+        io.lettuce.core.SslOptions.Builder b = io.lettuce.core.SslOptions.builder().jdkSslProvider();
+        if (ca != null) {
+            javax.net.ssl.TrustManager[] trust;
+            try {
+                trust = io.partfs.engine.object.CaBundle.trustManagers(ca);
+            } catch (IOException e) {
+                throw new IOException(bad + e.getMessage(), e);
             }
+            b.trustManager(new io.netty.handler.ssl.util.SimpleTrustManagerFactory() {
+                @Override
+                protected void engineInit(java.security.KeyStore keyStore) {
+                }
 
-            @Override
-            protected void engineInit(javax.net.ssl.ManagerFactoryParameters parameters) {
-            }
+                @Override
+                protected void engineInit(javax.net.ssl.ManagerFactoryParameters parameters) {
+                }
 
-            @Override
-            protected javax.net.ssl.TrustManager[] engineGetTrustManagers() {
-                return trust;
+                @Override
+                protected javax.net.ssl.TrustManager[] engineGetTrustManagers() {
+                    return trust;
+                }
+            });
+        }
+        if (cert != null) {
+            for (java.nio.file.Path f : new java.nio.file.Path[] {cert, key}) {
+                if (!java.nio.file.Files.isReadable(f)) {
+                    throw new IOException(bad + "cannot read " + f + ": give the client certificate's and key's PEM files");
+                }
             }
-        }).build();
+            try {
+                // netty reads them now, not at the first connect: a key it cannot use fails here, in one line
+                io.netty.handler.ssl.SslContextBuilder.forClient().keyManager(cert.toFile(), key.toFile()).build();
+            } catch (javax.net.ssl.SSLException | IllegalArgumentException e) {
+                throw new IOException(bad + "cannot use the client certificate " + cert + " with the key " + key + " ("
+                        + e.getMessage() + "): give PEM files, the key unencrypted PKCS#8 (BEGIN PRIVATE KEY)", e);
+            }
+            b.keyManager(cert.toFile(), key.toFile(), null);
+        }
+        return b.build();
+    }
+
+    /** The file a URL parameter names, or null without the parameter. */
+    private static java.nio.file.Path urlFile(String url, String parameter) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("[?&]" + parameter + "=([^&#]*)").matcher(url);
+        return m.find() ? java.nio.file.Path.of(java.net.URLDecoder.decode(m.group(1), StandardCharsets.UTF_8)) : null;
     }
 
     /** How long an operation waits for Redis before failing. */
@@ -450,6 +483,10 @@ public final class RedisKvStore implements KvStore {
             if (why.contains("DB index is out of range")) {
                 return new IOException("Redis at " + description + " has no database " + uri.getDatabase() + " (" + why.trim()
                         + "): give a database number below its 'databases' setting (16 unless redis.conf says otherwise)", e);
+            }
+            if (why.contains("certificate_required")) {
+                return new IOException("cannot reach Redis at " + description + ": it asks for a client certificate (" + why.trim()
+                        + "): give its PEM file and the key's as ?tls-cert-file=FILE&tls-key-file=FILE in the URL", e);
             }
             if (untrustedCertificate(e)) {
                 return new IOException("cannot reach Redis at " + description + ": its TLS certificate is not trusted (" + why.trim()

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * a private CA serve it: a real redis-server with a TLS port whose certificate no CA of the JVM
  * signed. Given the CA's PEM file ({@code ?tls-ca-cert-file=}) the store serves reads and
  * transactions (both of its connections' kinds) over TLS; without it the connection is refused
- * with one line that says what to give.
+ * with one line that says what to give. The same for a client certificate Redis asks for.
  */
 class RedisTlsTest {
     @TempDir
@@ -76,6 +76,39 @@ class RedisTlsTest {
         assertEquals("cannot reach Redis at rediss://127.0.0.1:" + tlsPort + "/2: its TLS certificate is not trusted (unable to "
                 + "find valid certification path to requested target): give the PEM file of the CA that signed it as "
                 + "?tls-ca-cert-file=FILE in the URL", e.getMessage());
+    }
+
+    /**
+     * A Redis that asks clients for a certificate (tls-auth-clients yes) serves one that gives it
+     * ({@code tls-cert-file} and {@code tls-key-file}: here the server's own, which its CA file
+     * holds) and refuses one that does not, in one line.
+     */
+    @Test
+    void aClientCertificateIsGivenWhenRedisAsksForOne() throws Exception {
+        int mutualPort = RedisServer.freePort();
+        try (RedisServer mutual = RedisServer.start("--tls-port", Integer.toString(mutualPort),
+                "--tls-cert-file", cert.certificatePem().toString(), "--tls-key-file", cert.privateKeyPem().toString(),
+                "--tls-ca-cert-file", cert.certificatePem().toString(), "--tls-auth-clients", "yes")) {
+            String base = "rediss://127.0.0.1:" + mutualPort + "/2?tls-ca-cert-file=" + cert.certificatePem();
+            try (KvStore kv = new RedisKvStore(base + "&tls-cert-file=" + cert.certificatePem() + "&tls-key-file=" + cert.privateKeyPem())) {
+                kv.update(tx -> {
+                    tx.put("m", "1".getBytes(StandardCharsets.UTF_8));
+                    return null;
+                });
+                assertEquals("1", new String(kv.read(r -> r.get("m")), StandardCharsets.UTF_8));
+            }
+            IOException without = assertThrows(IOException.class, () -> new RedisKvStore(base).close());
+            assertEquals("cannot reach Redis at rediss://127.0.0.1:" + mutualPort + "/2: it asks for a client certificate (Received "
+                    + "fatal alert: certificate_required): give its PEM file and the key's as ?tls-cert-file=FILE&tls-key-file=FILE "
+                    + "in the URL", without.getMessage());
+        }
+        IOException half = assertThrows(IOException.class, () -> new RedisKvStore(url("?tls-cert-file=" + cert.certificatePem())).close());
+        assertEquals("invalid Redis URL '" + url("?tls-cert-file=" + cert.certificatePem()) + "': give tls-cert-file and tls-key-file "
+                + "together (the client certificate and its key)", half.getMessage());
+        IOException swapped = assertThrows(IOException.class, () -> new RedisKvStore(url("?tls-cert-file=" + cert.privateKeyPem()
+                + "&tls-key-file=" + cert.certificatePem())).close());
+        assertEquals(1, swapped.getMessage().lines().count(), swapped.getMessage());
+        assertTrue(swapped.getMessage().contains("cannot use the client certificate"), swapped.getMessage());
     }
 
     @Test
