@@ -43,7 +43,9 @@ final class FormatCommand implements Callable<Integer> {
             description = {"Object storage: s3://bucket[/prefix][?endpoint=URL&region=R&path-style=true],",
                     "or a directory. Default: <home>/<NAME>/objects (embedded). Without endpoint= it is AWS S3, in",
                     "region R, else $AWS_REGION or $AWS_DEFAULT_REGION, else us-east-1; another endpoint's region",
-                    "is R or us-east-1. Requests are virtual-hosted (bucket.host) unless path-style=true."})
+                    "is R or us-east-1. Requests are virtual-hosted (bucket.host) unless path-style=true.",
+                    "&sse=AES256, or &sse=aws:kms&sse-kms-key-id=ARN: every upload asks for that server-side",
+                    "encryption (for buckets whose policy demands it)."})
     String storage;
 
     @Option(names = "--block-size", paramLabel = "SIZE", defaultValue = "4M",

@@ -24,6 +24,10 @@ public final class S3Config {
     private final int partSize;
     /** Trust managers for the endpoint's TLS certificate ({@link CaBundle}), or null for the JVM's. */
     private final javax.net.ssl.TrustManager[] trust;
+    /** Server-side encryption asked for on every upload: null (the bucket's default), AES256 or aws:kms. */
+    private final String sse;
+    /** The KMS key of {@code sse} aws:kms, or null for the account's default S3 key. */
+    private final String sseKmsKeyId;
 
     private S3Config(Builder b) {
         this.bucket = b.bucket;
@@ -40,6 +44,8 @@ public final class S3Config {
         this.multipartThreshold = b.multipartThreshold;
         this.partSize = b.partSize;
         this.trust = b.trust;
+        this.sse = b.sse;
+        this.sseKmsKeyId = b.sseKmsKeyId;
     }
 
     public static Builder builder(String bucket) {
@@ -61,10 +67,18 @@ public final class S3Config {
         b.multipartThreshold = multipartThreshold;
         b.partSize = partSize;
         b.trust = trust;
+        b.sse = sse;
+        b.sseKmsKeyId = sseKmsKeyId;
         return b;
     }
 
     public String bucket() { return bucket; }
+
+    /** Server-side encryption every upload asks for (AES256 or aws:kms), or null to leave it to the bucket. */
+    public String sse() { return sse; }
+
+    /** The KMS key id or ARN with {@link #sse()} aws:kms, or null. */
+    public String sseKmsKeyId() { return sseKmsKeyId; }
 
     /** Key prefix inside the bucket, empty or ending in '/'. */
     public String prefix() { return prefix; }
@@ -127,6 +141,8 @@ public final class S3Config {
         private long multipartThreshold = 64L << 20;
         private int partSize = 16 << 20;
         private javax.net.ssl.TrustManager[] trust;
+        private String sse;
+        private String sseKmsKeyId;
 
         private Builder(String bucket) {
             this.bucket = bucket;
@@ -152,6 +168,16 @@ public final class S3Config {
 
         /** Trust managers for the endpoint's certificate instead of the JVM's ({@link CaBundle#trustManagers}). */
         public Builder trust(javax.net.ssl.TrustManager[] trust) { this.trust = trust; return this; }
+
+        /**
+         * Server-side encryption for every upload: AES256 (SSE-S3) or aws:kms (SSE-KMS, with
+         * {@code kmsKeyId} or null for the account's default key); null leaves it to the bucket.
+         */
+        public Builder serverSideEncryption(String sse, String kmsKeyId) {
+            this.sse = sse;
+            this.sseKmsKeyId = kmsKeyId;
+            return this;
+        }
 
         public Builder connectTimeout(Duration d) { this.connectTimeout = d; return this; }
 
@@ -179,6 +205,12 @@ public final class S3Config {
                         + "': expected http://host[:port] or https://host[:port]");
             }
             Objects.requireNonNull(region, "region");
+            if (sse != null && !sse.equals("AES256") && !sse.equals("aws:kms")) {
+                throw new IllegalArgumentException("sse must be AES256 (keys S3 manages) or aws:kms (keys KMS manages), not '" + sse + "'");
+            }
+            if (sseKmsKeyId != null && !"aws:kms".equals(sse)) {
+                throw new IllegalArgumentException("sse-kms-key-id goes with sse=aws:kms: add it, or leave the key id out");
+            }
             if ((accessKey == null) != (secretKey == null)) {
                 throw new IllegalArgumentException("give both the S3 access key and the secret key, or neither to use the default credential chain");
             }

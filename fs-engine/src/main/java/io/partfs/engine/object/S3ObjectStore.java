@@ -188,7 +188,8 @@ public final class S3ObjectStore implements ObjectStore {
                 // fromBytes would copy the block (4 MiB, a humongous allocation for G1); the
                 // provider streams the caller's array, again on each retry, and callers never
                 // change a block they handed over
-                s3.putObject(b -> b.bucket(config.bucket()).key(k).contentLength((long) data.length),
+                s3.putObject(b -> b.bucket(config.bucket()).key(k).contentLength((long) data.length)
+                                .serverSideEncryption(config.sse()).ssekmsKeyId(config.sseKmsKeyId()),
                         RequestBody.fromContentProvider(() -> new java.io.ByteArrayInputStream(data), data.length,
                                 "application/octet-stream"));
             }
@@ -198,7 +199,8 @@ public final class S3ObjectStore implements ObjectStore {
     }
 
     private void putMultipart(String k, byte[] data) {
-        String uploadId = s3.createMultipartUpload(b -> b.bucket(config.bucket()).key(k)).uploadId();
+        String uploadId = s3.createMultipartUpload(b -> b.bucket(config.bucket()).key(k)
+                .serverSideEncryption(config.sse()).ssekmsKeyId(config.sseKmsKeyId())).uploadId();
         try {
             List<CompletedPart> parts = new ArrayList<>();
             int partSize = config.partSize();
@@ -451,8 +453,9 @@ public final class S3ObjectStore implements ObjectStore {
                         what + " denied by " + where + (code == null ? "" : " (" + code + ")") // a HEAD's reply has no code
                                 + ": check the access key, secret key and bucket permissions", e);
             }
-            return new ObjectStoreException(ObjectStoreException.Kind.OTHER,
-                    what + " failed at " + where + ": HTTP " + status + (code == null ? "" : " " + code), e);
+            String said = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorMessage();
+            return new ObjectStoreException(ObjectStoreException.Kind.OTHER, what + " failed at " + where + ": HTTP " + status
+                    + (code == null ? "" : " " + code) + (said == null || said.isBlank() ? "" : " (" + said.strip() + ")"), e);
         }
         if (e instanceof SdkClientException && String.valueOf(e.getMessage()).startsWith("Unable to load credentials")) {
             String webIdentity = System.getenv("AWS_WEB_IDENTITY_TOKEN_FILE") == null ? null

@@ -122,9 +122,14 @@ public final class StorageUrl {
             }
             b.pathStyle(Boolean.parseBoolean(pathStyle));
         }
+        String sse = q.remove("sse");
+        String kmsKey = q.remove("sse-kms-key-id");
+        if (sse != null || kmsKey != null) {
+            b.serverSideEncryption(sse, kmsKey);
+        }
         if (!q.isEmpty()) {
             throw new IllegalArgumentException("unknown storage URL parameter(s) " + q.keySet()
-                    + ": the known ones are endpoint, region and path-style");
+                    + ": the known ones are endpoint, region, path-style, sse and sse-kms-key-id");
         }
         return b.build();
     }
@@ -161,6 +166,12 @@ public final class StorageUrl {
         sb.append(sep).append("region=").append(s3.region());
         if (s3.pathStyle()) {
             sb.append("&path-style=true");
+        }
+        if (s3.sse() != null) {
+            sb.append("&sse=").append(s3.sse());
+        }
+        if (s3.sseKmsKeyId() != null) {
+            sb.append("&sse-kms-key-id=").append(java.net.URLEncoder.encode(s3.sseKmsKeyId(), StandardCharsets.UTF_8));
         }
         return sb.toString();
     }
