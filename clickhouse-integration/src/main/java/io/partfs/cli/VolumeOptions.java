@@ -154,11 +154,10 @@ final class VolumeOptions {
         Files.createDirectories(embeddedDir());
         MetaEngine m = new MetaEngine(metered(formatEmbedded ? metaUrl().openOrCreate() : metaUrl().open()));
         try {
-            if (formatEmbedded) {
+            if (formatEmbedded && !MetaEngine.isFormatted(m.store())) {
+                // (a formatted one is loaded as it is: 'partfs config --storage' may have moved its objects)
                 String storage = StorageUrl.parse(embeddedDir().resolve("objects").toString()).url();
-                if (!MetaEngine.isFormatted(m.store())) {
-                    probe(StorageUrl.parse(storage)); // objects left by a volume whose metadata directory was deleted
-                }
+                probe(StorageUrl.parse(storage)); // objects left by a volume whose metadata directory was deleted
                 m.format(VolumeFormat.create(name, VolumeFormat.DEFAULT_BLOCK_SIZE, storage), Ids.uid(), Ids.gid(),
                         FormatCommand.DEFAULT_TRASH_HOURS);
             } else {

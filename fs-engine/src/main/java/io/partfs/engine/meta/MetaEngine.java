@@ -404,6 +404,62 @@ public final class MetaEngine implements Closeable {
         return format;
     }
 
+    /**
+     * Points the volume at another object store, one that holds the same objects (the bucket
+     * copied, an endpoint renamed, an option such as server-side encryption added), in one
+     * transaction that fails if the recorded storage is no longer {@code from} (changed
+     * meanwhile). Name, uuid and block size stay. Mounts running meanwhile keep the store they
+     * opened: the caller checks none is.
+     */
+    public VolumeFormat changeStorage(String from, String to) throws IOException {
+        VolumeFormat changed = mutate(tx -> {
+            byte[] b = tx.get(SETTING);
+            VolumeFormat have = b == null ? null : decodeFormat(kv, b);
+            if (have == null || !have.storage().equals(from)) {
+                throw new IOException("the volume's storage changed meanwhile (now " + (have == null ? "none" : have.storage())
+                        + "): run the command again");
+            }
+            VolumeFormat next = new VolumeFormat(have.name(), have.uuid(), have.blockSize(), to);
+            tx.put(SETTING, next.encode());
+            return next;
+        });
+        this.format = changed;
+        return changed;
+    }
+
+    /**
+     * Up to {@code max} distinct slices that files use, as a scan of the chunks meets them (not
+     * a uniform sample: the scan stops once it has them), for checking that an object store
+     * holds the volume's objects without reading all of its metadata.
+     */
+    public List<Slice> someSlices(int max) throws IOException {
+        Map<Long, Slice> found = new java.util.LinkedHashMap<>();
+        try {
+            forEachChunk((ino, slices) -> {
+                for (Slice s : slices) {
+                    if (!s.isHole() && found.size() < max) {
+                        found.putIfAbsent(s.id(), s);
+                    }
+                }
+                if (found.size() >= max) {
+                    throw ScanFull.INSTANCE;
+                }
+            });
+        } catch (ScanFull enough) {
+            // the scan stopped early, as meant
+        }
+        return new ArrayList<>(found.values());
+    }
+
+    /** Ends a key scan that found all it was asked for. */
+    private static final class ScanFull extends RuntimeException {
+        static final ScanFull INSTANCE = new ScanFull();
+
+        private ScanFull() {
+            super(null, null, false, false);
+        }
+    }
+
     /** Called with an inode number when its data may be deleted (last link and last handle gone). */
     public void setOrphanListener(LongConsumer listener) {
         this.orphanListener = listener;
