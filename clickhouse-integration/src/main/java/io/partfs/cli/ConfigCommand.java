@@ -84,12 +84,7 @@ final class ConfigCommand implements Callable<Integer> {
         if (to.url().equals(f.storage())) {
             return to.url() + " (unchanged)";
         }
-        List<MetaEngine.Session> mounted = List.copyOf(meta.liveSessions().values());
-        if (!mounted.isEmpty()) {
-            throw new IllegalStateException("volume '" + f.name() + "' is mounted by " + mounted.size() + " client(s) ("
-                    + mounted.get(0).info() + (mounted.size() > 1 ? ", ..." : "") + "): unmount every client first (a mount keeps "
-                    + "the storage it opened); the storage is still " + f.storage());
-        }
+        VolumeOptions.refuseWhileMounted(meta, " (a mount keeps the storage it opened); the storage is still " + f.storage());
         String checked;
         try (ObjectStore objects = to.open(volume.credentials(), true)) {
             FormatCommand.probe(objects);

@@ -10,7 +10,7 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "partfs", mixinStandardHelpOptions = true, version = "partfs 0.1.0",
         description = "PartFS: a filesystem on object storage, tuned for ClickHouse MergeTree.",
-        subcommands = {FormatCommand.class, ConfigCommand.class, MountCommand.class, UmountCommand.class, StatusCommand.class, CheckCommands.Fsck.class, CheckCommands.Gc.class, MetaDumpCommands.Dump.class, MetaDumpCommands.Load.class, StatsCommand.class, ProfileCommand.class, WarmupCommand.class, CompactCommand.class, InfoCommand.class,
+        subcommands = {FormatCommand.class, ConfigCommand.class, DestroyCommand.class, MountCommand.class, UmountCommand.class, StatusCommand.class, CheckCommands.Fsck.class, CheckCommands.Gc.class, MetaDumpCommands.Dump.class, MetaDumpCommands.Load.class, StatsCommand.class, ProfileCommand.class, WarmupCommand.class, CompactCommand.class, InfoCommand.class,
                 CacheCommand.class, ClickHouseCommand.class, SqlCommand.class, BenchCommand.class, ObjBenchCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
     @Option(names = "--verbose", scope = CommandLine.ScopeType.INHERIT,

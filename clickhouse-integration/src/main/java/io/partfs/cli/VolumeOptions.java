@@ -118,6 +118,30 @@ final class VolumeOptions {
         return loaded(metaUrl().openReadOnly());
     }
 
+    /**
+     * Refuses to go on while any client has the volume mounted (a heartbeat within the session
+     * timeout), naming the first; {@code rest} follows "unmount every client first".
+     */
+    static void refuseWhileMounted(MetaEngine meta, String rest) throws IOException {
+        java.util.List<MetaEngine.Session> mounted = java.util.List.copyOf(meta.liveSessions().values());
+        if (!mounted.isEmpty()) {
+            throw new IllegalStateException("volume '" + meta.volumeFormat().name() + "' is mounted by " + mounted.size() + " client(s) ("
+                    + mounted.get(0).info() + (mounted.size() > 1 ? ", ..." : "") + "): unmount every client first" + rest);
+        }
+    }
+
+    /** Opens the metadata for {@code partfs destroy}: a volume a destroy began to delete opens too. */
+    MetaEngine openMetaForDestroy() throws IOException {
+        MetaEngine m = new MetaEngine(metaUrl().open());
+        try {
+            m.loadForDestroy();
+            return m;
+        } catch (IOException | RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
     /** An engine on {@code kv} whose volume format is loaded; closes {@code kv} on failure. */
     private static MetaEngine loaded(io.partfs.engine.meta.KvStore kv) throws IOException {
         MetaEngine m = new MetaEngine(kv);

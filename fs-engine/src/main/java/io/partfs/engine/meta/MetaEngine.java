@@ -336,15 +336,107 @@ public final class MetaEngine implements Closeable {
         return f;
     }
 
-    /** Reads the volume's format, or returns null when none is recorded yet ({@link #format} records one). */
+    /**
+     * Reads the volume's format, or returns null when none is recorded yet ({@link #format}
+     * records one); refuses a volume that {@code partfs destroy} began to delete.
+     */
     public VolumeFormat loadIfFormatted() throws IOException {
-        byte[] b = kv.read(r -> r.get(SETTING));
-        if (b == null) {
+        byte[][] b = kv.read(r -> new byte[][] {r.get(SETTING), r.get(DESTROYING)});
+        if (b[0] == null) {
             return null;
         }
-        this.format = decodeFormat(kv, b);
+        VolumeFormat f = decodeFormat(kv, b[0]);
+        refuseDestroying(kv, f, b[1]);
+        this.format = f;
         trashHours();
         return format;
+    }
+
+    /**
+     * Set by {@link #beginDestroy} while {@code partfs destroy} deletes the volume (its value: when
+     * it began, epoch milliseconds), so that no mount or format opens it meanwhile.
+     */
+    static final String DESTROYING = "destroying";
+
+    private static void refuseDestroying(KvStore kv, VolumeFormat f, byte[] destroying) throws IOException {
+        if (destroying != null) {
+            throw new IOException("volume '" + f.name() + "' (uuid " + f.uuid() + ") at " + kv.describe() + " is being destroyed: 'partfs destroy'"
+                    + " began at " + java.time.Instant.ofEpochMilli(Long.parseLong(new String(destroying, StandardCharsets.US_ASCII)))
+                    + " and did not finish; run it again to finish");
+        }
+    }
+
+    /**
+     * The volume's format for {@code partfs destroy}: also that of a volume a destroy began to
+     * delete, which it then finishes.
+     */
+    public VolumeFormat loadForDestroy() throws IOException {
+        byte[] b = kv.read(r -> r.get(SETTING));
+        if (b == null) {
+            throw new IOException("no volume is formatted at " + kv.describe() + ": nothing to destroy");
+        }
+        this.format = decodeFormat(kv, b);
+        return format;
+    }
+
+    /**
+     * Marks the volume as being destroyed ({@link #DESTROYING}) unless its uuid is not {@code
+     * uuid}: from then on no mount or format opens it. A volume marked already stays marked (a
+     * destroy that stopped half-way runs again).
+     */
+    public void beginDestroy(String uuid) throws IOException {
+        mutate(tx -> {
+            byte[] b = tx.get(SETTING);
+            if (b == null || !decodeFormat(kv, b).uuid().equals(uuid)) {
+                throw new IOException("the volume at " + kv.describe() + " changed meanwhile: nothing was deleted");
+            }
+            if (tx.get(DESTROYING) == null) {
+                tx.put(DESTROYING, Long.toString(clock.nowNanos() / 1_000_000).getBytes(StandardCharsets.US_ASCII));
+            }
+            return null;
+        });
+    }
+
+    /** Takes {@link #beginDestroy}'s mark away again, for a destroy refused before it deleted anything. */
+    public void cancelDestroy() throws IOException {
+        mutate(tx -> {
+            tx.delete(DESTROYING);
+            return null;
+        });
+    }
+
+    /**
+     * Deletes every key of the metadata, a transaction per page of a key scan, the volume's
+     * format and {@link #DESTROYING} mark last (a delete that stopped half-way is still a volume
+     * being destroyed, and runs again); {@code progress} is told the keys deleted so far. For a
+     * shared store (Redis), whose database holds this volume alone ({@link #checkFormattable});
+     * an embedded store's directory is deleted instead. Returns how many keys it deleted.
+     */
+    public long deleteAllMetadata(LongConsumer progress) throws IOException {
+        if (kv.exclusive()) {
+            throw new IllegalStateException("an embedded store's keys are not all scanned: delete its directory");
+        }
+        long[] deleted = {0};
+        kv.read(r -> {
+            r.scanKeys("", page -> {
+                List<String> batch = page.stream().filter(k -> !k.equals(SETTING) && !k.equals(DESTROYING)).toList();
+                if (!batch.isEmpty()) {
+                    kv.update(tx -> {
+                        batch.forEach(tx::delete);
+                        return null;
+                    });
+                    deleted[0] += batch.size();
+                    progress.accept(deleted[0]);
+                }
+            });
+            return null;
+        });
+        kv.update(tx -> {
+            tx.delete(SETTING);
+            tx.delete(DESTROYING);
+            return null;
+        });
+        return deleted[0] + 2;
     }
 
     /**
@@ -353,9 +445,10 @@ public final class MetaEngine implements Closeable {
      * the same volume already formatted, pass.
      */
     public static void checkFormattable(KvStore kv, VolumeFormat wanted) throws IOException {
-        byte[] existing = kv.read(r -> r.get(SETTING));
+        byte[][] b = kv.read(r -> new byte[][] {r.get(SETTING), r.get(DESTROYING)});
+        byte[] existing = b[0];
         if (existing != null) {
-            sameVolume(kv, existing, wanted);
+            refuseDestroying(kv, sameVolume(kv, existing, wanted), b[1]);
         } else if (kv.read(r -> r.holdsAnyKey() && r.get(SETTING) == null)) {
             // (SETTING read again last: a format that ran meanwhile made a volume, not foreign data)
             throw new IOException("metadata at " + kv.describe() + " holds data but no PartFS volume"

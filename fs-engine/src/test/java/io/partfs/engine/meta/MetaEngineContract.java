@@ -1773,6 +1773,48 @@ abstract class MetaEngineContract {
         assertEquals(List.of(trashed.get(1)[0]), meta.pendingSliceDeletions(10).stream().map(s -> s[0]).toList());
     }
 
+    /**
+     * partfs destroy: a volume marked for destruction is refused by another engine's load and by
+     * a format until the mark is taken away; deleting its metadata, more than a page of keys,
+     * leaves a shared store empty (DestroyCommandIT formats it again).
+     */
+    @Test
+    void aVolumeBeingDestroyedIsRefusedAndItsMetadataDeletedWhole() throws Exception {
+        for (int i = 0; i < 1200; i++) {
+            file(ROOT, "f" + i);
+        }
+        VolumeFormat f = meta.volumeFormat();
+        assertThrows(IOException.class, () -> meta.beginDestroy("00000000-0000-0000-0000-000000000000"));
+        meta.beginDestroy(f.uuid());
+        MetaEngine other = new MetaEngine(meta.store(), () -> clock.addAndGet(1000)); // not closed: the store is meta's
+        IOException refused = assertThrows(IOException.class, other::load);
+        assertTrue(refused.getMessage().contains("is being destroyed: 'partfs destroy' began at 2023-11-14T22:13:20")
+                && refused.getMessage().endsWith("and did not finish; run it again to finish"), refused.getMessage());
+        assertThrows(IOException.class, () -> MetaEngine.checkFormattable(meta.store(), f));
+        assertEquals(f, other.loadForDestroy());
+        meta.cancelDestroy();
+        assertEquals(f, other.load());
+
+        meta.beginDestroy(f.uuid());
+        meta.beginDestroy(f.uuid()); // a destroy run again
+        if (meta.store().exclusive()) {
+            assertThrows(IllegalStateException.class, () -> meta.deleteAllMetadata(n -> { }), "its directory is deleted instead");
+            return;
+        }
+        List<Long> told = new ArrayList<>();
+        long deleted = meta.deleteAllMetadata(told::add);
+        assertTrue(deleted > 1200, "an inode a file, a directory hash and more: " + deleted);
+        assertEquals(deleted - 2, told.get(told.size() - 1), "progress told of every key but the format and the mark");
+        List<String> left = new ArrayList<>();
+        meta.store().read(r -> {
+            r.scanKeys("", left::addAll);
+            return null;
+        });
+        assertEquals(List.of(), left.stream().filter(k -> !k.startsWith("commitlog:")).toList(),
+                "nothing left but the open client's commit log, which goes when it closes");
+        assertNull(other.loadIfFormatted());
+    }
+
     /** More than a transaction's worth in the trash, turned off: every slice moves, once, and the trash is empty. */
     @Test
     void turningTheTrashOffEmptiesItAtTheNextPass() throws Exception {
