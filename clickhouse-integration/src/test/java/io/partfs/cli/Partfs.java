@@ -42,6 +42,14 @@ final class Partfs {
         return home;
     }
 
+    private static int freePort() {
+        try {
+            return io.partfs.engine.testing.RedisServer.freePort();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     record Result(int exit, String out, String err) {
         String all() {
             return out + err;
@@ -52,6 +60,12 @@ final class Partfs {
         List<String> cmd = new ArrayList<>();
         cmd.add(LAUNCHER.toString());
         cmd.addAll(List.of(args));
+        if (args.length > 0 && args[0].equals("mount") && cmd.stream().noneMatch(a -> a.startsWith("--http-address"))) {
+            // a port of its own: mount's default (127.0.0.1:9569) may be held by a test in the other test JVM,
+            // and a mount whose default port is taken runs without its HTTP endpoint
+            cmd.add("--http-address");
+            cmd.add("127.0.0.1:" + freePort());
+        }
         ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().remove("PARTFS_ACCESS_KEY");
         pb.environment().remove("PARTFS_SECRET_KEY");
