@@ -221,7 +221,7 @@ final class VolumeOptions {
                 VolumeFormat f = m.format(wanted, Ids.uid(), Ids.gid(), FormatCommand.DEFAULT_TRASH_HOURS);
                 org.slf4j.LoggerFactory.getLogger(VolumeOptions.class).info("formatted volume {} (uuid {}) at {}, storage {}",
                         f.name(), f.uuid(), metaUrl(), f.storage());
-            } else if (!have.name().equals(name) || !have.storage().equals(storage.url())) {
+            } else if (!have.name().equals(name) || !sameStorage(have.storage(), formatStorage, System::getenv)) {
                 throw new IllegalArgumentException("metadata at " + metaUrl() + " holds volume '" + have.name() + "' on "
                         + have.storage() + ", not '" + name + "' on " + storage.url()
                         + ": give that volume's --name and --storage, or mount without --storage");
@@ -231,6 +231,17 @@ final class VolumeOptions {
             m.close();
             throw e;
         }
+    }
+
+    /**
+     * Whether {@code given} ({@code mount --storage}) names the storage a volume recorded: the
+     * same URL as read with {@code env}, or, for AWS S3 named without {@code region=}, as read
+     * without the environment's region. A volume formatted before $AWS_REGION was read recorded
+     * us-east-1 (where its bucket then had to be), and a pod whose AWS_REGION names another
+     * region still mounts it with the same --storage.
+     */
+    static boolean sameStorage(String recorded, String given, java.util.function.UnaryOperator<String> env) {
+        return recorded.equals(StorageUrl.parse(given, env).url()) || recorded.equals(StorageUrl.parse(given, k -> null).url());
     }
 
     /**
