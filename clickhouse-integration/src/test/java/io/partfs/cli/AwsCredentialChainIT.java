@@ -3,6 +3,7 @@ package io.partfs.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import io.partfs.engine.testing.S3Server;
@@ -48,6 +49,8 @@ class AwsCredentialChainIT {
     private final List<String> containerAsks = new CopyOnWriteArrayList<>();
     /** Whether the stand-in refuses the token, as STS does one for another role or expired. */
     private volatile boolean refuse;
+    /** How long the credentials the Pod Identity stand-in gives are valid. */
+    private volatile java.time.Duration podCredentialsLast = java.time.Duration.ofHours(1);
 
     @BeforeEach
     void setUp() throws Exception {
@@ -67,7 +70,8 @@ class AwsCredentialChainIT {
             containerAsks.add(String.valueOf(exchange.getRequestHeaders().getFirst("Authorization")));
             byte[] reply = """
                     {"AccessKeyId":"%s","SecretAccessKey":"%s","Token":"%s","Expiration":"%s"}"""
-                    .formatted(S3Server.ACCESS_KEY, S3Server.SECRET_KEY, SESSION_TOKEN, inAnHour()).getBytes(StandardCharsets.UTF_8);
+                    .formatted(S3Server.ACCESS_KEY, S3Server.SECRET_KEY, SESSION_TOKEN + "-" + containerAsks.size(),
+                            Instant.now().plus(podCredentialsLast).truncatedTo(ChronoUnit.SECONDS)).getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().add("Content-Type", "application/json");
             exchange.sendResponseHeaders(200, reply.length);
             exchange.getResponseBody().write(reply);
@@ -122,6 +126,44 @@ class AwsCredentialChainIT {
             assertEquals(TOKEN, containerAsks.get(0), "the token file's content, as the Authorization header");
             assertEquals(List.of(), assumed, "no STS");
         });
+    }
+
+    /**
+     * A mount outlives its credentials: the Pod Identity agent's last 70 s, inside the window
+     * before expiry in which the SDK renews them (here at almost every request), and the mount,
+     * uploading file after file, asks the agent for new ones and goes on uploading; every file
+     * reads back from S3. A mount that kept the first credentials (a static copy) would ask once
+     * and fail here. (s3proxy checks the keys' signature, not the session token or its expiry:
+     * that the agent was asked again is what shows the renewal.)
+     */
+    @Test
+    void aMountRenewsCredentialsThatExpireAndGoesOnUploading() throws Exception {
+        podCredentialsLast = java.time.Duration.ofSeconds(70);
+        partfs.env("AWS_CONTAINER_CREDENTIALS_FULL_URI", standInUrl + "/v1/credentials")
+                .env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token.toString());
+        try (S3Server s3 = S3Server.startTakingSessionTokens()) {
+            String meta = dir.resolve("meta").toString();
+            partfs.ok("format", "--meta", meta, "--storage", "s3://partfs-creds/vol?endpoint=" + s3.endpoint() + "&path-style=true", "creds");
+            partfs.ok("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir", dir.resolve("cache1").toString());
+            int asked = containerAsks.size();
+            int files = 0;
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(120).toNanos();
+            while (containerAsks.size() < asked + 2) { // each file's close uploads it, signed with the credentials of the moment
+                assertTrue(System.nanoTime() < deadline, "the mount asked for new credentials within 120 s: " + containerAsks.size());
+                Files.writeString(mnt.resolve("f" + files), "file " + files);
+                files++;
+            }
+            Files.writeString(mnt.resolve("f" + files), "file " + files); // with the renewed credentials
+            files++;
+            partfs.ok("umount", mnt.toString());
+            partfs.ok("mount", "--meta", meta, mnt.toString(), "--background", "--cache-dir", dir.resolve("cache2").toString());
+            for (int i = 0; i < files; i += Math.max(1, files / 50)) {
+                assertEquals("file " + i, Files.readString(mnt.resolve("f" + i)), "read back from S3");
+            }
+            assertEquals("file " + (files - 1), Files.readString(mnt.resolve("f" + (files - 1))));
+            partfs.ok("umount", mnt.toString());
+            System.out.printf("credentials renewed %d times while %d files were written%n", containerAsks.size() - asked, files);
+        }
     }
 
     /**
