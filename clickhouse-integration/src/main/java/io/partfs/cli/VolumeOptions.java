@@ -21,7 +21,8 @@ final class VolumeOptions {
             description = {"Metadata engine: redis://[user:password@]host:port/db (shared by several machines; rediss://",
                     "for TLS, with ?tls-ca-cert-file=FILE for a certificate a private CA signed and",
                     "&tls-cert-file=FILE&tls-key-file=FILE for a client certificate;",
-                    "redis-sentinel://[password@]host:port[,host:port]/db#master to follow Sentinel failovers;",
+                    "redis-sentinel://[password@]host:port[,host:port]/db#master to follow Sentinel failovers",
+                    "(rediss-sentinel:// when Sentinel and Redis speak TLS);",
                     "?timeout=90s: how long operations wait for an unreachable Redis before failing, default 30s),",
                     "or a directory for embedded RocksDB. Default: the embedded volume <home>/<name>/meta."})
     String meta;

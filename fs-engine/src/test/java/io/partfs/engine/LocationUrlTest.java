@@ -38,7 +38,8 @@ class LocationUrlTest {
             assertFalse(e.getMessage().contains("secret"), e.getMessage());
         }
         for (String url : new String[] {"redis://localhost/1", "redis://u:p@10.0.0.1:6379/0", "redis://[::1]:6379/0",
-                "rediss://h:6380/0?timeout=90s", "redis-sentinel://:pw@h1:26379,h2:26379/0#main", "redis://:p@ss@h:1/0"}) {
+                "rediss://h:6380/0?timeout=90s", "redis-sentinel://:pw@h1:26379,h2:26379/0#main", "rediss-sentinel://h1:26379/0#main",
+                "redis://:p@ss@h:1/0"}) {
             assertTrue(MetaUrl.parse(url).isRedis(), url);
         }
     }

@@ -6,7 +6,7 @@ import java.nio.file.Path;
 /**
  * Where a volume's metadata lives: {@code redis://[user:password@]host:port/db} (shared; also
  * {@code rediss://} with TLS, and {@code redis-sentinel://[password@]host:port[,host:port]/db#master}
- * for a master Redis Sentinel fails over) or a local RocksDB directory ({@code rocksdb:///dir} or a plain path, single machine).
+ * for a master Redis Sentinel fails over, {@code rediss-sentinel://} when Sentinel and Redis speak TLS) or a local RocksDB directory ({@code rocksdb:///dir} or a plain path, single machine).
  * {@link #toString()} never shows the password.
  */
 public final class MetaUrl {
@@ -61,9 +61,9 @@ public final class MetaUrl {
         }
     }
 
-    private static final java.util.Set<String> SCHEMES = java.util.Set.of("redis", "rediss", "redis-sentinel", "rocksdb");
+    private static final java.util.Set<String> SCHEMES = java.util.Set.of("redis", "rediss", "redis-sentinel", "rediss-sentinel", "rocksdb");
     private static final String FORMS = "redis://[user:password@]host:port/db, rediss://..., "
-            + "redis-sentinel://[password@]host:port[,host:port]/db#master, rocksdb:///dir or a directory path";
+            + "redis-sentinel://[password@]host:port[,host:port]/db#master (rediss-sentinel:// over TLS), rocksdb:///dir or a directory path";
 
     public boolean isRedis() {
         return redisUrl != null;

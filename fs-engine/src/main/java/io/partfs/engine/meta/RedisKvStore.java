@@ -86,7 +86,8 @@ public final class RedisKvStore implements KvStore {
 
     /**
      * Connects to {@code redis://[user:password@]host:port/db} (or {@code rediss://}, or
-     * {@code redis-sentinel://...#master}, whose master is looked up again at every reconnect).
+     * {@code redis-sentinel://...#master}, whose master is looked up again at every reconnect;
+     * {@code rediss-sentinel://} for TLS to Sentinel and to Redis, with the same tls- parameters).
      *
      * @throws IOException when the URL is malformed, Redis cannot be reached, or refuses the login
      */
@@ -96,7 +97,7 @@ public final class RedisKvStore implements KvStore {
         try {
             uri = RedisURI.create(url);
         } catch (RuntimeException e) {
-            throw new IOException("invalid Redis URL '" + redact(url) + "': expected " + (url.startsWith("redis-sentinel:")
+            throw new IOException("invalid Redis URL '" + redact(url) + "': expected " + (url.matches("rediss?-sentinel:.*")
                     ? "redis-sentinel://[password@]host:port[,host:port]/db[?timeout=30s]#master (the name Sentinel monitors the master by)"
                     : "redis://[user:password@]host:port/db[?timeout=30s]") + "; in a password, write @ / # ? as %40 %2F %23 %3F");
         }
@@ -105,7 +106,7 @@ public final class RedisKvStore implements KvStore {
         if (uri.getSentinels().isEmpty()) {
             this.description = (uri.isSsl() ? "rediss://" : "redis://") + uri.getHost() + ":" + uri.getPort() + "/" + uri.getDatabase();
         } else {
-            this.description = "redis-sentinel://" + uri.getSentinels().stream().map(u -> u.getHost() + ":" + u.getPort())
+            this.description = (uri.isSsl() ? "rediss-sentinel://" : "redis-sentinel://") + uri.getSentinels().stream().map(u -> u.getHost() + ":" + u.getPort())
                     .collect(java.util.stream.Collectors.joining(",")) + "/" + uri.getDatabase() + "#" + uri.getSentinelMasterId();
         }
         this.resources = io.lettuce.core.resource.DefaultClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
@@ -237,7 +238,7 @@ public final class RedisKvStore implements KvStore {
         String bad = "invalid Redis URL '" + redact(url) + "': ";
         if (!uri.isSsl()) {
             throw new IOException(bad + (ca != null ? "tls-ca-cert-file" : cert != null ? "tls-cert-file" : "tls-key-file")
-                    + " is for Redis over TLS: write rediss://");
+                    + " is for Redis over TLS: write " + (url.startsWith("redis-sentinel:") ? "rediss-sentinel://" : "rediss://"));
         }
         if ((cert == null) != (key == null)) {
             throw new IOException(bad + "give tls-cert-file and tls-key-file together (the client certificate and its key)");

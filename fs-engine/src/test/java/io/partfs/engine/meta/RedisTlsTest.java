@@ -69,6 +69,33 @@ class RedisTlsTest {
         }
     }
 
+    /**
+     * {@code rediss-sentinel://}: Sentinel on a TLS port, watching the master on its TLS port, so
+     * that the master it names is reached over TLS too; the CA given in the URL serves both.
+     */
+    @Test
+    void aSentinelOverTlsLeadsToTheMasterOverTls() throws Exception {
+        int sentinelTls = RedisServer.freePort();
+        try (RedisServer sentinel = RedisServer.startSentinel("partfs-tls", tlsPort, "tls-port " + sentinelTls,
+                "tls-cert-file " + cert.certificatePem(), "tls-key-file " + cert.privateKeyPem(),
+                "tls-ca-cert-file " + cert.certificatePem(), "tls-auth-clients no", "tls-replication yes");
+             KvStore kv = new RedisKvStore("rediss-sentinel://127.0.0.1:" + sentinelTls + "/3?tls-ca-cert-file=" + cert.certificatePem()
+                     + "#partfs-tls")) {
+            assertEquals("rediss-sentinel://127.0.0.1:" + sentinelTls + "/3#partfs-tls", kv.describe());
+            kv.update(tx -> {
+                tx.put("s", "over TLS".getBytes(StandardCharsets.UTF_8));
+                return null;
+            });
+            try (KvStore plain = new RedisKvStore(redis.url(3))) {
+                assertEquals("over TLS", new String(plain.read(r -> r.get("s")), StandardCharsets.UTF_8), "written to the master");
+            }
+            IOException untrusted = assertThrows(IOException.class,
+                    () -> new RedisKvStore("rediss-sentinel://127.0.0.1:" + sentinelTls + "/3#partfs-tls").close());
+            assertEquals(1, untrusted.getMessage().lines().count(), untrusted.getMessage());
+            assertTrue(untrusted.getMessage().contains("?tls-ca-cert-file=FILE"), untrusted.getMessage());
+        }
+    }
+
     @Test
     void anUntrustedCertificateIsRefusedWithWhatToGive() {
         IOException e = assertThrows(IOException.class, () -> new RedisKvStore(url("")).close());

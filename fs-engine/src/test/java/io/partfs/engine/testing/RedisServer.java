@@ -121,17 +121,20 @@ public final class RedisServer implements AutoCloseable {
 
     /**
      * Starts a Redis Sentinel watching the master {@code masterName} on {@code masterPort}
-     * (quorum 1, down after 1 s), and waits until it answers.
+     * (quorum 1, down after 1 s), with {@code confLines} in its configuration besides (say its
+     * TLS port and files), and waits until it answers on its plain port.
      */
-    public static RedisServer startSentinel(String masterName, int masterPort) throws IOException {
+    public static RedisServer startSentinel(String masterName, int masterPort, String... confLines) throws IOException {
         String binary = findBinary();
         int port = freePort();
         Path dir = Files.createTempDirectory("partfs-sentinel-");
         Path conf = dir.resolve("sentinel.conf"); // a sentinel rewrites its config file: one of its own
-        Files.writeString(conf, String.join("\n", "port " + port, "bind 127.0.0.1", "dir " + dir,
-                "sentinel monitor " + masterName + " 127.0.0.1 " + masterPort + " 1",
+        java.util.List<String> lines = new java.util.ArrayList<>(java.util.List.of("port " + port, "bind 127.0.0.1", "dir " + dir));
+        lines.addAll(java.util.List.of(confLines)); // before the monitor: a sentinel reaches its master as they say (TLS)
+        lines.addAll(java.util.List.of("sentinel monitor " + masterName + " 127.0.0.1 " + masterPort + " 1",
                 "sentinel down-after-milliseconds " + masterName + " 1000",
                 "sentinel failover-timeout " + masterName + " 10000", ""));
+        Files.writeString(conf, String.join("\n", lines));
         Process p = new ProcessBuilder(binary, conf.toString(), "--sentinel")
                 .redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile())
