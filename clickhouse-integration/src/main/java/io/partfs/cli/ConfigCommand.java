@@ -91,6 +91,13 @@ final class ConfigCommand implements Callable<Integer> {
             checked = holdsVolume(meta, objects, f, to.url());
         }
         meta.changeStorage(f.storage(), to.url());
+        try {
+            VolumeOptions.refuseWhileMounted(meta, ""); // one that began during the check opened the old storage
+        } catch (IllegalStateException mountedMeanwhile) {
+            meta.changeStorage(to.url(), f.storage());
+            throw new IllegalStateException(mountedMeanwhile.getMessage() + "; it mounted while the new storage was checked, so the"
+                    + " storage is still " + f.storage());
+        }
         return to.url() + " (was " + f.storage() + "; " + checked + ")";
     }
 
