@@ -59,7 +59,8 @@ final class ConfigCommand implements Callable<Integer> {
         volume.requireEmbeddedVolume();
         if (trashHours == null && storage == null) {
             try (MetaEngine meta = volume.openMetaReadOnly()) {
-                out.printf("volume %s%n  trash-hours: %d%n", meta.volumeFormat().name(), meta.trashHours());
+                out.printf("volume %s%n  storage: %s%n  trash-hours: %d%n", meta.volumeFormat().name(), meta.volumeFormat().storage(),
+                        meta.trashHours());
             }
             return 0;
         }

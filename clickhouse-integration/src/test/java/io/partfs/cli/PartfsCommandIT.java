@@ -432,7 +432,7 @@ class PartfsCommandIT {
 
     @Test
     void helpOnEveryCommand() throws Exception {
-        for (String c : new String[] {"format", "config", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "compact", "info", "demo"}) {
+        for (String c : new String[] {"format", "config", "destroy", "mount", "umount", "status", "fsck", "gc", "dump", "load", "stats", "profile", "warmup", "compact", "info", "demo"}) {
             Partfs.Result r = partfs.run(c, "--help");
             assertEquals(0, r.exit(), c);
             assertTrue(r.out().startsWith("Usage: partfs " + c), c + ": " + r.out());

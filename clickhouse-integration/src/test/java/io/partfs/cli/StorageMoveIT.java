@@ -72,6 +72,8 @@ class StorageMoveIT {
             assertTrue(partfs.ok("status", "--meta", meta).out().contains("storage:    s3://partfs-move-b/mv/"), "changed");
             Partfs.Result again = partfs.ok("config", "--meta", meta, "--storage", to);
             assertTrue(again.out().contains("(unchanged)"), again.out());
+            Partfs.Result shown = partfs.ok("config", "--meta", meta);
+            assertTrue(shown.out().startsWith("volume mv\n  storage: s3://partfs-move-b/mv/"), shown.out());
 
             partfs.ok("mount", "--meta", meta, w.mnt.toString(), "--background", "--cache-dir", w.dir.resolve("cache2").toString());
             assertArrayEquals(big, Files.readAllBytes(w.mnt.resolve("db/t/all_1_1_0/data.bin")), "read from the new bucket");
