@@ -120,8 +120,12 @@ public final class RedisKvStore implements KvStore {
             this.shared = client.connect(ByteArrayCodec.INSTANCE);
             connectedOnce = true;
         } catch (RuntimeException e) {
+            RuntimeException why = e;
+            if (uri.getDatabase() != 0 && rootMessage(e).contains("closed prematurely")) {
+                why = selectRefusal(e);
+            }
             shutdownClients();
-            throw wrap("connect", e);
+            throw wrap("connect", why);
         }
         try {
             if ("1".equals(infoField(info("cluster"), "cluster_enabled"))) {
@@ -325,6 +329,31 @@ public final class RedisKvStore implements KvStore {
         return new IOException("Redis at " + description + " runs in cluster mode, which PartFS does not support (a volume's "
                 + "transactions span keys of many hash slots): use a Redis without cluster mode, one primary with replicas, "
                 + "reached through its primary endpoint or redis-sentinel://");
+    }
+
+    /**
+     * Why the handshake's SELECT of the URL's database failed, asked again on a connection to
+     * database 0: lettuce closes a connection whose handshake Redis refused, and the refusal
+     * ("SELECT is not allowed in cluster mode", "DB index is out of range") sometimes loses the
+     * race with that close, leaving "Connection closed prematurely". {@code failed} when the
+     * second connection learns nothing more.
+     */
+    private RuntimeException selectRefusal(RuntimeException failed) {
+        RedisClient probe = RedisClient.create(resources, RedisURI.builder(uri).withDatabase(0).build());
+        if (ssl != null) {
+            probe.setOptions(io.lettuce.core.ClientOptions.builder().sslOptions(ssl).build());
+        }
+        try (var conn = probe.connect(ByteArrayCodec.INSTANCE)) {
+            conn.sync().select(uri.getDatabase());
+            return failed;
+        } catch (RedisCommandExecutionException refused) {
+            return new RedisConnectionException(refused.getMessage(), refused);
+        } catch (RuntimeException notEvenThat) {
+            failed.addSuppressed(notEvenThat);
+            return failed;
+        } finally {
+            probe.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
     }
 
     /** Whether Redis refused {@code e}'s command, or a command of its transaction (suppressed), for cluster mode. */
