@@ -132,7 +132,7 @@ final class BenchCommand implements Callable<Integer> {
                 table.add("List directory", l, (double) listEntries * threads, "entries", threads, "listing");
             }
         } finally {
-            deleteTree(work);
+            FileTrees.delete(work);
         }
         out.printf("partfs bench %s: %d thread(s), %s, %d small files of %s per thread%s%s%n", dir, threads,
                 big == 0 ? "no big file" : "big file " + bigFileSize + " with " + blockSize + " IO", smallFiles, smallFileSize,
@@ -158,7 +158,7 @@ final class BenchCommand implements Callable<Integer> {
                 Files.readAttributes(f, java.nio.file.attribute.PosixFileAttributes.class);
             }
         } finally {
-            deleteTree(scratch);
+            FileTrees.delete(scratch);
         }
     }
 
@@ -200,12 +200,4 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     private static final ThreadLocal<ByteBuffer> READ_BUFFERS = new ThreadLocal<>();
-
-    private static void deleteTree(Path root) throws IOException {
-        try (var s = Files.walk(root)) {
-            for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
-    }
 }

@@ -90,11 +90,11 @@ final class DestroyCommand implements Callable<Integer> {
             Path dir = volume.embedded() ? volume.embeddedDir() : volume.metaUrl().rocksDir();
             Path doomed = dir.resolveSibling(dir.getFileName() + ".destroyed-" + System.currentTimeMillis());
             Files.move(dir, doomed, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            deleteTree(doomed);
+            FileTrees.delete(doomed);
         }
         Path cache = volume.home().resolve("cache").resolve(f.uuid());
         if (Files.isDirectory(cache)) {
-            deleteTree(cache);
+            FileTrees.delete(cache);
         }
         out.printf("destroyed volume %s: %d objects (%s) deleted from %s; %s%n", f.name(), objects[0], Sizes.human(objects[1]), f.storage(),
                 embeddedStore ? "its metadata directory deleted" : keys + " metadata keys deleted");
@@ -141,13 +141,5 @@ final class DestroyCommand implements Callable<Integer> {
                 last[0] = System.nanoTime();
             }
         };
-    }
-
-    private static void deleteTree(Path dir) throws IOException {
-        try (java.util.stream.Stream<Path> all = Files.walk(dir)) {
-            for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
     }
 }
